@@ -1,0 +1,25 @@
+"""agent-envs: verifiable multi-turn text environments for LLM-agent RL.
+
+Importing this package registers every environment under ``agent_envs/``::
+
+    import gymnasium as gym
+    import agent_envs
+
+    gym.register_envs(agent_envs)
+    env = gym.make("agent_envs/Sokoban-v0")
+"""
+
+from __future__ import annotations
+
+from agent_envs.core import CHARSET, TextEnv, normalize_action
+from agent_envs.registration import FAMILIES, register_all
+
+__version__ = "0.1.0"
+__all__ = ["CHARSET", "FAMILIES", "TextEnv", "__version__", "env_ids", "normalize_action"]
+
+register_all()
+
+
+def env_ids() -> list[str]:
+    """Return every registered ``agent_envs/`` id, in registration order."""
+    return [env_id for entries in FAMILIES.values() for env_id in entries]

@@ -1,0 +1,251 @@
+"""The base class every agent_envs environment builds on.
+
+:class:`TextEnv` owns everything the design contract makes common: the ``Text``
+spaces, the split between *tasks* (fixed by ``task_id``) and *seeds* (in-episode
+randomness), lenient action parsing, invalid actions that use up the turn, the
+success-only reward, the info keys, and the never-truncate rule.  A family only
+describes its own world through a handful of hooks.
+"""
+
+from __future__ import annotations
+
+import string
+import zlib
+from typing import Any, ClassVar, Generic, TypeVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = [
+    "CHARSET",
+    "MAX_TASK_ID",
+    "TextEnv",
+    "normalize_action",
+    "sanitize",
+]
+
+#: Every character an env may emit or an agent may send inside the action space:
+#: printable ASCII plus newline.  Agents may still send anything; characters
+#: outside the charset make an action invalid, never a crash.
+CHARSET: str = "".join(sorted(set(string.printable) - set("\t\r\x0b\x0c")))
+
+#: Task ids are drawn from ``[0, MAX_TASK_ID)`` when ``reset`` is not given one.
+MAX_TASK_ID: int = 2**31 - 1
+
+_CHARSET_SET = frozenset(CHARSET)
+_ACTION_PREFIXES = ("action:", "action :")
+
+TaskT = TypeVar("TaskT")
+
+
+def sanitize(text: str, limit: int = 40) -> str:
+    """Return ``text`` cut to ``limit`` characters with non-charset characters as ``?``.
+
+    Feedback that quotes the agent's action goes through this, so that whatever
+    the agent sends, the observation stays inside the observation space.
+    """
+    cut = text if len(text) <= limit else text[: limit - 3] + "..."
+    return "".join(ch if ch in _CHARSET_SET and ch != "\n" else "?" for ch in cut)
+
+
+def normalize_action(action: str) -> str:
+    """Canonicalise agent text: strip, drop a leading ``Action:``, fold case and spaces.
+
+    >>> normalize_action("  Action:   Move   LEFT \\n")
+    'move left'
+    """
+    text = action.strip().lower()
+    for prefix in _ACTION_PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    text = " ".join(text.split())
+    # Agents often quote or punctuate the action ("`up`", "up."); drop that wrapping.
+    return text.strip("`'\".").strip()
+
+
+class TextEnv(gym.Env[str, str], Generic[TaskT]):
+    """Base class for turn-based text environments with verifiable success.
+
+    Subclasses implement the hooks below.  The base class turns them into the
+    Gymnasium API and guarantees the contract in ``shared/DESIGN.md``:
+
+    * ``reset(seed=s, options={"task_id": i})`` builds task ``i`` from ``i``
+      alone (``_make_task`` gets a generator derived from the family and ``i``);
+      ``s`` seeds only ``self.np_random``, the in-episode randomness.
+    * ``step`` accepts any string.  Over-long, unparsable or illegal actions
+      leave the state unchanged, return short feedback and use up the turn.
+      A non-``str`` action raises ``TypeError``.
+    * The reward is ``1.0`` on the step that reaches success, else ``0.0``.
+    * ``terminated`` is set on success or on a failure the env ends; an env
+      never truncates.
+
+    Hooks for subclasses:
+        _make_task(task_id, rng): build the immutable task instance.  The last
+            task is cached, so K attempts at one task build it once; a task
+            object may memoise oracle results on itself.
+        _start(task): set the mutable episode state from the task.
+        _intro(): the goal and action format, in plain words.
+        _view(): the current view of the world.
+        _parse(action): a normalised action string to a move, or ``None``.
+        _apply(move): carry out the move; return ``(feedback, valid)``.
+        _is_success(), _is_failure(): terminal conditions.
+        _is_dead_end(): success no longer reachable (default: ``_is_failure()``).
+        admissible_actions(), oracle_actions(), oracle_turns(): the oracle API.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    #: Upper bound on the length of any observation; subclasses raise it if needed.
+    max_observation_length: ClassVar[int] = 4096
+    #: Actions longer than this are invalid (not a crash).
+    max_action_length: ClassVar[int] = 256
+    #: Canonical discrete actions for RL libraries, or ``None`` where the set is open.
+    action_vocabulary: tuple[str, ...] | None = None
+    #: A short hint shown when an action cannot be parsed.
+    action_format: ClassVar[str] = ""
+    #: True when the same state and action can lead to different outcomes (the
+    #: seed matters).  The oracle tests replay only deterministic envs exactly.
+    stochastic: bool = False
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, "
+                f"got {render_mode!r}."
+            )
+        self.render_mode = render_mode
+        self.observation_space = spaces.Text(
+            max_length=self.max_observation_length, min_length=0, charset=CHARSET
+        )
+        self.action_space = spaces.Text(
+            max_length=self.max_action_length, min_length=0, charset=CHARSET
+        )
+        self.task_id: int | None = None
+        self._task: TaskT | None = None
+        self._success = False
+        self._last_feedback = ""
+
+    # ------------------------------------------------------------------ hooks
+    def _make_task(self, task_id: int, rng: np.random.Generator) -> TaskT:
+        raise NotImplementedError
+
+    def _start(self, task: TaskT) -> None:
+        raise NotImplementedError
+
+    def _intro(self) -> str:
+        raise NotImplementedError
+
+    def _view(self) -> str:
+        raise NotImplementedError
+
+    def _parse(self, action: str) -> Any | None:
+        raise NotImplementedError
+
+    def _apply(self, move: Any) -> tuple[str, bool]:
+        raise NotImplementedError
+
+    def _is_success(self) -> bool:
+        raise NotImplementedError
+
+    def _is_failure(self) -> bool:
+        return False
+
+    def _is_dead_end(self) -> bool:
+        return self._is_failure()
+
+    def admissible_actions(self) -> list[str]:
+        """Return the legal actions in the current state."""
+        raise NotImplementedError
+
+    def oracle_actions(self) -> list[str]:
+        """Return the actions on some optimal path to success; empty in a dead end."""
+        raise NotImplementedError
+
+    def oracle_turns(self) -> int | None:
+        """Return the fewest turns to success from now, or ``None`` if unreachable."""
+        raise NotImplementedError
+
+    # -------------------------------------------------------------- gym API
+    @property
+    def task(self) -> TaskT:
+        """The current task instance (read-only by convention)."""
+        if self._task is None:
+            raise gym.error.ResetNeeded("Call reset() before using the environment.")
+        return self._task
+
+    def _task_generator(self, task_id: int) -> np.random.Generator:
+        # The family name salts the stream so that task 7 of two families are
+        # unrelated; crc32 is stable across processes, unlike hash().
+        salt = zlib.crc32(type(self).__name__.encode())
+        return np.random.default_rng([salt, task_id])
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        task_id = (options or {}).get("task_id")
+        if task_id is None:
+            task_id = int(self.np_random.integers(0, MAX_TASK_ID))
+        elif isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)):
+            raise TypeError(f"options['task_id'] must be an int, got {type(task_id).__name__}.")
+        elif not 0 <= task_id < MAX_TASK_ID:
+            raise ValueError(f"options['task_id'] must be in [0, {MAX_TASK_ID}), got {task_id}.")
+        task_id = int(task_id)
+        # The cache lives on the instance, whose task-shaping arguments are fixed,
+        # so the task id alone identifies the task.
+        if task_id != self.task_id or self._task is None:
+            self._task = self._make_task(task_id, self._task_generator(task_id))
+        self.task_id = task_id
+        self._start(self._task)
+        self._success = False
+        self._last_feedback = ""
+        observation = f"{self._intro()}\n\n{self._view()}"
+        return observation, {"task_id": task_id, "success": False}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if not isinstance(action, str):
+            raise TypeError(
+                f"Actions must be str, got {type(action).__name__}. "
+                "Wrap the env with wrappers.DiscreteActions to act with indices."
+            )
+        if self._task is None:
+            raise gym.error.ResetNeeded("Call reset() before step().")
+        if len(action) > self.action_space.max_length:
+            feedback, valid = (
+                f"Invalid action: longer than {self.action_space.max_length} characters.",
+                False,
+            )
+        else:
+            move = self._parse(normalize_action(action))
+            if move is None:
+                feedback, valid = self._unparsable_feedback(action), False
+            else:
+                feedback, valid = self._apply(move)
+        reward = 0.0
+        if not self._success and self._is_success():
+            self._success = True
+            reward = 1.0
+        terminated = self._success or self._is_failure()
+        self._last_feedback = feedback
+        info = {
+            "task_id": self.task_id,
+            "success": self._success,
+            "valid_action": valid,
+            "dead_end": (not self._success) and self._is_dead_end(),
+        }
+        return f"{feedback}\n\n{self._view()}", reward, terminated, False, info
+
+    def _unparsable_feedback(self, action: str) -> str:
+        hint = f" {self.action_format}" if self.action_format else ""
+        return f"Invalid action '{sanitize(action)}'.{hint}"
+
+    def render(self) -> str | None:
+        """Return the current view as text when ``render_mode="ansi"``."""
+        if self.render_mode != "ansi":
+            return None
+        return self._view()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} task_id={self.task_id}>"

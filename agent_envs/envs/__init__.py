@@ -1,0 +1,1 @@
+"""Environment families, one module each; ``agent_envs.registration`` registers them."""

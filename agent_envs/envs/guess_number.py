@@ -1,0 +1,136 @@
+"""GuessNumber: find a secret integer from higher/lower feedback."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from agent_envs.core import TextEnv
+
+_NUMBER = re.compile(r"^(?:guess\s*)?(-?\d{1,12})$")
+
+
+def bisection_guesses(low: int, high: int, secret: int) -> int:
+    """Return how many guesses bisection of ``[low, high]`` needs to hit ``secret``."""
+    guesses = 0
+    while True:
+        guesses += 1
+        middle = (low + high) // 2
+        if middle == secret:
+            return guesses
+        if middle < secret:
+            low = middle + 1
+        else:
+            high = middle - 1
+
+
+class GuessNumberEnv(TextEnv[int]):
+    """Guess a secret integer in ``1..N`` from "higher" / "lower" feedback.
+
+    ## Description
+    An information-gathering task.  The agent must narrow the interval that
+    is still consistent with the feedback; the winning strategy is bisection.
+
+    ## Action Space
+    ``Text``: an integer, optionally preceded by ``guess`` (``"50"``,
+    ``"guess 50"``, ``"Action: 50"``).  A guess outside ``1..N`` or anything
+    that is not an integer is invalid and uses up the turn.
+
+    ## Observation Space
+    ``Text``: the reset observation states the range and the action format;
+    each step observation gives the feedback (``higher``, ``lower`` or
+    ``correct``) and the interval still consistent with all feedback so far.
+
+    ## Starting State
+    The secret is drawn uniformly from ``1..N`` by the task id.
+
+    ## Rewards
+    ``1.0`` on the step that guesses the secret, ``0.0`` otherwise.
+
+    ## Episode End
+    ### Termination
+    The secret is guessed.
+    ### Truncation
+    Never by the env; use ``wrappers.TurnBudget``.
+
+    ## Information
+    ``task_id``, ``success``, ``valid_action``, ``dead_end``.  ``dead_end`` is
+    always ``False``: the secret stays reachable.
+
+    ## Oracle
+    The oracle does not read the secret.  ``oracle_actions()`` is the
+    bisection guess of the still-consistent interval (the midpoint, rounded
+    down).  ``oracle_turns()`` is the number of guesses bisection needs from
+    the current interval for this secret.  This is the definition of "optimal"
+    for information-gathering envs in this package: the turns a fixed,
+    secret-blind optimal strategy needs, not the turns of a lucky guess.
+
+    ## Arguments
+    ``max_number`` (int, default 100): the secret lies in ``1..max_number``.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    action_format = "Reply with one integer, for example: 50."
+    max_action_length = 64
+
+    def __init__(self, max_number: int = 100, render_mode: str | None = None) -> None:
+        if isinstance(max_number, bool) or not isinstance(max_number, int) or max_number < 2:
+            raise ValueError(f"max_number must be an int >= 2, got {max_number!r}.")
+        self.max_number = max_number
+        # One canonical action per guess, so discrete-action libraries can play.
+        self.action_vocabulary = tuple(str(number) for number in range(1, max_number + 1))
+        super().__init__(render_mode=render_mode)
+
+    def _make_task(self, task_id: int, rng: np.random.Generator) -> int:
+        return int(rng.integers(1, self.max_number + 1))
+
+    def _start(self, task: int) -> None:
+        self._low, self._high = 1, self.max_number
+        self._last_guess: int | None = None
+
+    def _intro(self) -> str:
+        return (
+            f"I am thinking of an integer between 1 and {self.max_number}. "
+            "Find it. After each guess I say whether the secret is higher or lower. "
+            f"{self.action_format}"
+        )
+
+    def _view(self) -> str:
+        return f"The secret is between {self._low} and {self._high}."
+
+    def _parse(self, action: str) -> int | None:
+        match = _NUMBER.match(action)
+        return int(match.group(1)) if match else None
+
+    def _apply(self, move: int) -> tuple[str, bool]:
+        if not 1 <= move <= self.max_number:
+            return f"Invalid guess {move}: it must be between 1 and {self.max_number}.", False
+        self._last_guess = move
+        if move == self.task:
+            self._low = self._high = move
+            return f"{move} is correct!", True
+        if move < self.task:
+            self._low = max(self._low, move + 1)
+            return f"{move} is too low: the secret is higher.", True
+        self._high = min(self._high, move - 1)
+        return f"{move} is too high: the secret is lower.", True
+
+    def _is_success(self) -> bool:
+        return self._last_guess == self.task
+
+    def admissible_actions(self) -> list[str]:
+        """Every guess in ``1..N``: one outside the consistent interval is legal, only wasteful."""
+        return list(self.action_vocabulary)
+
+    def oracle_actions(self) -> list[str]:
+        if self._success:
+            return []
+        return [str((self._low + self._high) // 2)]
+
+    def oracle_turns(self) -> int | None:
+        if self._success:
+            return 0
+        return bisection_guesses(self._low, self._high, self.task)

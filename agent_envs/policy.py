@@ -1,0 +1,67 @@
+"""What a policy is, as the evaluator sees it.
+
+A *compliant policy* is any object with ``act(observation, info) -> str``, or a
+plain callable ``f(observation) -> str``.  No base class is forced on anyone;
+the protocols below only document the shape.  Optional extras:
+
+* ``act_batch(observations, infos) -> list[str]``: the evaluator then steps
+  many episodes in lockstep and makes one call per turn for all of them.
+* ``budget_aware = True``: the agent learns the budget some other way than the
+  observation, so the evaluator must run every budget separately.
+* ``required_info = ("admissible_actions", "oracle_actions")``: the evaluator
+  adds those lists to ``info`` (through ``wrappers.ActionHints``).  This is how
+  the random and oracle baselines see the env's action API while
+  ``act(observation, info)`` stays the only call.
+
+Every ``info`` the evaluator hands a policy also carries ``episode_seed``, an
+int derived from (base seed, task, attempt).  A policy that samples should
+derive its randomness from it, so that attempts draw different samples and the
+result does not depend on batching or episode order.
+
+A policy may return an :class:`AgentAction` (a ``str``) whose ``raw`` holds the
+unparsed text it generated; the evaluator stores ``raw`` in the transcript.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["AgentAction", "BatchPolicy", "Policy", "REQUIRED_INFO_KEYS"]
+
+#: The keys a policy may ask for in ``required_info``.
+REQUIRED_INFO_KEYS = frozenset({"admissible_actions", "oracle_actions"})
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """An agent that maps the latest observation (and its info) to an action."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+@runtime_checkable
+class BatchPolicy(Protocol):
+    """An agent that acts for many concurrent episodes in one call."""
+
+    def act_batch(
+        self, observations: list[str], infos: list[dict[str, Any]]
+    ) -> list[str]: ...
+
+
+class AgentAction(str):
+    """An action string that also carries the raw text the agent generated.
+
+    >>> action = AgentAction("up", raw="I should go up.\\nAction: up")
+    >>> action == "up", action.raw.splitlines()[-1]
+    (True, 'Action: up')
+    """
+
+    raw: str
+
+    def __new__(cls, action: str, raw: str | None = None) -> AgentAction:
+        instance = super().__new__(cls, action)
+        instance.raw = action if raw is None else raw
+        return instance
+
+    def __reduce__(self):
+        return (AgentAction, (str(self), self.raw))

@@ -1,0 +1,73 @@
+"""Register every environment id under the ``agent_envs/`` namespace.
+
+Ids are registered with ``max_episode_steps=None``: an env never truncates and
+``gym.make`` adds no ``TimeLimit``, because the turn budget is the experimental
+variable and belongs to ``wrappers.TurnBudget`` / ``wrappers.BudgetMix``.
+
+Each family owns one block below; a variant is a separate id with kwargs, and a
+change to dynamics or rewards bumps the version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+__all__ = ["FAMILIES", "register_all"]
+
+#: id -> (entry point, kwargs, one-line description).  ``agent-envs list`` and
+#: the README's environment table are generated from, and tested against, this.
+FAMILIES: dict[str, dict[str, tuple[str, dict[str, Any], str]]] = {}
+
+
+def _family(name: str, entries: dict[str, tuple[str, dict[str, Any], str]]) -> None:
+    FAMILIES[name] = entries
+
+
+# --- GuessNumber ---------------------------------------------------------------
+_family(
+    "GuessNumber",
+    {
+        "agent_envs/GuessNumber-v0": (
+            "agent_envs.envs.guess_number:GuessNumberEnv",
+            {"max_number": 100},
+            "Find a secret in 1..100 from higher/lower feedback (bisection).",
+        ),
+        "agent_envs/GuessNumber-1000-v0": (
+            "agent_envs.envs.guess_number:GuessNumberEnv",
+            {"max_number": 1000},
+            "Find a secret in 1..1000 from higher/lower feedback (bisection).",
+        ),
+    },
+)
+
+# --- Sokoban -------------------------------------------------------------------
+
+# --- FrozenLake ----------------------------------------------------------------
+
+# --- Maze ----------------------------------------------------------------------
+
+# --- Hanoi ---------------------------------------------------------------------
+
+# --- Wordle --------------------------------------------------------------------
+
+# --- Household -----------------------------------------------------------------
+
+# --- WebShop -------------------------------------------------------------------
+
+# --- KnowledgeSearch -----------------------------------------------------------
+
+
+def register_all() -> None:
+    """Register every id in :data:`FAMILIES` (idempotent)."""
+    for entries in FAMILIES.values():
+        for env_id, (entry_point, kwargs, _description) in entries.items():
+            if env_id not in gym.registry:
+                gym.register(
+                    id=env_id,
+                    entry_point=entry_point,
+                    kwargs=kwargs,
+                    max_episode_steps=None,
+                    disable_env_checker=False,
+                )

@@ -1,0 +1,62 @@
+"""ActionHints: put the admissible and oracle actions into ``info``."""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+__all__ = ["ActionHints"]
+
+
+class ActionHints(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
+    """Add ``info["admissible_actions"]`` and/or ``info["oracle_actions"]``.
+
+    This is how baseline agents such as the random and oracle agents receive
+    what they need while ``act(observation, info)`` stays the only interface.
+    Each key costs a call to the unwrapped env's method of the same name on
+    every reset and step, so ask only for what the agent reads.  The lists are
+    fresh copies; an agent may keep or change them.
+
+    Example:
+        >>> import gymnasium as gym, agent_envs
+        >>> from wrappers import ActionHints
+        >>> env = ActionHints(gym.make("agent_envs/GuessNumber-v0"), oracle=True)
+        >>> _, info = env.reset(seed=0, options={"task_id": 0})
+        >>> info["oracle_actions"]
+        ['50']
+    """
+
+    def __init__(self, env: gym.Env, admissible: bool = True, oracle: bool = False) -> None:
+        if not isinstance(admissible, bool) or not isinstance(oracle, bool):
+            raise TypeError("admissible and oracle must be bools.")
+        base = env.unwrapped
+        for wanted, method in ((admissible, "admissible_actions"), (oracle, "oracle_actions")):
+            if wanted and not callable(getattr(base, method, None)):
+                raise ValueError(
+                    f"{type(base).__name__} has no {method}() method, so ActionHints "
+                    f"cannot provide info['{method}']."
+                )
+        gym.utils.RecordConstructorArgs.__init__(self, admissible=admissible, oracle=oracle)
+        gym.Wrapper.__init__(self, env)
+        self.admissible = admissible
+        self.oracle = oracle
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        return observation, self._hints(info)
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated, self._hints(info)
+
+    def _hints(self, info: dict[str, Any]) -> dict[str, Any]:
+        base = self.env.unwrapped
+        info = dict(info)
+        if self.admissible:
+            info["admissible_actions"] = list(base.admissible_actions())
+        if self.oracle:
+            info["oracle_actions"] = list(base.oracle_actions())
+        return info

@@ -1,0 +1,149 @@
+"""TurnBudget: end an episode after a fixed number of turns."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+from gymnasium import spaces
+
+__all__ = ["TurnBudget", "budget_line", "check_budget"]
+
+
+def budget_line(turns_left: int, budget: int) -> str:
+    """Return the line a visible budget appends to each observation."""
+    return f"[Turns left: {turns_left} of {budget}]"
+
+
+# Room for the line in the observation space, for any budget below 10**12.
+_BUDGET_LINE_MAX = len(budget_line(10**12, 10**12))
+
+
+def check_budget(value: Any, name: str = "max_turns") -> int:
+    """Return ``value`` as an int if it is a valid budget (an integer >= 1), else raise."""
+    try:
+        # operator.index accepts numpy integers (they come out of samplers and
+        # configs) and refuses floats such as 5.0.
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an int >= 1, got {type(value).__name__} {value!r}."
+        ) from None
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value}.")
+    return value
+
+
+def _inner_limit(env: gym.Env) -> int | None:
+    """Return the tightest turn limit already inside ``env`` (TimeLimit or TurnBudget)."""
+    limit = None
+    while isinstance(env, gym.Wrapper):
+        inner = None
+        if isinstance(env, gym.wrappers.TimeLimit):
+            inner = env._max_episode_steps
+        elif isinstance(env, TurnBudget):
+            inner = env._max_budget
+        if inner is not None:
+            limit = inner if limit is None else min(limit, inner)
+        env = env.env
+    return limit
+
+
+class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
+    """Give the agent exactly ``max_turns`` turns per episode.
+
+    A turn is one ``step`` call, valid action or not.  After ``max_turns`` turns
+    without termination the step returns ``truncated=True``; success on the last
+    turn is ``terminated=True, truncated=False``.
+
+    Every ``info`` gains ``budget`` (T), ``turn`` (turns used) and
+    ``turns_left``.  With ``visible=True`` each observation ends with a line
+    ``[Turns left: N of T]``; with ``visible=False`` the agent cannot see it.
+    ``reset(options={"budget": T})`` sets the budget for that episode only.
+
+    An inner ``TimeLimit`` or ``TurnBudget`` that would cut the episode before
+    the budget is refused at construction, so ``T`` turns always means ``T``.
+
+    Example:
+        >>> import gymnasium as gym, agent_envs
+        >>> from wrappers import TurnBudget
+        >>> env = TurnBudget(gym.make("agent_envs/GuessNumber-v0"), max_turns=3)
+        >>> _, info = env.reset(seed=0, options={"task_id": 0})
+        >>> info["budget"], info["turns_left"]
+        (3, 3)
+    """
+
+    def __init__(self, env: gym.Env, max_turns: int, visible: bool = False) -> None:
+        max_turns = check_budget(max_turns, "max_turns")
+        if not isinstance(visible, bool):
+            raise TypeError(f"visible must be a bool, got {type(visible).__name__}.")
+        gym.utils.RecordConstructorArgs.__init__(self, max_turns=max_turns, visible=visible)
+        gym.Wrapper.__init__(self, env)
+        self.max_turns = max_turns
+        self.visible = visible
+        self._inner_limit = _inner_limit(env)
+        self._check_inner_limit(max_turns)
+        if visible and isinstance(env.observation_space, spaces.Text):
+            inner = env.observation_space
+            self.observation_space = spaces.Text(
+                max_length=inner.max_length + _BUDGET_LINE_MAX + 1,
+                min_length=inner.min_length,
+                charset=inner.character_set,
+            )
+        self._budget = max_turns
+        self._turn = 0
+
+    # The largest budget this wrapper may run; BudgetMix overrides it.
+    @property
+    def _max_budget(self) -> int:
+        return self.max_turns
+
+    @property
+    def budget(self) -> int:
+        """The budget of the current episode."""
+        return self._budget
+
+    def _check_inner_limit(self, budget: int) -> None:
+        if self._inner_limit is not None and self._inner_limit < budget:
+            raise ValueError(
+                f"A turn budget of {budget} cannot work: an inner TimeLimit/TurnBudget ends "
+                f"episodes after {self._inner_limit} steps. Build the env without it "
+                "(agent_envs ids register no TimeLimit: use gym.make(id) without "
+                "max_episode_steps) or raise that limit to at least the budget."
+            )
+
+    def _episode_budget(self, options: dict[str, Any] | None) -> int:
+        if options and "budget" in options:
+            budget = check_budget(options["budget"], "options['budget']")
+            self._check_inner_limit(budget)
+            return budget
+        return self.max_turns
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        self._budget = self._episode_budget(options)
+        self._turn = 0
+        if options and "budget" in options:
+            # The budget is ours; never mutate the caller's dict or leak it inward.
+            options = {key: value for key, value in options.items() if key != "budget"}
+        observation, info = self.env.reset(seed=seed, options=options)
+        return self._decorate(observation, info)
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._turn += 1
+        if self._turn >= self._budget and not terminated:
+            truncated = True
+        observation, info = self._decorate(observation, info)
+        return observation, reward, terminated, truncated, info
+
+    def _decorate(self, observation: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        turns_left = max(self._budget - self._turn, 0)
+        info = {**info, "budget": self._budget, "turn": self._turn, "turns_left": turns_left}
+        if self.visible:
+            observation = f"{observation}\n{budget_line(turns_left, self._budget)}"
+        return observation, info
