@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["AgentAction", "BatchPolicy", "Policy", "REQUIRED_INFO_KEYS"]
+__all__ = ["REQUIRED_INFO_KEYS", "AgentAction", "BatchPolicy", "Policy"]
 
 #: The keys a policy may ask for in ``required_info``.
 REQUIRED_INFO_KEYS = frozenset({"admissible_actions", "oracle_actions"})
@@ -43,9 +43,7 @@ class Policy(Protocol):
 class BatchPolicy(Protocol):
     """An agent that acts for many concurrent episodes in one call."""
 
-    def act_batch(
-        self, observations: list[str], infos: list[dict[str, Any]]
-    ) -> list[str]: ...
+    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[str]: ...
 
 
 class AgentAction(str):

@@ -106,7 +106,7 @@ def test_pickled_env_continues_identically(env_id):
 def test_any_string_is_accepted(env_id, text):
     env = _fuzz_env(env_id)
     env.reset(seed=0, options={"task_id": 2})
-    observation, reward, terminated, truncated, info = env.step(text)
+    observation, reward, _, truncated, info = env.step(text)
     assert env.observation_space.contains(observation)
     assert truncated is False
     assert reward in (0.0, 1.0)
@@ -136,11 +136,11 @@ def test_non_str_action_raises_type_error(env_id, bad):
 def test_invalid_action_leaves_state_unchanged(env_id):
     env = make_unwrapped(env_id)
     env.reset(seed=0, options={"task_id": 6})
-    before = (env.render_mode, env.oracle_turns(), env.admissible_actions())
-    observation, reward, terminated, _, info = env.step("zzz not an action zzz")
+    before = (env._view(), env.oracle_turns(), env.admissible_actions())
+    _, reward, terminated, _, info = env.step("zzz not an action zzz")
     assert info["valid_action"] is False
     assert reward == 0.0 and terminated is False
-    assert (env.render_mode, env.oracle_turns(), env.admissible_actions()) == before
+    assert (env._view(), env.oracle_turns(), env.admissible_actions()) == before
 
 
 @pytest.mark.parametrize("bad", [-1, 2**31, "3", 2.0, True])
@@ -239,9 +239,17 @@ def _documented_info_keys(cls: type) -> set[str]:
 def test_docstring_lists_exactly_the_info_keys(env_id):
     env = make_unwrapped(env_id)
     cls = type(env)
-    for section in ("## Description", "## Action Space", "## Observation Space",
-                    "## Starting State", "## Rewards", "## Episode End", "## Information",
-                    "## Arguments", "## Version History"):
+    for section in (
+        "## Description",
+        "## Action Space",
+        "## Observation Space",
+        "## Starting State",
+        "## Rewards",
+        "## Episode End",
+        "## Information",
+        "## Arguments",
+        "## Version History",
+    ):
         assert section in (cls.__doc__ or ""), f"{cls.__name__} docstring lacks {section}"
     emitted = set(env.reset(seed=0, options={"task_id": 0})[1])
     rng = np.random.default_rng(0)

@@ -48,7 +48,7 @@ class BudgetMix(TurnBudget):
         if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Sequence):
             raise TypeError(f"budgets must be a sequence of ints, got {type(budgets).__name__}.")
         if len(budgets) == 0:
-            raise ValueError("budgets must not be empty: pass at least one budget, e.g. [5, 10, 20].")
+            raise ValueError("budgets must not be empty: pass at least one, e.g. [5, 10, 20].")
         budgets = tuple(check_budget(budget, "every budget") for budget in budgets)
         probabilities = self._probabilities(weights, len(budgets))
         # Recorded first, so that TurnBudget's own record (max_turns) does not

@@ -143,7 +143,9 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
 
     def _decorate(self, observation: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         turns_left = max(self._budget - self._turn, 0)
-        info = {**info, "budget": self._budget, "turn": self._turn, "turns_left": turns_left}
+        # The inner env hands us a fresh dict each call, so adding keys in place
+        # is safe and spares a copy on the hot path.
+        info["budget"], info["turn"], info["turns_left"] = self._budget, self._turn, turns_left
         if self.visible:
             observation = f"{observation}\n{budget_line(turns_left, self._budget)}"
         return observation, info
