@@ -49,8 +49,38 @@ _family(
 # --- Maze ----------------------------------------------------------------------
 
 # --- Hanoi ---------------------------------------------------------------------
+_family(
+    "Hanoi",
+    {
+        "agent_envs/Hanoi-3-v0": (
+            "agent_envs.envs.hanoi:HanoiEnv",
+            {"n_disks": 3},
+            "Tower of Hanoi, 3 disks: 7 moves from a full tower (long-horizon planning).",
+        ),
+        "agent_envs/Hanoi-4-v0": (
+            "agent_envs.envs.hanoi:HanoiEnv",
+            {"n_disks": 4},
+            "Tower of Hanoi, 4 disks: 15 moves from a full tower (long-horizon planning).",
+        ),
+        "agent_envs/Hanoi-5-v0": (
+            "agent_envs.envs.hanoi:HanoiEnv",
+            {"n_disks": 5},
+            "Tower of Hanoi, 5 disks: 31 moves from a full tower (long-horizon planning).",
+        ),
+    },
+)
 
 # --- Wordle --------------------------------------------------------------------
+_family(
+    "Wordle",
+    {
+        "agent_envs/Wordle-v0": (
+            "agent_envs.envs.wordle:WordleEnv",
+            {},
+            "Find a hidden 5-letter word from green/yellow/grey letter feedback.",
+        ),
+    },
+)
 
 # --- Household -----------------------------------------------------------------
 

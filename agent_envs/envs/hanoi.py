@@ -1,0 +1,225 @@
+"""Hanoi: move a tower of disks to the target peg, one top disk at a time."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from agent_envs.core import TextEnv
+
+__all__ = ["PEG_PAIRS", "HanoiEnv", "HanoiTask", "hanoi_plan"]
+
+#: Every (start peg, target peg) pair, 0-based; ``task_id % 6`` picks one.
+PEG_PAIRS: tuple[tuple[int, int], ...] = ((0, 2), (0, 1), (1, 0), (1, 2), (2, 0), (2, 1))
+
+_PEG_NAMES = {"1": 0, "2": 1, "3": 2, "a": 0, "b": 1, "c": 2}
+_TOKEN = re.compile(r"[a-z]+|\d+")
+# Words an agent wraps around the two pegs ("move the top disk from peg A to peg C").
+_FILLER = frozenset(
+    {"move", "moves", "disk", "disc", "ring", "the", "top", "from", "to", "peg", "onto", "on"}
+)
+# After "a", these make it an article ("move a disk"), not peg A.
+_NOUNS = frozenset({"disk", "disc", "ring", "top"})
+
+
+@dataclass(frozen=True)
+class HanoiTask:
+    """One instance: a full tower on ``start`` that must end on ``target`` (0-based pegs)."""
+
+    start: int
+    target: int
+
+
+def hanoi_plan(positions: tuple[int, ...], target: int) -> tuple[int, tuple[int, int] | None]:
+    """Return the fewest moves to stack every disk on ``target``, and the first such move.
+
+    ``positions[d]`` is the peg (0..2) of disk ``d + 1`` (disk 1 is the smallest).
+    The largest disk that is not where it must be has to move once, from its peg
+    to its goal, and before that every smaller disk must gather on the third peg:
+    that third peg becomes the goal of the smaller disks.  Each disk that is off
+    its goal costs ``2 ** (d - 1)`` moves (Hinz, 1989), and the smallest such
+    disk is free to make the next move.  Returns ``(0, None)`` when solved.
+
+    >>> hanoi_plan((0, 0, 0), 2)
+    (7, (0, 2))
+    """
+    turns, move, goal = 0, None, target
+    for disk in range(len(positions), 0, -1):
+        peg = positions[disk - 1]
+        if peg != goal:
+            turns += 1 << (disk - 1)
+            move = (peg, goal)
+            goal = 3 - peg - goal
+    return turns, move
+
+
+def _format_move(source: int, destination: int) -> str:
+    return f"move {source + 1} {destination + 1}"
+
+
+class HanoiEnv(TextEnv[HanoiTask]):
+    """Move a tower of ``n`` disks from its start peg to the target peg.
+
+    ## Description
+    The Tower of Hanoi, a planning task with a clean long-horizon dial: the
+    shortest solution from a full tower takes ``2 ** n - 1`` moves (7, 15 and 31
+    for 3, 4 and 5 disks), and one wrong move costs several to undo.  Disks are
+    numbered ``1`` (smallest) to ``n`` (largest); pegs are ``1``, ``2``, ``3``.
+    Only the top disk of a peg can move, and never onto a smaller disk.
+
+    ## Action Space
+    ``Text``: a source and a destination peg, canonically ``move 1 3`` (move the
+    top disk of peg 1 onto peg 3).  Parsing is lenient: ``1 3``, ``1->3``,
+    ``13``, ``move disk from 1 to 3``, ``move the top disk from peg A to peg C``
+    all work; pegs may be written ``1``/``2``/``3`` or ``A``/``B``/``C``.  The
+    two numbers are always pegs, never disks.  A move from an empty peg, onto a
+    smaller disk, or from a peg to itself is illegal: it leaves the state
+    unchanged and uses up the turn, like anything that cannot be parsed.
+
+    ## Observation Space
+    ``Text``: the reset observation states the rules, the goal and the action
+    format.  Every observation then shows each peg's disks listed bottom to top
+    (``Peg 1: 3 2 1``) and the goal line; a step observation starts with the
+    feedback (the disk moved, or why the move was illegal).
+
+    ## Starting State
+    All ``n`` disks on the start peg.  ``task_id % 6`` picks the (start, target)
+    pair out of the six ordered pairs of distinct pegs, so any six consecutive
+    task ids cover all six instances; the seed plays no part.  Every task keeps
+    the headline horizon of ``2 ** n - 1`` oracle turns.
+
+    ## Rewards
+    ``1.0`` on the step that puts the last disk on the target peg, ``0.0`` otherwise.
+
+    ## Episode End
+    ### Termination
+    All disks are on the target peg.
+    ### Truncation
+    Never by the env; use ``wrappers.TurnBudget``.
+
+    ## Information
+    ``task_id``, ``success``, ``valid_action``, ``dead_end``.  ``dead_end`` is
+    always ``False``: every legal state can still be solved.
+
+    ## Oracle
+    ``oracle_turns()`` is exact from *any* legal state, not only the start: the
+    largest disk off its goal must move once, after all smaller disks gather on
+    the third peg, which makes them a smaller tower with that peg as goal; each
+    disk off its goal adds ``2 ** (d - 1)`` moves.  ``oracle_actions()`` is the
+    unique optimal next move.  ``admissible_actions()`` lists the legal moves in
+    canonical form, in the order of ``action_vocabulary`` (the six
+    ``move X Y`` pairs).
+
+    ## Arguments
+    ``n_disks`` (int, default 3): the number of disks, 1 to 12.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    action_format = "Reply with a source and a destination peg, for example: move 1 3."
+    max_action_length = 128
+    action_vocabulary: tuple[str, ...] = tuple(
+        _format_move(a, b) for a in range(3) for b in range(3) if a != b
+    )
+
+    def __init__(self, n_disks: int = 3, render_mode: str | None = None) -> None:
+        if isinstance(n_disks, bool) or not isinstance(n_disks, int) or not 1 <= n_disks <= 12:
+            raise ValueError(f"n_disks must be an int from 1 to 12, got {n_disks!r}.")
+        self.n_disks = n_disks
+        super().__init__(render_mode=render_mode)
+
+    def _make_task(self, task_id: int, rng: np.random.Generator) -> HanoiTask:
+        # A fixed cycle rather than a draw: with six instances, drawing would leave
+        # some pairs out of a small block of task ids.
+        start, target = PEG_PAIRS[task_id % len(PEG_PAIRS)]
+        return HanoiTask(start=start, target=target)
+
+    def _start(self, task: HanoiTask) -> None:
+        self._pegs: list[list[int]] = [[], [], []]
+        self._pegs[task.start] = list(range(self.n_disks, 0, -1))
+
+    def _intro(self) -> str:
+        task = self.task
+        return (
+            f"Tower of Hanoi with {self.n_disks} disks, numbered 1 (smallest) to "
+            f"{self.n_disks} (largest), on pegs 1, 2 and 3. Move the whole tower from "
+            f"peg {task.start + 1} to peg {task.target + 1}. Each turn, move the top disk "
+            "of one peg onto another peg; never put a disk on a smaller one. Pegs list "
+            f"their disks from bottom to top. {self.action_format}"
+        )
+
+    def _view(self) -> str:
+        lines = [
+            f"Peg {index + 1}: {' '.join(map(str, stack)) if stack else '(empty)'}"
+            for index, stack in enumerate(self._pegs)
+        ]
+        lines.append(f"Goal: all {self.n_disks} disks on peg {self.task.target + 1}.")
+        return "\n".join(lines)
+
+    def _parse(self, action: str) -> tuple[int, int] | None:
+        tokens = _TOKEN.findall(action)
+        # "a disk" is an article, not peg A.
+        words = [
+            token
+            for index, token in enumerate(tokens)
+            if token not in _FILLER
+            and not (token == "a" and index + 1 < len(tokens) and tokens[index + 1] in _NOUNS)
+        ]
+        if len(words) == 1 and len(words[0]) == 2:  # "13"
+            words = list(words[0])
+        if len(words) != 2 or not all(word in _PEG_NAMES for word in words):
+            return None
+        return _PEG_NAMES[words[0]], _PEG_NAMES[words[1]]
+
+    def _apply(self, move: tuple[int, int]) -> tuple[str, bool]:
+        source, destination = move
+        if source == destination:
+            return f"Illegal move: source and destination are both peg {source + 1}.", False
+        from_stack, to_stack = self._pegs[source], self._pegs[destination]
+        if not from_stack:
+            return f"Illegal move: peg {source + 1} is empty.", False
+        disk = from_stack[-1]
+        if to_stack and to_stack[-1] < disk:
+            return (
+                f"Illegal move: disk {disk} cannot go on top of the smaller disk "
+                f"{to_stack[-1]} on peg {destination + 1}."
+            ), False
+        to_stack.append(from_stack.pop())
+        feedback = f"Moved disk {disk} from peg {source + 1} to peg {destination + 1}."
+        if self._is_success():
+            feedback += f" Solved: all {self.n_disks} disks are on peg {destination + 1}."
+        return feedback, True
+
+    def _is_success(self) -> bool:
+        return len(self._pegs[self.task.target]) == self.n_disks
+
+    def _positions(self) -> tuple[int, ...]:
+        positions = [0] * self.n_disks
+        for peg, stack in enumerate(self._pegs):
+            for disk in stack:
+                positions[disk - 1] = peg
+        return tuple(positions)
+
+    def admissible_actions(self) -> list[str]:
+        """Every legal move now, as ``move X Y``."""
+        pegs = self._pegs
+        return [
+            _format_move(source, destination)
+            for source in range(3)
+            for destination in range(3)
+            if source != destination
+            and pegs[source]
+            and (not pegs[destination] or pegs[destination][-1] > pegs[source][-1])
+        ]
+
+    def oracle_actions(self) -> list[str]:
+        """The optimal next move (it is unique), or ``[]`` once solved."""
+        _, move = hanoi_plan(self._positions(), self.task.target)
+        return [] if move is None else [_format_move(*move)]
+
+    def oracle_turns(self) -> int:
+        """The fewest moves from the current state to success."""
+        return hanoi_plan(self._positions(), self.task.target)[0]
