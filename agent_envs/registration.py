@@ -85,8 +85,33 @@ _family(
 # --- Household -----------------------------------------------------------------
 
 # --- WebShop -------------------------------------------------------------------
+_family(
+    "WebShop",
+    {
+        "agent_envs/WebShop-v0": (
+            "agent_envs.envs.webshop:WebShopEnv",
+            {},
+            "Search a generated catalogue (BM25) and buy the product an instruction asks for.",
+        ),
+    },
+)
 
 # --- KnowledgeSearch -----------------------------------------------------------
+_family(
+    "KnowledgeSearch",
+    {
+        "agent_envs/KnowledgeSearch-v0": (
+            "agent_envs.envs.knowledge_search:KnowledgeSearchEnv",
+            {"min_hops": 2, "max_hops": 2},
+            "Answer a 2-hop question by looking up pages of a fictional knowledge base.",
+        ),
+        "agent_envs/KnowledgeSearch-Deep-v0": (
+            "agent_envs.envs.knowledge_search:KnowledgeSearchEnv",
+            {"min_hops": 3, "max_hops": 4},
+            "Answer a 3- to 4-hop question by looking up pages of a fictional knowledge base.",
+        ),
+    },
+)
 
 
 def register_all() -> None:

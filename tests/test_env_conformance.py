@@ -189,12 +189,10 @@ def test_task_without_id_comes_from_the_seed(env_id):
     assert info_a["task_id"] == info_b["task_id"] != info_c["task_id"]
 
 
-DETERMINISTIC_IDS = [i for i in ENV_IDS if not make_unwrapped(i).stochastic]
-
-
-@pytest.mark.parametrize("env_id", DETERMINISTIC_IDS)
 def test_oracle_solves_in_exactly_oracle_turns(env_id):
     env = make_unwrapped(env_id)
+    if env.stochastic:
+        pytest.skip("the oracle path is replayed exactly only in deterministic envs")
     for task_id in range(50):
         _, info = env.reset(seed=task_id, options={"task_id": task_id})
         expected = env.oracle_turns()
