@@ -43,10 +43,65 @@ _family(
 )
 
 # --- Sokoban -------------------------------------------------------------------
+_family(
+    "Sokoban",
+    {
+        "agent_envs/Sokoban-v0": (
+            "agent_envs.envs.sokoban:SokobanEnv",
+            {"width": 6, "height": 6, "num_boxes": 1},
+            "Push 1 box onto its target in a 6x6 room (walls included); irreversible pushes.",
+        ),
+        "agent_envs/Sokoban-8x8-v0": (
+            "agent_envs.envs.sokoban:SokobanEnv",
+            {"width": 8, "height": 8, "num_boxes": 2},
+            "Push 2 boxes onto targets in an 8x8 room (walls included); irreversible pushes.",
+        ),
+    },
+)
 
 # --- FrozenLake ----------------------------------------------------------------
+_family(
+    "FrozenLake",
+    {
+        "agent_envs/FrozenLake-v0": (
+            "agent_envs.envs.frozen_lake:FrozenLakeEnv",
+            {"size": 4, "slippery": False},
+            "Cross a 4x4 frozen lake to the goal around holes (deterministic moves).",
+        ),
+        "agent_envs/FrozenLake-8x8-v0": (
+            "agent_envs.envs.frozen_lake:FrozenLakeEnv",
+            {"size": 8, "slippery": False},
+            "Cross an 8x8 frozen lake to the goal around holes (deterministic moves).",
+        ),
+        "agent_envs/FrozenLake-Slippery-v0": (
+            "agent_envs.envs.frozen_lake:FrozenLakeEnv",
+            {"size": 4, "slippery": True},
+            "Cross a 4x4 slippery lake: moves slide sideways with probability 0.2.",
+        ),
+        "agent_envs/FrozenLake-8x8-Slippery-v0": (
+            "agent_envs.envs.frozen_lake:FrozenLakeEnv",
+            {"size": 8, "slippery": True},
+            "Cross an 8x8 slippery lake: moves slide sideways with probability 0.2.",
+        ),
+    },
+)
 
 # --- Maze ----------------------------------------------------------------------
+_family(
+    "Maze",
+    {
+        "agent_envs/Maze-7x7-v0": (
+            "agent_envs.envs.maze:MazeEnv",
+            {"size": 7},
+            "Find the exit of a 7x7-cell maze seeing only the walls around you (memory).",
+        ),
+        "agent_envs/Maze-15x15-v0": (
+            "agent_envs.envs.maze:MazeEnv",
+            {"size": 15},
+            "Find the exit of a 15x15-cell maze seeing only the walls around you (memory).",
+        ),
+    },
+)
 
 # --- Hanoi ---------------------------------------------------------------------
 _family(
