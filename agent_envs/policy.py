@@ -14,9 +14,18 @@ the protocols below only document the shape.  Optional extras:
   ``act(observation, info)`` stays the only call.
 
 Every ``info`` the evaluator hands a policy also carries ``episode_seed``, an
-int derived from (base seed, task, attempt).  A policy that samples should
-derive its randomness from it, so that attempts draw different samples and the
-result does not depend on batching or episode order.
+int in ``[0, 2**32)`` derived from (base seed, task, attempt), and ``turn``
+(turns used so far).  A policy that samples should derive its randomness from
+(``episode_seed``, ``turn``), so that attempts draw different samples and the
+result does not depend on batching or episode order.  ``budget`` and
+``turns_left`` are in ``info`` only when the budget is visible (a visible
+``TurnBudget``, or ``budget_aware = True``); with a hidden budget the
+evaluator removes them, because the episode then runs at max(T).
+
+A stateful agent (one that remembers earlier turns of its episode) is passed
+to the evaluator as a factory: a class, or
+``agent_envs.evaluation.PerEpisode(factory)``, gets one fresh instance per
+episode.  Any other object is shared by all episodes.
 
 A policy may return an :class:`AgentAction` (a ``str``) whose ``raw`` holds the
 unparsed text it generated; the evaluator stores ``raw`` in the transcript.

@@ -1,0 +1,332 @@
+"""The ``agent-envs`` command line: list, eval, compare, play and train-sb3.
+
+Every user error ends in one line on stderr and exit status 2 (pass
+``--traceback`` before the command to see the full trace instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+_PROG = "agent-envs"
+
+
+class CLIError(Exception):
+    """A user error, reported as one line."""
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise CLIError(
+            f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}."
+        ) from None
+    if not values:
+        raise CLIError(f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}.")
+    return values
+
+
+def _tasks(text: str) -> int | list[int]:
+    """Parse ``--tasks``: a count ``50``, a range ``100:150`` or a list ``3,7,9``."""
+    try:
+        if ":" in text:
+            start, stop = (int(part) for part in text.split(":"))
+            return list(range(start, stop))
+        if "," in text:
+            return _ints(text, "--tasks")
+        return int(text)
+    except ValueError:
+        raise CLIError(
+            f"--tasks takes a count (50), a range (100:150) or ids (3,7,9); got {text!r}."
+        ) from None
+
+
+# ----------------------------------------------------------------- commands
+def _oracle_range(env_id: str, tasks: int) -> str:
+    import gymnasium as gym
+
+    env = gym.make(env_id).unwrapped
+    turns = []
+    try:
+        for task_id in range(tasks):
+            env.reset(seed=0, options={"task_id": task_id})
+            value = env.oracle_turns()
+            if value is not None:
+                turns.append(value)
+    except (AttributeError, NotImplementedError):
+        return "-"
+    if not turns:
+        return "-"
+    low, high = min(turns), max(turns)
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import agent_envs
+
+    width = max((len(env_id) for env_id in agent_envs.env_ids()), default=20)
+    print(f"  {'id'.ljust(width)}  {'turns':>7}  description")
+    for family, entries in agent_envs.FAMILIES.items():
+        print(family)
+        for env_id, (_entry, _kwargs, description) in entries.items():
+            turns = _oracle_range(env_id, args.tasks) if args.tasks else "-"
+            print(f"  {env_id.ljust(width)}  {turns:>7}  {description}")
+    if args.tasks:
+        print(f"(turns: the range of oracle_turns() at reset over tasks 0..{args.tasks - 1})")
+    return 0
+
+
+def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> tuple[Any, str]:
+    """Return an env factory whose ``info["messages"]`` holds the dialogue, and its id.
+
+    The history goes outside the turn budget, so that with a visible budget the
+    messages an LLM agent reads carry the turns-left line too.
+    """
+    from agent_envs.evaluation.runner import resolve_env
+    from wrappers import TurnBudget
+    from wrappers.chat_history import ChatHistory
+
+    if window < 0:
+        raise CLIError(f"--history takes a window >= 1 (or nothing for all), got {window}.")
+    make_env, name = resolve_env(env_id, None)
+
+    def build() -> Any:
+        budget = TurnBudget(make_env(), max_turns=max_budget, visible=visible)
+        return ChatHistory(budget, window=window or None)
+
+    return build, name
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from agent_envs.agents import make_agent, parse_agent_kwargs
+    from agent_envs.evaluation import evaluate
+
+    kwargs = parse_agent_kwargs(args.agent_kwargs)
+    agent = make_agent(args.agent, kwargs)
+    name = args.agent + (f" {json.dumps(kwargs, sort_keys=True)}" if kwargs else "")
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    budgets = _ints(args.t, "--t")
+    env: Any = args.env_id
+    env_name = None
+    if args.history is not None:
+        env, env_name = _with_history(args.env_id, args.history, max(budgets), args.visible_budget)
+    result = evaluate(
+        agent,
+        env,
+        ks=_ints(args.k, "--k"),
+        budgets=budgets,
+        tasks=_tasks(args.tasks),
+        samples=args.samples,
+        seed=args.seed,
+        visible_budget=args.visible_budget,
+        diagnostics=args.diagnostics,
+        batch_size=args.batch_size,
+        log_path=args.log,
+        transcripts=args.transcripts,
+        retry_errors=args.retry_errors,
+        max_error_rate=args.max_error_rate,
+        n_bootstrap=args.n_bootstrap,
+        progress=progress,
+        agent_name=name,
+        env_name=env_name,
+    )
+    print(result.table())
+    if args.out:
+        result.save(args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.plot:
+        result.plot(args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from agent_envs.evaluation import EvalResult, compare
+
+    difference = compare(EvalResult.load(args.a), EvalResult.load(args.b))
+    print(difference.table())
+    if args.out:
+        difference.save(args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.plot:
+        difference.plot(args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+_PLAY_HELP = (
+    "Type an action and press Enter. "
+    ":actions lists legal actions, :hint asks the oracle, :quit stops."
+)
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from agent_envs.evaluation.runner import resolve_env
+    from wrappers import TurnBudget
+
+    make_env, env_id = resolve_env(args.env_id, None)
+    env = TurnBudget(make_env(), max_turns=args.budget, visible=True)
+    observation, _ = env.reset(seed=args.seed, options={"task_id": args.task})
+    base: Any = env.unwrapped
+    print(f"{env_id}, task {args.task}, {args.budget} turns. {_PLAY_HELP}\n")
+    print(observation)
+    while True:
+        print("> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            print("\nEnd of input: stopped.")
+            return 0
+        action = line.rstrip("\r\n")
+        command = action.strip().lower()
+        if command in (":quit", ":q"):
+            print("Stopped.")
+            return 0
+        if command in (":actions", ":hint", ":help"):
+            method = {":actions": "admissible_actions", ":hint": "oracle_actions"}.get(command)
+            try:
+                shown = getattr(base, method)() if method else _PLAY_HELP
+            except (AttributeError, NotImplementedError, TypeError):
+                shown = "not available for this env"
+            print(shown if isinstance(shown, str) else ", ".join(shown) or "(none)")
+            continue
+        observation, _, terminated, truncated, info = env.step(action)
+        print(observation)
+        if info.get("success"):
+            print(f"Solved in {info['turn']} turns.")
+        elif terminated:
+            print("Failed: the episode ended without success.")
+        elif truncated:
+            print(f"Out of turns: not solved within {args.budget}.")
+        if terminated or truncated:
+            return 0
+
+
+def _train_sb3(argv: list[str]) -> int:
+    try:
+        module = importlib.import_module("baselines.sb3_train")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("baselines", "baselines.sb3_train"):
+            raise CLIError(
+                "train-sb3 is not available: baselines.sb3_train is not installed."
+            ) from None
+        raise CLIError(
+            f"train-sb3 needs the [sb3] extra ({exc.name} is missing): "
+            "pip install 'agent-envs[sb3]'."
+        ) from None
+    return int(module.main(argv) or 0)
+
+
+# ------------------------------------------------------------------ parser
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=_PROG,
+        description="Verifiable multi-turn text environments and the Pass@(K,T) evaluator.",
+    )
+    parser.add_argument("--traceback", action="store_true", help="show full tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="list the registered env ids")
+    listing.add_argument(
+        "--tasks", type=int, default=20, help="tasks sampled for the oracle-turn range (0: skip)"
+    )
+    listing.set_defaults(run=_cmd_list)
+
+    ev = commands.add_parser("eval", help="measure an agent's Pass@(K,T) surface")
+    ev.add_argument("env_id", help="a registered id, e.g. agent_envs/Sokoban-v0")
+    ev.add_argument("--agent", default="random", help="short name or module:Class (default random)")
+    ev.add_argument(
+        "--agent-kwargs", default=None, help="JSON keyword arguments, e.g. '{\"epsilon\": 0.1}'"
+    )
+    ev.add_argument("--k", default="1,2,4,8", help="K grid (default 1,2,4,8)")
+    ev.add_argument("--t", default="5,10,20,40", help="T grid (default 5,10,20,40)")
+    ev.add_argument("--tasks", default="50", help="count (50), range (100:150) or ids (3,7,9)")
+    ev.add_argument("--samples", type=int, default=None, help="attempts per task (default max K)")
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--out", default=None, help="write the result JSON here")
+    ev.add_argument("--log", default=None, help="JSONL run log; rerun with it to resume")
+    ev.add_argument("--plot", default=None, help="write a heatmap PNG here (needs [plot])")
+    ev.add_argument("--visible-budget", action="store_true", help="show the turns left")
+    ev.add_argument(
+        "--diagnostics",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="oracle diagnostics (cost oracle calls)",
+    )
+    ev.add_argument(
+        "--history",
+        type=int,
+        nargs="?",
+        const=0,
+        default=None,
+        metavar="WINDOW",
+        help="give the agent the dialogue in info['messages'] (wrappers.ChatHistory); "
+        "WINDOW keeps the last exchanges only",
+    )
+    ev.add_argument("--transcripts", action="store_true", help="log observations and actions")
+    ev.add_argument("--retry-errors", action="store_true", help="on resume, redo error episodes")
+    ev.add_argument("--max-error-rate", type=float, default=0.2)
+    ev.add_argument("--batch-size", type=int, default=None, help="lockstep episodes for act_batch")
+    ev.add_argument("--n-bootstrap", type=int, default=1000)
+    ev.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: when stderr is a terminal)",
+    )
+    ev.set_defaults(run=_cmd_eval)
+
+    cmp = commands.add_parser("compare", help="difference surface A - B of two results")
+    cmp.add_argument("a", help="result JSON of agent A")
+    cmp.add_argument("b", help="result JSON of agent B")
+    cmp.add_argument("--plot", default=None, help="write a diverging heatmap PNG here")
+    cmp.add_argument("--out", default=None, help="write the comparison JSON here")
+    cmp.set_defaults(run=_cmd_compare)
+
+    play = commands.add_parser("play", help="play an env yourself in the terminal")
+    play.add_argument("env_id")
+    play.add_argument("--task", type=int, default=0)
+    play.add_argument("--budget", type=int, default=50)
+    play.add_argument("--seed", type=int, default=0)
+    play.set_defaults(run=_cmd_play)
+
+    commands.add_parser(
+        "train-sb3", help="train a Stable-Baselines3 agent (arguments go to baselines.sb3_train)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    show_traceback = "--traceback" in argv[:1]
+    if show_traceback:
+        argv = argv[1:]
+    try:
+        if argv[:1] == ["train-sb3"]:
+            return _train_sb3(argv[1:])
+        args = _parser().parse_args(argv)
+        return args.run(args)
+    except KeyboardInterrupt:
+        print(f"{_PROG}: interrupted (rerun with the same --log to resume).", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from agent_envs.evaluation import RunAborted
+
+        user_error = (CLIError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
+        if show_traceback or not isinstance(exc, user_error):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"{_PROG}: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

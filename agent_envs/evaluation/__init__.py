@@ -1,0 +1,33 @@
+"""The Pass@(K,T) evaluator: measure any policy on any registered env.
+
+>>> from agent_envs.evaluation import evaluate, pass_at_k
+>>> round(pass_at_k(n=8, c=2, k=4), 4)
+0.7857
+
+See ``docs/evaluation.md`` for the protocol, the modes and the diagnostics.
+"""
+
+from __future__ import annotations
+
+from agent_envs.evaluation.compare import CompareResult, compare
+from agent_envs.evaluation.pass_at_k import pass_at_k
+from agent_envs.evaluation.policies import PerEpisode
+from agent_envs.evaluation.result import EvalResult
+from agent_envs.evaluation.rollout import EpisodeRecord, episode_seed
+from agent_envs.evaluation.runner import evaluate
+from agent_envs.evaluation.session import RunAborted
+from agent_envs.evaluation.settings import HIDDEN, VISIBLE
+
+__all__ = [
+    "HIDDEN",
+    "VISIBLE",
+    "CompareResult",
+    "EpisodeRecord",
+    "EvalResult",
+    "PerEpisode",
+    "RunAborted",
+    "compare",
+    "episode_seed",
+    "evaluate",
+    "pass_at_k",
+]

@@ -1,0 +1,119 @@
+"""Diagnostics: why a policy fails, beyond whether it succeeds.
+
+They separate "better single steps" from "better recovery" (see
+``docs/evaluation.md``).  Every figure comes from the per-episode counts in
+:class:`~agent_envs.evaluation.rollout.EpisodeRecord`, so a resumed run gives
+the same diagnostics as an uninterrupted one.
+
+Always computed (free, from ``info``):
+    ``invalid_action_rate``, ``dead_end_rate`` (per T).
+With the oracle (``diagnostics=True`` and an env with ``oracle_actions()``):
+    ``decision_quality``, ``recovery`` (per T), ``by_horizon``, ``turns``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from agent_envs.evaluation.rollout import EpisodeRecord
+from agent_envs.evaluation.settings import HIDDEN
+
+__all__ = ["summarize"]
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def _within(turn: int | None, budget: int) -> bool:
+    return turn is not None and turn <= budget
+
+
+def _per_budget(
+    records: Sequence[EpisodeRecord], budgets: Sequence[int], mode: str
+) -> list[tuple[int, list[EpisodeRecord]]]:
+    # Hidden mode: every episode ran at max(T) and is read at each T.
+    # Visible mode: each T has its own episodes.
+    if mode == HIDDEN:
+        return [(budget, list(records)) for budget in budgets]
+    return [(budget, [r for r in records if r.budget == budget]) for budget in budgets]
+
+
+def summarize(
+    records: Sequence[EpisodeRecord], budgets: Sequence[int], mode: str, oracle: bool
+) -> dict[str, Any]:
+    """Return the diagnostics of ``records`` as a JSON-ready dict.
+
+    Args:
+        records: every episode of the run.
+        budgets: the T grid.
+        mode: ``"hidden"`` or ``"visible"``.
+        oracle: whether the records carry the oracle counts.
+
+    Returns:
+        A dict with the keys described in the module docstring; per-T values
+        are lists aligned with ``budgets``; a rate with nothing to count is
+        ``None``.
+    """
+    turns = sum(r.turns for r in records)
+    per_budget = _per_budget(records, budgets, mode)
+    result: dict[str, Any] = {
+        "invalid_action_rate": _rate(sum(r.invalid for r in records), turns),
+        "dead_end_rate": [
+            _rate(sum(_within(r.dead_end_turn, t) for r in group), len(group))
+            for t, group in per_budget
+        ],
+    }
+    if not oracle:
+        return result
+    judged = sum(r.judged or 0 for r in records)
+    result["decision_quality"] = _rate(sum(r.optimal or 0 for r in records), judged)
+    recovery = []
+    for t, group in per_budget:
+        erred = [r for r in group if _within(r.first_non_optimal_turn, t)]
+        recovered = sum(_within(r.first_success_turn, t) for r in erred)
+        recovery.append({"episodes": len(erred), "success_rate": _rate(recovered, len(erred))})
+    result["recovery"] = recovery
+    result["by_horizon"] = _by_horizon(per_budget)
+    result["turns"] = _turns(records)
+    return result
+
+
+def _by_horizon(per_budget: list[tuple[int, list[EpisodeRecord]]]) -> dict[str, Any]:
+    """Success rate per T, split by the task's initial ``oracle_turns()``."""
+    horizons: dict[str, dict[str, Any]] = {}
+    keys = sorted(
+        {r.oracle_turns for _, group in per_budget for r in group},
+        key=lambda h: (h is None, h or 0),
+    )
+    for horizon in keys:
+        name = "unreachable" if horizon is None else str(horizon)
+        rates, tasks = [], set()
+        for t, group in per_budget:
+            members = [r for r in group if r.oracle_turns == horizon]
+            tasks.update(r.task_id for r in members)
+            rates.append(
+                _rate(sum(_within(r.first_success_turn, t) for r in members), len(members))
+            )
+        horizons[name] = {"tasks": len(tasks), "success_rate": rates}
+    return horizons
+
+
+def _turns(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
+    """Mean turns to success against the oracle's turns, over successful episodes."""
+    solved = [r for r in records if r.success and r.oracle_turns]
+    if not solved:
+        return {"episodes": 0, "mean_turns": None, "mean_oracle_turns": None, "mean_ratio": None}
+    counts: dict[str, float] = defaultdict(float)
+    for r in solved:
+        counts["turns"] += r.first_success_turn or 0
+        counts["oracle"] += r.oracle_turns or 0
+        counts["ratio"] += (r.first_success_turn or 0) / (r.oracle_turns or 1)
+    return {
+        "episodes": len(solved),
+        "mean_turns": counts["turns"] / len(solved),
+        "mean_oracle_turns": counts["oracle"] / len(solved),
+        "mean_ratio": counts["ratio"] / len(solved),
+    }

@@ -1,0 +1,89 @@
+"""Text tables for the terminal: surfaces, differences and diagnostics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["diagnostics_lines", "grid_table"]
+
+
+def _cell(value: float, low: float, high: float, ci: bool, signed: bool) -> str:
+    number = f"{value:+.3f}" if signed else f"{value:.3f}"
+    if not ci:
+        return number
+    bounds = f"{low:+.2f},{high:+.2f}" if signed else f"{low:.2f},{high:.2f}"
+    return f"{number} [{bounds}]"
+
+
+def grid_table(
+    ks: Sequence[int],
+    budgets: Sequence[int],
+    values: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    ci: bool = True,
+    signed: bool = False,
+    marks: np.ndarray | None = None,
+) -> str:
+    """Return a K x T table with one ``value [low,high]`` cell per grid point.
+
+    Args:
+        ks, budgets: row and column labels.
+        values, low, high: arrays of shape ``(len(ks), len(budgets))``.
+        ci: show the interval next to each value.
+        signed: show a sign on every number (for differences).
+        marks: optional strings appended to each cell (e.g. ``"A"`` for a win).
+    """
+    cells = [
+        [
+            _cell(values[i, j], low[i, j], high[i, j], ci, signed)
+            + (f" {marks[i, j]}" if marks is not None and marks[i, j] else "")
+            for j in range(len(budgets))
+        ]
+        for i in range(len(ks))
+    ]
+    width = max([len(cell) for row in cells for cell in row] + [len(f"T={max(budgets)}")])
+    header = "K \\ T ".rjust(7) + "  ".join(f"T={t}".rjust(width) for t in budgets)
+    rows = [
+        f"K={k}".rjust(6) + " " + "  ".join(cell.rjust(width) for cell in row)
+        for k, row in zip(ks, cells, strict=True)
+    ]
+    return "\n".join([header, *rows])
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> list[str]:
+    """Return the diagnostics as a few readable lines."""
+    per_t = "  ".join(f"T={t}" for t in budgets)
+    lines = ["Diagnostics:"]
+    lines.append(f"  invalid-action rate: {_fmt(diagnostics.get('invalid_action_rate'))}")
+    dead = diagnostics.get("dead_end_rate") or []
+    lines.append(f"  dead-end rate ({per_t}): " + "  ".join(_fmt(value) for value in dead))
+    if "decision_quality" in diagnostics:
+        lines.append(
+            "  decision quality (valid actions that are oracle actions): "
+            + _fmt(diagnostics["decision_quality"])
+        )
+        recovery = diagnostics.get("recovery") or []
+        lines.append(
+            f"  recovery P(success | a non-optimal action) ({per_t}): "
+            + "  ".join(f"{_fmt(item['success_rate'])} (n={item['episodes']})" for item in recovery)
+        )
+        for horizon, item in (diagnostics.get("by_horizon") or {}).items():
+            lines.append(
+                f"  oracle horizon {horizon:>3} ({item['tasks']} tasks), success per T: "
+                + "  ".join(_fmt(value) for value in item["success_rate"])
+            )
+        turns = diagnostics.get("turns") or {}
+        if turns.get("episodes"):
+            lines.append(
+                f"  turns to success: {_fmt(turns['mean_turns'], 2)} vs oracle "
+                f"{_fmt(turns['mean_oracle_turns'], 2)} (mean ratio {_fmt(turns['mean_ratio'], 2)})"
+            )
+    return lines

@@ -1,0 +1,119 @@
+"""The unbiased Pass@k estimator and the bootstrap over tasks."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+__all__ = ["bootstrap_means", "pass_at_k", "pass_at_k_table", "percentile_interval"]
+
+
+def _check_count(value: object, name: str) -> int:
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)  # accepts numpy integers, refuses floats
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}.") from None
+    if number < 0:
+        raise ValueError(f"{name} must be non-negative, got {number}.")
+    return number
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Return the unbiased estimate of Pass@k from ``c`` successes in ``n`` attempts.
+
+    This is ``1 - C(n - c, k) / C(n, k)`` (Chen et al., 2021): the chance that
+    ``k`` attempts drawn without replacement from the ``n`` include a success.
+    The ratio of binomials is the product ``prod_{i=n-c+1}^{n} (1 - k / i)``;
+    it is summed in log space (``log1p``) and turned back with ``expm1`` so
+    that small and large values both keep full relative precision, for any
+    ``n`` (no big binomials, no overflow).
+
+    Args:
+        n: attempts per task.
+        c: successful attempts, ``0 <= c <= n``.
+        k: attempts drawn, ``0 <= k <= n``.
+
+    Raises:
+        ValueError: for negative values, ``c > n`` or ``k > n``.
+
+    >>> pass_at_k(10, 3, 1)
+    0.3
+    >>> round(pass_at_k(10, 3, 4), 6)
+    0.833333
+    """
+    n, c, k = _check_count(n, "n"), _check_count(c, "c"), _check_count(k, "k")
+    if c > n:
+        raise ValueError(f"c (successes) must be at most n (attempts), got c={c} > n={n}.")
+    if k > n:
+        raise ValueError(
+            f"k must be at most n (attempts per task), got k={k} > n={n}: "
+            "run more samples per task instead of asking for more draws."
+        )
+    if c == 0 or k == 0:
+        return 0.0
+    if n - c < k:
+        return 1.0
+    if k == 1:
+        return c / n  # the common case, exact in one division
+    log_fail = math.fsum(math.log1p(-k / i) for i in range(n - c + 1, n + 1))
+    return -math.expm1(log_fail)
+
+
+def pass_at_k_table(n: int, counts: np.ndarray, ks: list[int]) -> np.ndarray:
+    """Return ``pass_at_k(n, counts[...], k)`` for every count and every k.
+
+    Args:
+        n: attempts per task.
+        counts: integer array of success counts, any shape ``S``.
+        ks: the k values.
+
+    Returns:
+        A float array of shape ``(len(ks), *S)``.
+    """
+    counts = np.asarray(counts)
+    # Only n + 1 distinct counts exist, so look each one up instead of
+    # recomputing the product per task and per cell.
+    table = np.array([[pass_at_k(n, c, k) for c in range(n + 1)] for k in ks], dtype=float)
+    return table[:, counts]
+
+
+def bootstrap_means(values: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
+    """Return ``n_bootstrap`` bootstrap draws of the mean over axis 0 (tasks).
+
+    Rows are resampled with replacement; each draw is the mean of one resample.
+
+    Args:
+        values: array of shape ``(tasks, ...)``; for a paired comparison pass
+            the per-task differences.
+        n_bootstrap: number of resamples (>= 1).
+        rng: the generator that draws the resamples (seed it for determinism).
+
+    Returns:
+        An array of shape ``(n_bootstrap, *values.shape[1:])``.
+    """
+    values = np.asarray(values, dtype=float)
+    rows = values.shape[0]
+    flat = values.reshape(rows, -1)
+    draws = np.empty((n_bootstrap, flat.shape[1]))
+    # Resamples become multiplicity weights, so memory stays at chunk x tasks
+    # whatever the grid size; the chunk bounds it for very many tasks.
+    chunk = max(1, 2_000_000 // max(rows, 1))
+    for start in range(0, n_bootstrap, chunk):
+        stop = min(start + chunk, n_bootstrap)
+        picks = rng.integers(0, rows, size=(stop - start, rows))
+        weights = np.zeros((stop - start, rows))
+        np.add.at(weights, (np.arange(stop - start)[:, None], picks), 1.0)
+        draws[start:stop] = weights @ flat / rows
+    return draws.reshape((n_bootstrap, *values.shape[1:]))
+
+
+def percentile_interval(
+    draws: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the ``(low, high)`` percentile interval of bootstrap ``draws`` over axis 0."""
+    tail = (1.0 - confidence) / 2.0
+    return np.quantile(draws, tail, axis=0), np.quantile(draws, 1.0 - tail, axis=0)

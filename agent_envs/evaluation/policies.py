@@ -1,0 +1,169 @@
+"""Turn any compliant policy into the two calls the evaluator makes.
+
+The evaluator accepts four shapes of policy (see ``agent_envs.policy``):
+
+* an object with ``act(observation, info) -> str`` (and maybe ``act_batch``),
+  shared by every episode;
+* a class, or :class:`PerEpisode` around any other factory: a fresh instance
+  per episode, for agents that keep state within an episode;
+* an object with only ``act_batch``;
+* a plain callable that is not a class, called as ``f(observation) -> str``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agent_envs.policy import REQUIRED_INFO_KEYS
+
+__all__ = ["PerEpisode", "PolicyAdapter", "adapt_policy", "describe_error"]
+
+Actor = Callable[[str, dict[str, Any]], Any]
+
+
+class PerEpisode:
+    """Mark ``factory`` as building one fresh policy per episode.
+
+    A class passed to ``evaluate`` is already treated this way; use this marker
+    for any other factory, such as ``functools.partial(MyAgent, temperature=0.7)``.
+    The factory is called once more up front to read ``required_info`` and
+    ``budget_aware`` from an instance.
+
+    >>> from agent_envs.evaluation import PerEpisode
+    >>> marker = PerEpisode(dict)
+    >>> marker.factory is dict
+    True
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        if not callable(factory):
+            raise TypeError(f"PerEpisode needs a callable factory, got {type(factory).__name__}.")
+        self.factory = factory
+
+    def __repr__(self) -> str:
+        return f"PerEpisode({self.factory!r})"
+
+
+def describe_error(exc: BaseException, limit: int = 500) -> str:
+    """Return ``"Type: message"`` for ``exc``, cut to ``limit`` characters."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _qualified_name(obj: Any) -> str:
+    """Return ``module:QualName``; for an instance with its own ``repr``, ``module:repr``.
+
+    The repr carries the agent's settings (``NoisyOracleAgent(epsilon=0.4, ...)``),
+    so that a run log refuses to mix two differently configured agents.  The
+    default ``object`` repr holds a memory address and is never used.
+    """
+    named = isinstance(obj, type) or (callable(obj) and hasattr(obj, "__qualname__"))
+    target = obj if named else type(obj)
+    module = getattr(target, "__module__", None) or "?"
+    if not named and type(obj).__repr__ is not object.__repr__:
+        text = repr(obj)
+        if "\n" not in text and len(text) <= 200:
+            return f"{module}:{text}"
+    return f"{module}:{getattr(target, '__qualname__', type(target).__name__)}"
+
+
+def _required_info(source: Any) -> frozenset[str]:
+    wanted = getattr(source, "required_info", ())
+    if wanted is None:
+        return frozenset()
+    if isinstance(wanted, str) or not isinstance(wanted, (Sequence, set, frozenset)):
+        raise TypeError(
+            f"required_info must be a tuple of keys such as ('admissible_actions',), "
+            f"got {wanted!r}."
+        )
+    unknown = set(wanted) - REQUIRED_INFO_KEYS
+    if unknown:
+        raise ValueError(
+            f"required_info has unknown keys {sorted(unknown)}; "
+            f"the evaluator can provide {sorted(REQUIRED_INFO_KEYS)}."
+        )
+    return frozenset(wanted)
+
+
+def _check_batch(actions: Any, expected: int) -> list[Any]:
+    if not isinstance(actions, Sequence) or isinstance(actions, str):
+        raise TypeError(f"act_batch must return a list of str, got {type(actions).__name__}.")
+    if len(actions) != expected:
+        raise ValueError(f"act_batch returned {len(actions)} actions for {expected} observations.")
+    return list(actions)
+
+
+class PolicyAdapter:
+    """The evaluator's view of a policy: what it needs and how to call it.
+
+    Attributes:
+        name: ``"module:QualName"`` of the policy, for results and logs.
+        required_info: keys the evaluator must add to ``info``.
+        budget_aware: the policy learns the budget other than by the observation.
+        batched: the policy has ``act_batch`` on one shared instance.
+        calls: number of policy calls made so far (``act`` or ``act_batch``).
+    """
+
+    def __init__(self, policy: Any) -> None:
+        self.calls = 0
+        self._shared: Any = None
+        self._factory: Callable[[], Any] | None = None
+        if isinstance(policy, PerEpisode):
+            self._factory = policy.factory
+            probe = policy.factory()
+            self.name = _qualified_name(probe)
+            source = probe
+        elif isinstance(policy, type):
+            self._factory = policy
+            self.name = _qualified_name(policy)
+            source = policy
+        elif (
+            callable(getattr(policy, "act", None))
+            or callable(getattr(policy, "act_batch", None))
+            or callable(policy)
+        ):
+            self._shared = policy
+            self.name = _qualified_name(policy)
+            source = policy
+        else:
+            raise TypeError(
+                "policy must have act(observation, info) -> str, act_batch(...), be a plain "
+                f"callable f(observation) -> str, or a class/PerEpisode factory; "
+                f"got {type(policy).__name__}."
+            )
+        self.required_info = _required_info(source)
+        self.budget_aware = bool(getattr(source, "budget_aware", False))
+        self.batched = self._shared is not None and callable(
+            getattr(self._shared, "act_batch", None)
+        )
+
+    def episode_actor(self) -> Actor:
+        """Return the ``(observation, info) -> action`` call for a new episode."""
+        policy = self._shared if self._factory is None else self._factory()
+        act = getattr(policy, "act", None)
+        if callable(act):
+            return self._counted(act)
+        act_batch = getattr(policy, "act_batch", None)
+        if callable(act_batch):
+            return self._counted(lambda obs, info: _check_batch(act_batch([obs], [info]), 1)[0])
+        if callable(policy) and not isinstance(policy, type):
+            return self._counted(lambda obs, info: policy(obs))
+        raise TypeError(f"{self.name} has neither act() nor act_batch() and is not callable.")
+
+    def _counted(self, act: Actor) -> Actor:
+        def call(observation: str, info: dict[str, Any]) -> Any:
+            self.calls += 1
+            return act(observation, info)
+
+        return call
+
+    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[Any]:
+        """Act for many live episodes in one call (only when :attr:`batched`)."""
+        self.calls += 1
+        return _check_batch(self._shared.act_batch(observations, infos), len(observations))
+
+
+def adapt_policy(policy: Any) -> PolicyAdapter:
+    """Return a :class:`PolicyAdapter` for ``policy``, with a clear error if it is not one."""
+    return policy if isinstance(policy, PolicyAdapter) else PolicyAdapter(policy)

@@ -1,0 +1,201 @@
+"""EvalResult: the Pass@(K,T) surface, its confidence intervals and what produced it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
+
+__all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
+
+RESULT_FORMAT = "agent-envs-result/1"
+
+# Salts the bootstrap stream so that it never reuses the episodes' seeds.
+_BOOTSTRAP_STREAM = 0xB0075
+_ARRAYS = ("surface", "ci_low", "ci_high")
+
+
+def bootstrap_rng(seed: int) -> np.random.Generator:
+    """Return the generator the bootstrap of a run with base ``seed`` draws from."""
+    return np.random.default_rng([_BOOTSTRAP_STREAM, seed])
+
+
+@dataclass
+class EvalResult:
+    """The Pass@(K,T) surface of one policy on one env, and how it was measured.
+
+    ``surface[i][j]`` is Pass@(``ks[i]``, ``budgets[j]``): rows K, columns T.
+    ``ci_low`` / ``ci_high`` bound its ``confidence`` percentile interval from
+    ``n_bootstrap`` resamples of the tasks, seeded by ``seed``.
+    ``success_counts[i][j]`` is how many of the ``samples`` attempts at
+    ``task_ids[i]`` succeeded within ``budgets[j]`` turns.
+
+    Attributes:
+        env_id: the env's id (or a name for a callable env).
+        agent: the policy, as a spec string or ``module:QualName``.
+        mode: ``"hidden"`` (one run at max T) or ``"visible"`` (one run per T).
+        ks, budgets, task_ids, samples, seed: the grid and the sampling.
+        surface, ci_low, ci_high: arrays of shape ``(len(ks), len(budgets))``.
+        success_counts: int array of shape ``(len(task_ids), len(budgets))``.
+        confidence, n_bootstrap: the interval's settings.
+        episodes: episodes counted; errors: how many of them the policy broke.
+        error_examples: up to five distinct error messages.
+        diagnostics: see :mod:`agent_envs.evaluation.diagnostics`, or ``None``.
+        settings: the remaining run settings (visible_budget, diagnostics, ...).
+        timing: wall time, episodes run and resumed, env steps, policy calls.
+        version: the ``agent_envs`` version that produced the result.
+    """
+
+    env_id: str
+    agent: str | None
+    mode: str
+    ks: list[int]
+    budgets: list[int]
+    task_ids: list[int]
+    samples: int
+    seed: int
+    surface: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    success_counts: np.ndarray
+    confidence: float = 0.95
+    n_bootstrap: int = 1000
+    episodes: int = 0
+    errors: int = 0
+    error_examples: list[str] = field(default_factory=list)
+    diagnostics: dict[str, Any] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
+    version: str = ""
+
+    @staticmethod
+    def per_task(samples: int, success_counts: np.ndarray, ks: Sequence[int]) -> np.ndarray:
+        """Return each task's Pass@(K,T) estimate, shape ``(tasks, len(ks), len(budgets))``."""
+        return np.moveaxis(pass_at_k_table(samples, np.asarray(success_counts), list(ks)), 0, 1)
+
+    def per_task_values(self) -> np.ndarray:
+        """Return this result's per-task Pass@(K,T) estimates (see :meth:`per_task`)."""
+        return self.per_task(self.samples, self.success_counts, self.ks)
+
+    @staticmethod
+    def surface_and_interval(
+        values: np.ndarray, n_bootstrap: int, seed: int, confidence: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return the mean over tasks of ``values`` and its bootstrap interval."""
+        draws = bootstrap_means(values, n_bootstrap, bootstrap_rng(seed))
+        low, high = percentile_interval(draws, confidence)
+        return values.mean(axis=0), low, high
+
+    def pass_at(self, k: int, t: int) -> float:
+        """Return Pass@(k, t) from the surface; ``KeyError`` if (k, t) is not on the grid."""
+        if k not in self.ks or t not in self.budgets:
+            raise KeyError(f"(K={k}, T={t}) is not on the grid K={self.ks}, T={self.budgets}.")
+        return float(self.surface[self.ks.index(k), self.budgets.index(t)])
+
+    # ------------------------------------------------------------- JSON
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict; :meth:`from_dict` inverts it exactly."""
+        data: dict[str, Any] = {"format": RESULT_FORMAT}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            data[name] = value.tolist() if isinstance(value, np.ndarray) else value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        """Rebuild a result from :meth:`to_dict` output, with a clear error if it is not one."""
+        if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
+            raise ValueError(
+                f"not an agent-envs result (expected format {RESULT_FORMAT!r}); "
+                "pass a JSON file written by `agent-envs eval --out`."
+            )
+        fields = dict(data)
+        fields.pop("format")
+        unknown = set(fields) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"result has unknown fields {sorted(unknown)}.")
+        try:
+            for name in _ARRAYS:
+                fields[name] = np.asarray(fields[name], dtype=float)
+            fields["success_counts"] = np.asarray(fields["success_counts"], dtype=np.int64)
+            result = cls(**fields)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed result ({exc}).") from None
+        shape = (len(result.ks), len(result.budgets))
+        if any(getattr(result, name).shape != shape for name in _ARRAYS):
+            raise ValueError(f"malformed result: the surface is not {shape[0]}x{shape[1]} (K x T).")
+        return result
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_dict` as JSON to ``path``."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> EvalResult:
+        """Read a result written by :meth:`save`, with one-line errors for bad files."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise ValueError(f"cannot read result {path}: {reason}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not JSON ({exc.msg} at line {exc.lineno}).") from None
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    # ------------------------------------------------------------ output
+    def table(self, ci: bool = True) -> str:
+        """Return the surface as a text table for the terminal (rows K, columns T)."""
+        from agent_envs.evaluation.formatting import grid_table
+
+        title = (
+            f"Pass@(K,T)  env={self.env_id}  agent={self.agent}  mode={self.mode}  "
+            f"tasks={len(self.task_ids)}  samples={self.samples}"
+        )
+        lines = [
+            title,
+            grid_table(self.ks, self.budgets, self.surface, self.ci_low, self.ci_high, ci),
+        ]
+        if ci:
+            interval = f"{self.confidence:.0%} bootstrap interval over tasks"
+            lines.append(f"[{interval}, {self.n_bootstrap} resamples]")
+        if self.errors:
+            lines.append(f"{self.errors} of {self.episodes} episodes ended in a policy error.")
+        if self.diagnostics:
+            from agent_envs.evaluation.formatting import diagnostics_lines
+
+            lines.extend(diagnostics_lines(self.diagnostics, self.budgets))
+        return "\n".join(lines)
+
+    def plot(self, path: str | os.PathLike[str]) -> None:
+        """Write the surface as a heatmap PNG (needs the ``[plot]`` extra: matplotlib)."""
+        from agent_envs.evaluation.plotting import plot_grid
+
+        plot_grid(
+            path,
+            self.surface,
+            self.ks,
+            self.budgets,
+            title=f"Pass@(K,T): {self.agent} on {self.env_id} ({self.mode} budget)",
+            vmin=0.0,
+            vmax=1.0,
+            cmap="viridis",
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"EvalResult(env_id={self.env_id!r}, agent={self.agent!r}, mode={self.mode!r}, "
+            f"ks={self.ks}, budgets={self.budgets}, tasks={len(self.task_ids)}, "
+            f"samples={self.samples})"
+        )

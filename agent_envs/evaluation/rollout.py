@@ -1,0 +1,331 @@
+"""Play episodes: one at a time, or many in lockstep for ``act_batch`` policies.
+
+Every episode is fixed by its :class:`EpisodeKey` alone (task, attempt, budget,
+seed), so what an episode does never depends on which slot or batch played it
+or in what order: the results are the same for every batch size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agent_envs.core import normalize_action
+from agent_envs.evaluation.policies import PolicyAdapter, describe_error
+
+__all__ = [
+    "EpisodeKey",
+    "EpisodeRecord",
+    "EpisodeRun",
+    "RunOptions",
+    "episode_seed",
+    "run_lockstep",
+    "run_sequential",
+]
+
+
+def episode_seed(base_seed: int, task_id: int, sample: int) -> int:
+    """Return the seed of attempt ``sample`` at task ``task_id``: an int in ``[0, 2**32)``.
+
+    It is the first 32-bit word of ``numpy.random.SeedSequence([base_seed,
+    task_id, sample])``: stable across processes and platforms, and the same
+    for every budget, so that a run at T is a prefix of the run at a larger T.
+
+    >>> episode_seed(0, 3, 1) == episode_seed(0, 3, 1) != episode_seed(0, 3, 2)
+    True
+    """
+    return int(np.random.SeedSequence([base_seed, task_id, sample]).generate_state(1)[0])
+
+
+@dataclass(frozen=True)
+class EpisodeKey:
+    """Which episode to play: attempt ``sample`` at ``task_id`` under ``budget`` turns."""
+
+    task_id: int
+    sample: int
+    budget: int
+    seed: int
+
+    @property
+    def ident(self) -> tuple[int, int, int]:
+        """What identifies the episode in a run log."""
+        return (self.task_id, self.sample, self.budget)
+
+
+@dataclass
+class EpisodeRecord:
+    """What one finished episode reports; one line of the run log.
+
+    The diagnostic fields are ``None`` when diagnostics were off.
+
+    Attributes:
+        task_id, sample, seed, budget: the episode's key.
+        success: solved within the budget (``False`` for an error).
+        first_success_turn: the turn that solved it, or ``None``.
+        turns: turns played.
+        valid, invalid: counts of valid and invalid actions.
+        dead_end_turn: the first turn after which success was unreachable.
+        error: ``"Type: message"`` if the policy raised, else ``None``.
+        oracle_turns: ``oracle_turns()`` at reset.
+        judged: valid actions taken where the oracle had an action.
+        optimal: those of ``judged`` that were in ``oracle_actions()``.
+        first_non_optimal_turn: the first turn whose action was invalid or
+            not in ``oracle_actions()`` (while success was reachable).
+    """
+
+    task_id: int
+    sample: int
+    seed: int
+    budget: int
+    success: bool = False
+    first_success_turn: int | None = None
+    turns: int = 0
+    valid: int = 0
+    invalid: int = 0
+    dead_end_turn: int | None = None
+    error: str | None = None
+    oracle_turns: int | None = None
+    judged: int | None = None
+    optimal: int | None = None
+    first_non_optimal_turn: int | None = None
+
+    _JSON_KEYS = (
+        ("task", "task_id"),
+        ("sample", "sample"),
+        ("seed", "seed"),
+        ("budget", "budget"),
+        ("success", "success"),
+        ("first_success_turn", "first_success_turn"),
+        ("turns", "turns"),
+        ("valid", "valid"),
+        ("invalid", "invalid"),
+        ("dead_end_turn", "dead_end_turn"),
+        ("error", "error"),
+        ("oracle_turns", "oracle_turns"),
+        ("judged", "judged"),
+        ("optimal", "optimal"),
+        ("first_non_optimal_turn", "first_non_optimal_turn"),
+    )
+
+    @property
+    def ident(self) -> tuple[int, int, int]:
+        """What identifies the episode in a run log."""
+        return (self.task_id, self.sample, self.budget)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the record as a JSON-ready dict (the run-log field names)."""
+        return {name: getattr(self, attr) for name, attr in self._JSON_KEYS}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
+        """Build a record from :meth:`to_json` output; ``ValueError`` if fields are missing."""
+        missing = [name for name, _ in cls._JSON_KEYS if name not in data]
+        if missing:
+            raise ValueError(f"episode line lacks {missing}")
+        return cls(**{attr: data[name] for name, attr in cls._JSON_KEYS})
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How episodes are played and recorded.
+
+    Attributes:
+        diagnose: ask the oracle before every action (diagnostics).
+        transcripts: keep every observation and action.
+        hide_budget: drop ``budget`` and ``turns_left`` from the policy's
+            ``info``; in hidden mode the run's budget is max(T), not the T
+            being measured, so a policy must not see it.
+    """
+
+    diagnose: bool = False
+    transcripts: bool = False
+    hide_budget: bool = False
+
+
+class EpisodeRun:
+    """The bookkeeping of one episode in progress (hot loop: keep it lean)."""
+
+    __slots__ = (
+        "_oracle",
+        "base",
+        "diagnose",
+        "hide_budget",
+        "key",
+        "record",
+        "transcript",
+    )
+
+    def __init__(self, key: EpisodeKey, base: Any, options: RunOptions) -> None:
+        self.key = key
+        self.base = base
+        self.diagnose = options.diagnose
+        self.hide_budget = options.hide_budget
+        self.record = EpisodeRecord(key.task_id, key.sample, key.seed, key.budget)
+        if self.diagnose:
+            self.record.judged = self.record.optimal = 0
+        self.transcript: dict[str, Any] | None = {} if options.transcripts else None
+        self._oracle: frozenset[str] = frozenset()
+
+    def reset(self, env: gym.Env) -> tuple[str, dict[str, Any]]:
+        """Reset ``env`` to this episode and return the first observation and info."""
+        key = self.key
+        observation, info = env.reset(
+            seed=key.seed, options={"task_id": key.task_id, "budget": key.budget}
+        )
+        info["episode_seed"] = key.seed
+        if self.hide_budget:
+            info.pop("budget", None)
+            info.pop("turns_left", None)
+        if self.diagnose:
+            self.record.oracle_turns = self.base.oracle_turns()
+        if self.transcript is not None:
+            self.transcript.update(observation=observation, steps=[])
+        return observation, info
+
+    def before_act(self, info: dict[str, Any]) -> None:
+        """Note the oracle's actions in the state the policy is about to act in."""
+        if self.diagnose:
+            # ActionHints already asked the oracle when the policy wanted it.
+            oracle = info.get("oracle_actions")
+            if oracle is None:
+                oracle = self.base.oracle_actions()
+            self._oracle = frozenset(normalize_action(action) for action in oracle)
+
+    def after_step(self, action: str, observation: str, done: bool, info: dict[str, Any]) -> bool:
+        """Account for one step; return whether the episode is over."""
+        record = self.record
+        record.turns += 1
+        turn = record.turns
+        info["episode_seed"] = self.key.seed
+        if self.hide_budget:
+            info.pop("budget", None)
+            info.pop("turns_left", None)
+        # .get: envs outside agent_envs may not report these contract keys.
+        valid = info.get("valid_action", True)
+        if valid:
+            record.valid += 1
+        else:
+            record.invalid += 1
+        if info["success"] and record.first_success_turn is None:
+            record.first_success_turn = turn
+            record.success = True
+        if record.dead_end_turn is None and info.get("dead_end", False):
+            record.dead_end_turn = turn
+        if self.diagnose and self._oracle:
+            optimal = valid and normalize_action(action) in self._oracle
+            if valid:
+                record.judged += 1
+                record.optimal += optimal
+            if not optimal and record.first_non_optimal_turn is None:
+                record.first_non_optimal_turn = turn
+        if self.transcript is not None:
+            step = {"action": str(action), "observation": observation, "valid": valid}
+            raw = getattr(action, "raw", None)
+            if raw is not None and raw != action:
+                step["raw"] = raw
+            self.transcript["steps"].append(step)
+        return done
+
+    def fail(self, exc: BaseException) -> None:
+        """Mark the episode as an error: it ends now and counts as a failure."""
+        self.record.error = describe_error(exc)
+        self.record.success = False
+        self.record.first_success_turn = None
+
+
+Finish = Callable[[EpisodeRun], None]
+
+
+def _non_str(action: Any) -> TypeError:
+    return TypeError(f"the policy returned {type(action).__name__} {action!r:.80}, not a str")
+
+
+def run_sequential(
+    adapter: PolicyAdapter,
+    env: gym.Env,
+    keys: Iterable[EpisodeKey],
+    options: RunOptions,
+    finish: Finish,
+) -> None:
+    """Play ``keys`` one after another on ``env``, calling ``finish`` after each."""
+    base = env.unwrapped
+    diagnose = options.diagnose
+    for key in keys:
+        run = EpisodeRun(key, base, options)
+        try:
+            act = adapter.episode_actor()
+        except Exception as exc:  # a failing factory is the policy's error
+            run.fail(exc)
+            finish(run)
+            continue
+        observation, info = run.reset(env)
+        while True:
+            if diagnose:
+                run.before_act(info)
+            try:
+                action = act(observation, info)
+                if not isinstance(action, str):
+                    raise _non_str(action)
+            except Exception as exc:  # the policy's error ends only this episode
+                run.fail(exc)
+                break
+            observation, _, terminated, truncated, info = env.step(action)
+            if run.after_step(action, observation, terminated or truncated, info):
+                break
+        finish(run)
+
+
+def run_lockstep(
+    adapter: PolicyAdapter,
+    envs: list[gym.Env],
+    keys: Iterable[EpisodeKey],
+    options: RunOptions,
+    finish: Finish,
+) -> None:
+    """Play ``keys`` on ``len(envs)`` slots at once, one ``act_batch`` call per turn.
+
+    A slot whose episode ends takes the next key at once, so every call is as
+    full as the remaining work allows.  An exception in ``act_batch`` marks
+    every episode of that call as an error.
+    """
+    pending: Iterator[EpisodeKey] = iter(keys)
+    live: list[list[Any]] = []  # [env, run, observation, info]
+
+    def refill(env: gym.Env) -> None:
+        key = next(pending, None)
+        if key is not None:
+            run = EpisodeRun(key, env.unwrapped, options)
+            live.append([env, run, *run.reset(env)])
+
+    for env in envs:
+        refill(env)
+    while live:
+        for slot in live:
+            slot[1].before_act(slot[3])
+        try:
+            actions = adapter.act_batch([slot[2] for slot in live], [slot[3] for slot in live])
+        except Exception as exc:
+            actions = [exc] * len(live)
+        still_live = []
+        freed = []
+        for slot, action in zip(live, actions, strict=True):
+            env, run = slot[0], slot[1]
+            if isinstance(action, BaseException) or not isinstance(action, str):
+                run.fail(action if isinstance(action, BaseException) else _non_str(action))
+                done = True
+            else:
+                observation, _, terminated, truncated, info = env.step(action)
+                slot[2], slot[3] = observation, info
+                done = run.after_step(action, observation, terminated or truncated, info)
+            if done:
+                finish(run)
+                freed.append(env)
+            else:
+                still_live.append(slot)
+        live[:] = still_live
+        for env in freed:
+            refill(env)

@@ -1,0 +1,133 @@
+"""Durable runs: a JSONL log of finished episodes that a rerun resumes from.
+
+The first line is a header with the run's settings; every other line is one
+finished episode (:meth:`EpisodeRecord.to_json`, plus ``transcript`` when
+asked).  A line is written in one call and flushed, so a crash leaves at most
+one half-written last line, which the next open drops and the run redoes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from agent_envs.evaluation.rollout import EpisodeRecord
+from agent_envs.evaluation.settings import EvalSettings
+
+__all__ = ["LOG_FORMAT", "RunLog"]
+
+LOG_FORMAT = "agent-envs-runlog/1"
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+    keys = sorted(set(old) | set(new))
+    changes = [
+        f"{key}: {_short(old.get(key))} -> {_short(new.get(key))}"
+        for key in keys
+        if old.get(key) != new.get(key)
+    ]
+    return "; ".join(changes) or "unknown difference"
+
+
+class RunLog:
+    """An open run log: the episodes it already holds, and an append handle.
+
+    Use :meth:`open`; write finished episodes with :meth:`append`.
+    """
+
+    def __init__(self, path: Path, handle: IO[str], records: dict[tuple, EpisodeRecord]) -> None:
+        self.path = path
+        self._handle = handle
+        #: Finished episodes by ``(task_id, sample, budget)``; a later line wins.
+        self.records = records
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], settings: EvalSettings, version: str) -> RunLog:
+        """Open ``path`` for ``settings``: create it, or check and load what it holds.
+
+        Raises:
+            ValueError: the file is not a run log, is corrupt before its last
+                line, or was written with different settings.
+            OSError: the file cannot be read or written.
+        """
+        path = Path(path)
+        header = {"type": "header", "format": LOG_FORMAT, "version": version}
+        wanted = settings.to_json()
+        records: dict[tuple, EpisodeRecord] = {}
+        if path.is_dir():
+            raise ValueError(f"--log {path} is a directory; give a file path such as run.jsonl.")
+        if path.exists() and path.stat().st_size > 0:
+            records = cls._load(path, wanted)
+        else:
+            if path.parent and not path.parent.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w", encoding="utf-8") as fresh:
+                fresh.write(json.dumps({**header, "settings": wanted}) + "\n")
+        handle = path.open("a", encoding="utf-8")
+        return cls(path, handle, records)
+
+    @staticmethod
+    def _load(path: Path, wanted: dict[str, Any]) -> dict[tuple, EpisodeRecord]:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise OSError(f"cannot read run log {path}: {exc.strerror or exc}") from None
+        lines = data.split(b"\n")
+        # A final piece without a newline is a write cut short by a crash.
+        keep = len(data) - len(lines[-1])
+        body = lines[:-1]
+        try:
+            header = json.loads(body[0]) if body else None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            header = None
+        if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
+            raise ValueError(
+                f"{path} is not an agent-envs run log (no header line); "
+                "pass a new --log path or delete the file."
+            )
+        if header.get("settings") != wanted:
+            raise ValueError(
+                f"{path} was written with different settings "
+                f"({_describe_difference(header.get('settings') or {}, wanted)}); "
+                "use another --log path, or the same settings to resume."
+            )
+        records: dict[tuple, EpisodeRecord] = {}
+        budgets, tasks = set(wanted["budgets"]), set(wanted["task_ids"])
+        for number, line in enumerate(body[1:], start=2):
+            try:
+                record = EpisodeRecord.from_json(json.loads(line))
+            except (UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError) as exc:
+                if number == len(body):
+                    # The last complete line may still be a torn write: redo it.
+                    keep -= len(line) + 1
+                    break
+                raise ValueError(
+                    f"{path}:{number} is corrupt ({exc}); fix or delete that line."
+                ) from None
+            task_id, sample, budget = record.ident
+            if task_id not in tasks or budget not in budgets or not 0 <= sample < wanted["samples"]:
+                raise ValueError(f"{path}:{number} holds an episode outside this run's plan.")
+            records[record.ident] = record
+        if keep != len(data):
+            with path.open("r+b") as handle:
+                handle.truncate(keep)
+        return records
+
+    def append(self, record: EpisodeRecord, transcript: dict[str, Any] | None = None) -> None:
+        """Write one finished episode as a line and flush it."""
+        line = record.to_json()
+        if transcript is not None:
+            line["transcript"] = transcript
+        self._handle.write(json.dumps(line) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        """Close the append handle."""
+        self._handle.close()

@@ -1,0 +1,308 @@
+"""evaluate(): measure any policy's Pass@(K,T) surface on any registered env."""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agent_envs import __version__
+from agent_envs.evaluation.diagnostics import summarize
+from agent_envs.evaluation.policies import adapt_policy
+from agent_envs.evaluation.result import EvalResult
+from agent_envs.evaluation.rollout import (
+    EpisodeRecord,
+    RunOptions,
+    run_lockstep,
+    run_sequential,
+)
+from agent_envs.evaluation.session import RunState
+from agent_envs.evaluation.settings import (
+    HIDDEN,
+    VISIBLE,
+    EvalSettings,
+    check_grid,
+    check_tasks,
+)
+from wrappers import ActionHints, TurnBudget
+
+__all__ = ["evaluate", "resolve_env"]
+
+logger = logging.getLogger(__name__)
+
+#: Lockstep slots for a policy with ``act_batch`` when ``batch_size`` is not given.
+DEFAULT_BATCH_SIZE = 64
+
+
+def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], str | None]:
+    """Return a builder for ``env`` (an id or a callable) and its name, if known."""
+    if isinstance(env, str):
+        env_id = env
+        if env_id not in gym.registry and f"agent_envs/{env_id}" in gym.registry:
+            env_id = f"agent_envs/{env_id}"
+        if env_id not in gym.registry:
+            close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise ValueError(
+                f"Unknown env id {env!r}.{hint} Run `agent-envs list` for the registered ids."
+            )
+        return (lambda: gym.make(env_id)), env_name or env_id
+    if isinstance(env, gym.Env):
+        raise TypeError(
+            "env must be a registered id or a function that builds the env (e.g. "
+            "lambda: MyEnv()), not an env instance: the evaluator builds its own copies."
+        )
+    if not callable(env):
+        raise TypeError(f"env must be a registered id or a callable, got {type(env).__name__}.")
+    return env, env_name
+
+
+def _find_budget(env: gym.Env) -> TurnBudget | None:
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, TurnBudget):
+            return env
+        env = env.env
+    return None
+
+
+def _build(
+    make_env: Callable[[], gym.Env], max_budget: int, visible: bool, wants: frozenset[str]
+) -> gym.Env:
+    env = make_env()
+    if not isinstance(env, gym.Env):
+        raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
+    budget = _find_budget(env)
+    if budget is None:
+        env = TurnBudget(env, max_turns=max_budget, visible=visible)
+    elif visible and not budget.visible:
+        raise ValueError(
+            "visible_budget=True, but the env already has a hidden TurnBudget; build it "
+            "with visible=True or leave the budget to the evaluator."
+        )
+    if wants:
+        env = ActionHints(
+            env, admissible="admissible_actions" in wants, oracle="oracle_actions" in wants
+        )
+    return env
+
+
+def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
+    """Check the env reports success; return whether it has a working oracle."""
+    _, info = env.reset(seed=0, options={"task_id": task_id, "budget": budget})
+    if "success" not in info:
+        raise ValueError(f"{name} does not report info['success'], so success cannot be counted.")
+    base = env.unwrapped
+    try:
+        base.oracle_actions()
+        base.oracle_turns()
+    except (AttributeError, NotImplementedError):
+        return False
+    return True
+
+
+def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) -> np.ndarray:
+    """Return c[task, T]: attempts that succeeded within each budget."""
+    row = {task: index for index, task in enumerate(settings.task_ids)}
+    column = {budget: index for index, budget in enumerate(settings.budgets)}
+    budgets = np.array(settings.budgets)
+    counts = np.zeros((len(settings.task_ids), len(settings.budgets)), dtype=np.int64)
+    for record in records:
+        if record.first_success_turn is None:
+            continue
+        if settings.mode == HIDDEN:
+            counts[row[record.task_id]] += record.first_success_turn <= budgets
+        else:
+            counts[row[record.task_id], column[record.budget]] += 1
+    return counts
+
+
+def _check_options(
+    visible_budget: Any, diagnostics: Any, max_error_rate: Any, n_bootstrap: Any, confidence: Any
+) -> None:
+    for flag, name in ((visible_budget, "visible_budget"), (diagnostics, "diagnostics")):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}.")
+    for value, name, low, high in (
+        (max_error_rate, "max_error_rate", 0.0, 1.0),
+        (confidence, "confidence", 0.0, 1.0),
+    ):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not low <= value <= high
+        ):
+            raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}.")
+    if confidence in (0, 1):
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}.")
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 1:
+        raise ValueError(f"n_bootstrap must be an int >= 1, got {n_bootstrap!r}.")
+
+
+def evaluate(
+    policy: Any,
+    env: str | Callable[[], gym.Env],
+    *,
+    ks: Sequence[int],
+    budgets: Sequence[int],
+    tasks: int | Sequence[int],
+    samples: int | None = None,
+    seed: int = 0,
+    visible_budget: bool = False,
+    diagnostics: bool = True,
+    batch_size: int | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+    transcripts: bool = False,
+    retry_errors: bool = False,
+    max_error_rate: float = 0.2,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    progress: bool = False,
+    agent_name: str | None = None,
+    env_name: str | None = None,
+) -> EvalResult:
+    """Measure the Pass@(K,T) surface of ``policy`` on ``env``.
+
+    Attempt ``j`` at task ``i`` resets the env with ``seed=episode_seed(seed, i,
+    j)`` and ``options={"task_id": i}``; the same seed serves every budget.  The
+    evaluator adds a ``TurnBudget`` (unless the env has one) and, for a policy
+    with ``required_info``, ``wrappers.ActionHints``.  Every ``info`` the policy
+    sees carries ``episode_seed``.
+
+    *Hidden budget* (the default): each attempt runs once at max(T) and its
+    first success turn gives every T.  *Visible budget*: each T runs
+    separately; chosen when ``visible_budget=True``, when the env stack has a
+    visible ``TurnBudget``/``BudgetMix``, or when the policy is ``budget_aware``.
+
+    Args:
+        policy: an object with ``act(observation, info) -> str`` (and maybe
+            ``act_batch``), a plain callable ``f(observation) -> str``, a class
+            (one instance per episode) or a :class:`PerEpisode` factory.
+        env: a registered id, or a callable that builds an env.
+        ks: the K grid (attempts); every K must be at most ``samples``.
+        budgets: the T grid (turns), ints >= 1.
+        tasks: a count (task ids ``0..tasks-1``) or a list of task ids.
+        samples: attempts per task (n); defaults to max(K).
+        seed: base seed (int >= 0) of the episodes and of the bootstrap.
+        visible_budget: show the turns left in every observation.
+        diagnostics: compute the oracle diagnostics when the env has an oracle
+            (they cost oracle calls on every step).
+        batch_size: episodes in lockstep for a policy with ``act_batch``
+            (default 64); results do not depend on it.
+        log_path: a JSONL run log; a rerun with the same path resumes it.
+        transcripts: also log every observation and action (needs ``log_path``).
+        retry_errors: on resume, rerun the episodes that ended in an error.
+        max_error_rate: stop with :class:`RunAborted` when more than this
+            share of this run's episodes (and at least 5) raised in the policy.
+        n_bootstrap, confidence: the bootstrap interval over tasks.
+        progress: show a tqdm progress bar (if tqdm is installed).
+        agent_name, env_name: names to record instead of the derived ones.
+
+    Returns:
+        An :class:`EvalResult`.
+
+    Raises:
+        ValueError, TypeError: for bad arguments, with a one-line message.
+        RunAborted: when the policy fails on too many episodes.
+
+    Example:
+        >>> from agent_envs.evaluation import evaluate
+        >>> from baselines.simple_agents import OracleAgent
+        >>> result = evaluate(OracleAgent(), "agent_envs/GuessNumber-v0",
+        ...                   ks=[1], budgets=[3, 7], tasks=20, n_bootstrap=100)
+        >>> result.pass_at(1, 7)
+        1.0
+    """
+    started = time.perf_counter()
+    ks = check_grid(ks, "ks (K)")
+    budget_grid = check_grid(budgets, "budgets (T)")
+    task_ids = check_tasks(tasks)
+    _check_options(visible_budget, diagnostics, max_error_rate, n_bootstrap, confidence)
+    if transcripts and log_path is None:
+        raise ValueError("transcripts are written to the run log: pass log_path as well.")
+    adapter = adapt_policy(policy)
+    make_env, name = resolve_env(env, env_name)
+    if batch_size is None:
+        batch_size = DEFAULT_BATCH_SIZE if adapter.batched else 1
+    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}.")
+
+    def build() -> gym.Env:
+        return _build(make_env, max(budget_grid), visible_budget, adapter.required_info)
+
+    probe = build()
+    if name is None:
+        spec = getattr(probe.unwrapped, "spec", None)
+        unwrapped = type(probe.unwrapped)
+        name = spec.id if spec is not None else f"{unwrapped.__module__}:{unwrapped.__qualname__}"
+    visible = visible_budget or adapter.budget_aware or bool(_find_budget(probe).visible)
+    has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
+    if diagnostics and not has_oracle:
+        logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
+    settings = EvalSettings.build(
+        env=name,
+        agent=agent_name or adapter.name,
+        ks=ks,
+        budgets=budget_grid,
+        tasks=task_ids,
+        samples=samples,
+        seed=seed,
+        mode=VISIBLE if visible else HIDDEN,
+        visible_budget=visible_budget,
+        diagnostics=diagnostics and has_oracle,
+    )
+    run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
+    options = RunOptions(settings.diagnostics, transcripts, settings.mode == HIDDEN)
+    with run:
+        if adapter.batched:
+            slots = min(batch_size, max(len(run.todo), 1))
+            envs = [probe] + [build() for _ in range(slots - 1)]
+            run_lockstep(adapter, envs, run.todo, options, run.finish)
+        else:
+            run_sequential(adapter, probe, run.todo, options, run.finish)
+    records = run.records()
+    counts = _success_counts(settings, records)
+    values = EvalResult.per_task(settings.samples, counts, ks)
+    surface, low, high = EvalResult.surface_and_interval(values, n_bootstrap, seed, confidence)
+    errors = [record.error for record in records if record.error is not None]
+    elapsed = time.perf_counter() - started
+    return EvalResult(
+        env_id=name,
+        agent=settings.agent,
+        mode=settings.mode,
+        ks=list(ks),
+        budgets=list(settings.budgets),
+        task_ids=list(settings.task_ids),
+        samples=settings.samples,
+        seed=settings.seed,
+        surface=surface,
+        ci_low=low,
+        ci_high=high,
+        success_counts=counts,
+        confidence=confidence,
+        n_bootstrap=n_bootstrap,
+        episodes=len(records),
+        errors=len(errors),
+        error_examples=list(dict.fromkeys(errors))[:5],
+        diagnostics=summarize(records, settings.budgets, settings.mode, settings.diagnostics),
+        settings={
+            "visible_budget": visible_budget,
+            "diagnostics": settings.diagnostics,
+            "batch_size": batch_size if adapter.batched else 1,
+            "max_error_rate": max_error_rate,
+        },
+        timing={
+            "wall_s": elapsed,
+            "episodes_run": len(run.fresh),
+            "episodes_resumed": len(run.done),
+            "env_steps": run.turns,
+            "policy_calls": adapter.calls,
+            "episodes_per_s": len(run.fresh) / elapsed if elapsed > 0 else None,
+        },
+        version=__version__,
+    )

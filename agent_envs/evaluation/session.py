@@ -1,0 +1,108 @@
+"""The bookkeeping of one evaluation run: log, progress, resume and the error stop."""
+
+from __future__ import annotations
+
+import os
+
+from agent_envs import __version__
+from agent_envs.evaluation.rollout import EpisodeRecord, EpisodeRun
+from agent_envs.evaluation.run_log import RunLog
+from agent_envs.evaluation.settings import EvalSettings
+
+__all__ = ["MIN_ERRORS_TO_STOP", "Progress", "RunAborted", "RunState"]
+
+#: The error-rate stop only applies once this many episodes have failed.
+MIN_ERRORS_TO_STOP = 5
+
+
+class RunAborted(RuntimeError):
+    """The policy raised on too many episodes; the run stopped (its log is kept)."""
+
+
+class Progress:
+    """A tqdm bar when asked for and installed; silently nothing otherwise."""
+
+    def __init__(self, enabled: bool, total: int, initial: int, description: str) -> None:
+        self._bar = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                return
+            self._bar = tqdm(total=total, initial=initial, desc=description, unit="ep")
+
+    def update(self, errors: int) -> None:
+        """Count one finished episode; show the error count once there are errors."""
+        if self._bar is not None:
+            self._bar.update(1)
+            if errors:
+                self._bar.set_postfix(errors=errors, refresh=False)
+
+    def close(self) -> None:
+        """Close the bar (if any)."""
+        if self._bar is not None:
+            self._bar.close()
+
+
+class RunState:
+    """The episodes of one run: what the log already holds, what is left, what finished.
+
+    Used as a context manager around the rollout so that the log and the
+    progress bar are closed whatever happens (KeyboardInterrupt included).
+    """
+
+    def __init__(
+        self,
+        settings: EvalSettings,
+        log_path: str | os.PathLike[str] | None,
+        retry_errors: bool,
+        max_error_rate: float,
+        progress: bool,
+    ) -> None:
+        self.plan = settings.plan()
+        self.log = RunLog.open(log_path, settings, __version__) if log_path else None
+        done = {} if self.log is None else dict(self.log.records)
+        if retry_errors:
+            done = {ident: record for ident, record in done.items() if record.error is None}
+        wanted = {key.ident for key in self.plan}
+        self.done = {ident: record for ident, record in done.items() if ident in wanted}
+        self.todo = [key for key in self.plan if key.ident not in self.done]
+        self.fresh: dict[tuple, EpisodeRecord] = {}
+        self.errors = self.turns = 0
+        self._max_error_rate = max_error_rate
+        self._bar = Progress(progress, len(self.plan), len(self.done), settings.env.split("/")[-1])
+
+    def __enter__(self) -> RunState:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._bar.close()
+        if self.log is not None:
+            self.log.close()
+
+    def finish(self, run: EpisodeRun) -> None:
+        """Log one finished episode; stop the run if the policy fails too often."""
+        record = run.record
+        if self.log is not None:
+            self.log.append(record, run.transcript)
+        self.fresh[record.ident] = record
+        self.turns += record.turns
+        if record.error is not None:
+            self.errors += 1
+            finished = len(self.fresh)
+            if self.errors >= MIN_ERRORS_TO_STOP and self.errors > self._max_error_rate * finished:
+                resume = (
+                    " with the same log and retry_errors=True (--retry-errors) to redo them."
+                    if self.log is not None
+                    else "."
+                )
+                raise RunAborted(
+                    f"Stopped after {finished} episodes: {self.errors} raised an error in the "
+                    f"policy (more than max_error_rate={self._max_error_rate:g}). "
+                    f"Last: {record.error}. Fix the policy and rerun{resume}"
+                )
+        self._bar.update(self.errors)
+
+    def records(self) -> list[EpisodeRecord]:
+        """Every episode of the plan, in plan order (fresh ones win over logged ones)."""
+        return [self.fresh.get(key.ident) or self.done[key.ident] for key in self.plan]

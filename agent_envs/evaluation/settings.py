@@ -1,0 +1,138 @@
+"""What an evaluation runs: checked settings and the list of episodes they imply."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agent_envs.core import MAX_TASK_ID
+from agent_envs.evaluation.rollout import EpisodeKey, episode_seed
+
+__all__ = ["HIDDEN", "VISIBLE", "EvalSettings", "check_grid", "check_tasks"]
+
+#: One run at max(T); first success turns give every T.
+HIDDEN = "hidden"
+#: One run per T, because the policy can know the budget.
+VISIBLE = "visible"
+
+
+def _int(value: Any, name: str, minimum: int) -> int:
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}.") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {number}.")
+    return number
+
+
+def check_grid(values: Any, name: str) -> tuple[int, ...]:
+    """Return ``values`` as sorted, distinct ints >= 1, or raise a one-line error."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        values = [values]
+    if len(values) == 0:
+        raise ValueError(f"{name} must not be empty.")
+    checked = sorted({_int(value, f"every value of {name}", 1) for value in values})
+    return tuple(checked)
+
+
+def check_tasks(tasks: Any) -> tuple[int, ...]:
+    """Return the task ids: ``range(tasks)`` for a count, else the distinct ids given."""
+    if isinstance(tasks, (str, bytes)) or not isinstance(tasks, (Sequence, range)):
+        count = _int(tasks, "tasks (a count)", 1)
+        if count > MAX_TASK_ID:
+            raise ValueError(f"tasks must be at most {MAX_TASK_ID}, got {count}.")
+        return tuple(range(count))
+    ids = [_int(task, "every task id", 0) for task in tasks]
+    if not ids:
+        raise ValueError("tasks must not be empty: pass a count or a list of task ids.")
+    if len(set(ids)) != len(ids):
+        raise ValueError("task ids must be distinct: each task is sampled `samples` times already.")
+    if max(ids) >= MAX_TASK_ID:
+        raise ValueError(f"task ids must be below {MAX_TASK_ID}, got {max(ids)}.")
+    return tuple(ids)
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """The settings that decide which episodes run and how.
+
+    Two runs with equal settings play exactly the same episodes, which is what
+    lets a run log be resumed; ``ks`` is not among them, because K only changes
+    how finished episodes are counted.
+    """
+
+    env: str
+    agent: str
+    budgets: tuple[int, ...]
+    task_ids: tuple[int, ...]
+    samples: int
+    seed: int
+    mode: str
+    visible_budget: bool
+    diagnostics: bool
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        env: str,
+        agent: str,
+        ks: tuple[int, ...],
+        budgets: Any,
+        tasks: Any,
+        samples: Any,
+        seed: Any,
+        mode: str,
+        visible_budget: bool,
+        diagnostics: bool,
+    ) -> EvalSettings:
+        """Check the user's settings and return them, with one-line errors."""
+        budgets = check_grid(budgets, "budgets (T)")
+        samples = max(ks) if samples is None else _int(samples, "samples", 1)
+        if max(ks) > samples:
+            raise ValueError(
+                f"K={max(ks)} is larger than samples={samples}: Pass@K needs at least K "
+                "attempts per task; raise samples (n) or lower K."
+            )
+        return cls(
+            env=env,
+            agent=agent,
+            budgets=budgets,
+            task_ids=check_tasks(tasks),
+            samples=samples,
+            seed=_int(seed, "seed", 0),
+            mode=mode,
+            visible_budget=visible_budget,
+            diagnostics=diagnostics,
+        )
+
+    @property
+    def run_budgets(self) -> tuple[int, ...]:
+        """The budgets episodes are played at: max(T) alone when the budget is hidden."""
+        return (max(self.budgets),) if self.mode == HIDDEN else self.budgets
+
+    def plan(self) -> list[EpisodeKey]:
+        """Return every episode, in a fixed order: budget, then task, then attempt."""
+        seeds = {
+            (task, sample): episode_seed(self.seed, task, sample)
+            for task in self.task_ids
+            for sample in range(self.samples)
+        }
+        return [
+            EpisodeKey(task, sample, budget, seeds[task, sample])
+            for budget in self.run_budgets
+            for task in self.task_ids
+            for sample in range(self.samples)
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the settings as a JSON-ready dict (tuples become lists)."""
+        return {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in asdict(self).items()
+        }

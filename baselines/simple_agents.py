@@ -1,0 +1,182 @@
+"""Reference agents: uniform random, the oracle, and an oracle with noise.
+
+They read the env's action API through ``info``: each declares
+``required_info`` and the evaluator adds those lists with
+``wrappers.ActionHints``.  Outside the evaluator, wrap the env yourself::
+
+    env = ActionHints(TurnBudget(gym.make(env_id), 20), admissible=True, oracle=True)
+
+Randomness.  Inside the evaluator every draw is a counter-based hash
+(SplitMix64) of ``(agent seed, info["episode_seed"], info["turn"], stream)``,
+so an episode's actions depend only on its own seed and turn: never on
+batching, episode order, or how many episodes ran before.  Without those two
+keys (a plain Gymnasium loop with no ``TurnBudget``) the agent falls back to
+its own ``numpy`` generator seeded with ``seed``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, ClassVar
+
+import numpy as np
+
+__all__ = ["NoisyOracleAgent", "OracleAgent", "RandomAgent"]
+
+_MASK = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+# Streams keep the coin flip and the action pick of one turn independent.
+_PICK, _COIN = 1, 2
+
+
+def _mix(*words: int) -> int:
+    """Return a 64-bit SplitMix64 hash of ``words``."""
+    state = 0
+    for word in words:
+        state = ((state ^ (word & _MASK)) + _GOLDEN) & _MASK
+        state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & _MASK
+        state ^= state >> 31
+    return state
+
+
+def _check_seed(seed: Any) -> int:
+    try:
+        if isinstance(seed, bool):
+            raise TypeError
+        seed = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}.") from None
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}.")
+    return seed
+
+
+class _SeededAgent:
+    """Shared seeding: per-episode counter-based draws, or an own generator."""
+
+    budget_aware: ClassVar[bool] = False
+    required_info: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = _check_seed(seed)
+        self._rng = np.random.default_rng(self.seed)
+
+    def _draw(self, info: dict[str, Any], stream: int) -> int:
+        episode_seed, turn = info.get("episode_seed"), info.get("turn")
+        if episode_seed is None or turn is None:
+            return int(self._rng.integers(0, 1 << 62))
+        return _mix(self.seed, episode_seed, turn, stream)
+
+    def _pick(self, info: dict[str, Any], actions: list[str]) -> str:
+        # An empty list means nothing is legal: send "" (an invalid action).
+        return actions[self._draw(info, _PICK) % len(actions)] if actions else ""
+
+    def _needs(self, info: dict[str, Any], key: str) -> list[str]:
+        try:
+            return info[key]
+        except KeyError:
+            raise KeyError(
+                f"{type(self).__name__} needs info[{key!r}]: run it through "
+                "agent_envs.evaluation.evaluate, or wrap the env in wrappers.ActionHints."
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(seed={self.seed})"
+
+
+class RandomAgent(_SeededAgent):
+    """Pick uniformly among the admissible actions.
+
+    Example:
+        >>> agent = RandomAgent(seed=0)
+        >>> info = {"admissible_actions": ["a", "b"], "episode_seed": 7, "turn": 0}
+        >>> agent.act("", info) == agent.act("", info)
+        True
+    """
+
+    required_info = ("admissible_actions",)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Return a uniformly drawn admissible action."""
+        return self._pick(info, self._needs(info, "admissible_actions"))
+
+
+class OracleAgent(_SeededAgent):
+    """Follow the oracle: play an action from ``oracle_actions()``.
+
+    Args:
+        choice: ``"first"`` plays ``oracle_actions()[0]`` (deterministic, the
+            path whose length ``oracle_turns()`` counts); ``"random"`` draws
+            among the optimal actions (seeded like :class:`RandomAgent`).
+        seed: the agent's seed.
+
+    In a dead end the oracle has no action and the agent sends ``""`` (an
+    invalid action): nothing can succeed there any more.
+
+    Example:
+        >>> OracleAgent().act("", {"oracle_actions": ["up", "left"]})
+        'up'
+    """
+
+    required_info = ("oracle_actions",)
+
+    def __init__(self, choice: str = "first", seed: int = 0) -> None:
+        if choice not in ("first", "random"):
+            raise ValueError(f"choice must be 'first' or 'random', got {choice!r}.")
+        super().__init__(seed)
+        self.choice = choice
+
+    def _oracle(self, info: dict[str, Any]) -> str:
+        actions = self._needs(info, "oracle_actions")
+        if self.choice == "first" or len(actions) < 2:
+            return actions[0] if actions else ""
+        return self._pick(info, actions)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Return an optimal action."""
+        return self._oracle(info)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(choice={self.choice!r}, seed={self.seed})"
+
+
+class NoisyOracleAgent(OracleAgent):
+    """Follow the oracle, but with probability ``epsilon`` take a random admissible action.
+
+    The random action may happen to be optimal too.  As ``epsilon`` grows the
+    single-step decision quality falls, while recovery (what happens after a
+    mistake) stays the oracle's: the diagnostics should tell the two apart.
+
+    Args:
+        epsilon: probability of a random admissible action, in ``[0, 1]``.
+        choice: how to pick among optimal actions (see :class:`OracleAgent`).
+        seed: the agent's seed.
+
+    Example:
+        >>> info = {"oracle_actions": ["up"], "admissible_actions": ["up", "down"]}
+        >>> NoisyOracleAgent(epsilon=0.0).act("", {**info, "episode_seed": 1, "turn": 0})
+        'up'
+    """
+
+    required_info = ("admissible_actions", "oracle_actions")
+
+    def __init__(self, epsilon: float = 0.1, choice: str = "first", seed: int = 0) -> None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+            raise TypeError(f"epsilon must be a number in [0, 1], got {type(epsilon).__name__}.")
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}.")
+        super().__init__(choice=choice, seed=seed)
+        self.epsilon = float(epsilon)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Return a random admissible action with probability epsilon, else an optimal one."""
+        coin = (self._draw(info, _COIN) >> 11) / float(1 << 53)
+        oracle = self._needs(info, "oracle_actions")
+        if coin < self.epsilon or not oracle:
+            return self._pick(info, self._needs(info, "admissible_actions"))
+        return self._oracle(info)
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        return f"{name}(epsilon={self.epsilon}, choice={self.choice!r}, seed={self.seed})"

@@ -1,0 +1,545 @@
+"""evaluate(): modes, batching, policies, errors, diagnostics, results and comparison."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from agent_envs.core import TextEnv
+from agent_envs.envs.guess_number import GuessNumberEnv
+from agent_envs.evaluation import (
+    EvalResult,
+    PerEpisode,
+    RunAborted,
+    compare,
+    episode_seed,
+    evaluate,
+)
+from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent, _mix
+from tests.conftest import ENV_IDS, make_unwrapped
+from wrappers import BudgetMix, TurnBudget
+
+GUESS = "agent_envs/GuessNumber-v0"
+
+
+def small_guess(max_number: int = 5):
+    return lambda: GuessNumberEnv(max_number=max_number)
+
+
+def counts_of(result: EvalResult) -> np.ndarray:
+    return np.asarray(result.success_counts)
+
+
+class Corridor(TextEnv[int]):
+    """Walk right three times to win; "jump" is a valid move into a dead end."""
+
+    action_format = "Reply right, left or jump."
+
+    def _make_task(self, task_id, rng):
+        return task_id
+
+    def _start(self, task):
+        self.position, self.fallen = 0, False
+
+    def _intro(self):
+        return "Reach cell 3."
+
+    def _view(self):
+        return "You fell." if self.fallen else f"You are at {self.position}."
+
+    def _parse(self, action):
+        return action if action in ("right", "left", "jump") else None
+
+    def _apply(self, move):
+        if self.fallen or (move == "left" and self.position == 0):
+            return "You cannot.", False
+        if move == "jump":
+            self.fallen = True
+        else:
+            self.position += 1 if move == "right" else -1
+        return "Ok.", True
+
+    def _is_success(self):
+        return self.position == 3
+
+    def _is_dead_end(self):
+        return self.fallen
+
+    def admissible_actions(self):
+        if self.fallen:
+            return []
+        return ["right", "jump"] + (["left"] if self.position else [])
+
+    def oracle_actions(self):
+        return [] if self.fallen or self._success else ["right"]
+
+    def oracle_turns(self):
+        return None if self.fallen else 3 - self.position
+
+
+class Scripted:
+    """Plays a fixed script per attempt (found through the episode seed), then "right"."""
+
+    SCRIPTS = (("right",) * 3, ("left",) + ("right",) * 3, ("jump",))
+
+    def __init__(self, seed: int, task_ids) -> None:
+        self.sample_of = {episode_seed(seed, t, j): j for t in task_ids for j in range(3)}
+
+    def act(self, observation, info):
+        script = self.SCRIPTS[self.sample_of[info["episode_seed"]]]
+        return script[info["turn"]] if info["turn"] < len(script) else "right"
+
+
+# ---------------------------------------------------------------- correctness
+def test_oracle_is_one_above_the_largest_horizon_and_zero_below_the_smallest():
+    env = make_unwrapped(GUESS)
+    horizons = {}
+    for task in range(40):
+        env.reset(seed=0, options={"task_id": task})
+        horizons[task] = env.oracle_turns()
+    tasks = [task for task, turns in horizons.items() if turns >= 3]
+    low, high = min(horizons[t] for t in tasks), max(horizons[t] for t in tasks)
+    result = evaluate(
+        OracleAgent(),
+        GUESS,
+        ks=[1, 2],
+        budgets=[low - 1, high, high + 5],
+        tasks=tasks,
+        samples=2,
+        n_bootstrap=100,
+    )
+    assert result.pass_at(1, low - 1) == 0.0
+    assert result.pass_at(1, high) == result.pass_at(1, high + 5) == 1.0
+    assert result.diagnostics["turns"]["mean_ratio"] == 1.0
+
+
+def test_random_agent_matches_the_analytic_success_curve():
+    # Uniform guesses among 1..5, independent each turn: P(success within T) = 1 - 0.8**T.
+    budgets, tasks, samples = [1, 2, 3, 5, 8], 50, 8
+    result = evaluate(
+        RandomAgent(seed=0),
+        small_guess(5),
+        ks=[1, 4],
+        budgets=budgets,
+        tasks=tasks,
+        samples=samples,
+        n_bootstrap=100,
+    )
+    episodes = tasks * samples
+    for t in budgets:
+        p = 1 - 0.8**t
+        assert abs(result.pass_at(1, t) - p) < 4 * np.sqrt(p * (1 - p) / episodes) + 1e-9
+        q = 1 - (1 - p) ** 4  # four independent attempts
+        assert abs(result.pass_at(4, t) - q) < 4 * np.sqrt(q * (1 - q) / (episodes / 4)) + 1e-9
+
+
+def test_surface_never_decreases_in_k_or_t_and_lies_in_its_interval():
+    result = evaluate(
+        NoisyOracleAgent(epsilon=0.5),
+        GUESS,
+        ks=[1, 2, 3, 6],
+        budgets=[2, 4, 6, 8, 12, 20],
+        tasks=25,
+        samples=6,
+        n_bootstrap=200,
+    )
+    surface = result.surface
+    assert np.all(np.diff(surface, axis=0) >= -1e-12)
+    assert np.all(np.diff(surface, axis=1) >= -1e-12)
+    assert np.all(result.ci_low <= surface + 1e-12) and np.all(surface <= result.ci_high + 1e-12)
+    assert np.all(np.diff(counts_of(result), axis=1) >= 0)
+
+
+def test_hidden_shortcut_equals_separate_runs_per_budget():
+    grid = dict(ks=[1, 2], tasks=12, samples=4, seed=3, n_bootstrap=100)
+    budgets = [1, 2, 3, 5, 8]
+    hidden = evaluate(RandomAgent(), small_guess(8), budgets=budgets, **grid)
+    assert hidden.mode == "hidden"
+    assert hidden.timing["episodes_run"] == 12 * 4
+    for column, t in enumerate(budgets):
+        single = evaluate(RandomAgent(), small_guess(8), budgets=[t], **grid)
+        assert np.array_equal(counts_of(single)[:, 0], counts_of(hidden)[:, column])
+
+    class Aware(RandomAgent):
+        budget_aware = True
+
+    visible = evaluate(Aware(), small_guess(8), budgets=budgets, **grid)
+    assert visible.mode == "visible"
+    assert np.array_equal(counts_of(visible), counts_of(hidden))
+    assert np.array_equal(visible.surface, hidden.surface)
+
+
+class GivesUpWhenRich:
+    """Reads the visible budget: plays the oracle only when T <= 7."""
+
+    required_info = ("oracle_actions",)
+
+    def act(self, observation, info):
+        budget = int(re.search(r"\[Turns left: \d+ of (\d+)\]", observation).group(1))
+        return info["oracle_actions"][0] if budget <= 7 else "nonsense"
+
+
+def test_visible_budget_runs_every_budget_separately():
+    result = evaluate(
+        GivesUpWhenRich(),
+        GUESS,
+        ks=[1],
+        budgets=[7, 20],
+        tasks=10,
+        visible_budget=True,
+        n_bootstrap=50,
+    )
+    # The shortcut would read T=7 off the T=20 run and report 0 there.
+    assert result.mode == "visible"
+    assert (result.pass_at(1, 7), result.pass_at(1, 20)) == (1.0, 0.0)
+    assert result.timing["episodes_run"] == 2 * 10
+    # A visible TurnBudget already in the env stack is detected too.
+    stacked = evaluate(
+        GivesUpWhenRich(),
+        lambda: TurnBudget(gym.make(GUESS), 20, visible=True),
+        ks=[1],
+        budgets=[7, 20],
+        tasks=10,
+        n_bootstrap=50,
+    )
+    assert stacked.mode == "visible" and np.array_equal(stacked.surface, result.surface)
+    mixed = evaluate(
+        GivesUpWhenRich(),
+        lambda: BudgetMix(gym.make(GUESS), [5, 50], visible=True),
+        ks=[1],
+        budgets=[7, 20],
+        tasks=10,
+        n_bootstrap=50,
+    )
+    assert mixed.mode == "visible" and np.array_equal(mixed.surface, result.surface)
+    with pytest.raises(ValueError, match="hidden TurnBudget"):
+        evaluate(
+            RandomAgent(),
+            lambda: TurnBudget(gym.make(GUESS), 20),
+            ks=[1],
+            budgets=[5],
+            tasks=2,
+            visible_budget=True,
+        )
+
+
+def test_a_hidden_budget_is_hidden_from_info_too():
+    seen = []
+
+    def spy(policy_info):
+        seen.append(set(policy_info))
+        return "50"
+
+    class Spy:
+        def act(self, observation, info):
+            return spy(info)
+
+    class AwareSpy(Spy):
+        budget_aware = True
+
+    evaluate(Spy(), GUESS, ks=[1], budgets=[2, 3], tasks=1, n_bootstrap=10)
+    assert seen and all("budget" not in keys and "turns_left" not in keys for keys in seen)
+    assert all({"episode_seed", "turn"} <= keys for keys in seen)
+    seen.clear()
+    evaluate(AwareSpy(), GUESS, ks=[1], budgets=[2, 3], tasks=1, n_bootstrap=10)
+    assert all({"budget", "turns_left"} <= keys for keys in seen)
+
+
+# ------------------------------------------------------------------- batching
+class HashedPolicy:
+    """Draws from (episode_seed, turn) only; optionally batched; counts its calls."""
+
+    required_info = ("admissible_actions",)
+
+    def __init__(self):
+        self.calls = 0
+
+    @staticmethod
+    def choose(info):
+        actions = info["admissible_actions"]
+        return actions[_mix(info["episode_seed"], info["turn"]) % len(actions)]
+
+    def act(self, observation, info):
+        self.calls += 1
+        return self.choose(info)
+
+
+class BatchedHashedPolicy(HashedPolicy):
+    def act_batch(self, observations, infos):
+        self.calls += 1
+        return [self.choose(info) for info in infos]
+
+
+def test_results_do_not_depend_on_batching():
+    grid = dict(ks=[1, 2], budgets=[3, 6, 12], tasks=10, samples=4, n_bootstrap=100)
+    plain_policy = HashedPolicy()
+    plain = evaluate(plain_policy, small_guess(10), **grid)
+    assert plain_policy.calls == plain.timing["env_steps"] == plain.timing["policy_calls"]
+    for batch_size in (1, 3, 64):
+        policy = BatchedHashedPolicy()
+        batched = evaluate(policy, small_guess(10), batch_size=batch_size, **grid)
+        assert np.array_equal(counts_of(batched), counts_of(plain))
+        assert batched.diagnostics == plain.diagnostics
+        assert batched.settings["batch_size"] == batch_size
+        if batch_size == 64:
+            # 40 episodes in lockstep: one call per turn of the longest episode.
+            assert policy.calls <= 12 < plain.timing["policy_calls"]
+
+
+# ------------------------------------------------------------ policy shapes
+def test_a_class_gets_one_instance_per_episode():
+    built = []
+
+    class Stateful(OracleAgent):
+        def __init__(self):
+            super().__init__()
+            built.append(self)
+            self.turns = 0
+
+        def act(self, observation, info):
+            self.turns += 1
+            return super().act(observation, info)
+
+    result = evaluate(Stateful, GUESS, ks=[1], budgets=[7], tasks=5, samples=2, n_bootstrap=20)
+    assert result.pass_at(1, 7) == 1.0
+    assert len(built) == 10  # one per episode; required_info is read from the class
+    assert all(agent.turns <= 7 for agent in built)
+    partial = evaluate(
+        PerEpisode(functools.partial(OracleAgent, choice="first")),
+        GUESS,
+        ks=[1],
+        budgets=[7],
+        tasks=5,
+        n_bootstrap=20,
+    )
+    assert partial.pass_at(1, 7) == 1.0
+
+
+def test_a_plain_callable_gets_the_observation_only():
+    seen = []
+
+    def always_fifty(observation):
+        seen.append(observation)
+        return "50"
+
+    result = evaluate(always_fifty, GUESS, ks=[1], budgets=[3], tasks=3, n_bootstrap=20)
+    assert result.agent.endswith("always_fifty")
+    assert all(isinstance(observation, str) for observation in seen)
+
+
+def test_policy_errors_are_failures_and_the_run_goes_on():
+    def flaky(observation):
+        if "between 1 and 100" in observation and "too" not in observation:
+            raise RuntimeError("model server down")
+        return "50"
+
+    first_turn_errors = evaluate(
+        flaky, GUESS, ks=[1], budgets=[3], tasks=3, samples=1, n_bootstrap=20, max_error_rate=1.0
+    )
+    assert first_turn_errors.errors == 3
+    assert first_turn_errors.error_examples == ["RuntimeError: model server down"]
+    assert first_turn_errors.pass_at(1, 3) == 0.0
+
+    def bad_type(observation):
+        return 50
+
+    result = evaluate(bad_type, GUESS, ks=[1], budgets=[3], tasks=2, n_bootstrap=20)
+    assert result.errors == 2 and "not a str" in result.error_examples[0]
+
+
+def test_too_many_errors_stop_the_run():
+    def broken(observation):
+        raise ConnectionError("no API key")
+
+    with pytest.raises(RunAborted, match="no API key"):
+        evaluate(broken, GUESS, ks=[1], budgets=[3], tasks=50, n_bootstrap=20)
+
+
+def test_act_batch_errors_mark_the_whole_call():
+    class Explodes(BatchedHashedPolicy):
+        def act_batch(self, observations, infos):
+            if any(info["turn"] == 2 for info in infos):
+                raise ValueError("boom")
+            return super().act_batch(observations, infos)
+
+    result = evaluate(
+        Explodes(),
+        small_guess(50),
+        ks=[1],
+        budgets=[5],
+        tasks=4,
+        samples=2,
+        batch_size=8,
+        max_error_rate=1.0,
+        n_bootstrap=20,
+    )
+    assert result.errors + int(counts_of(result).sum()) == 8
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(env="agent_envs/Nope-v0"), ValueError, "Unknown env id"),
+        (dict(ks=[1, 4], samples=2), ValueError, "K=4 is larger than samples=2"),
+        (dict(budgets=[0, 5]), ValueError, "budgets"),
+        (dict(budgets=[-3]), ValueError, "budgets"),
+        (dict(budgets=[2.5]), TypeError, "budgets"),
+        (dict(tasks=0), ValueError, "tasks"),
+        (dict(tasks=[1, 1]), ValueError, "distinct"),
+        (dict(seed=-1), ValueError, "seed"),
+        (dict(env=gym.make(GUESS)), TypeError, "not an env instance"),
+        (dict(policy=42), TypeError, "policy must have act"),
+        (dict(transcripts=True), ValueError, "log_path"),
+        (dict(batch_size=0), ValueError, "batch_size"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(kwargs, error, match):
+    call = dict(policy=RandomAgent(), env=GUESS, ks=[1], budgets=[5], tasks=3)
+    call.update(kwargs)
+    with pytest.raises(error, match=match) as caught:
+        evaluate(call.pop("policy"), call.pop("env"), **call)
+    assert "\n" not in str(caught.value)
+
+
+def test_short_ids_resolve_in_the_agent_envs_namespace():
+    result = evaluate(OracleAgent(), "GuessNumber-v0", ks=[1], budgets=[7], tasks=2, n_bootstrap=10)
+    assert result.env_id == GUESS
+
+
+# ---------------------------------------------------------------- diagnostics
+def test_diagnostics_on_a_scripted_corridor():
+    tasks = [0, 1]
+    result = evaluate(
+        Scripted(0, tasks),
+        Corridor,
+        ks=[1, 3],
+        budgets=[3, 4, 10],
+        tasks=tasks,
+        samples=3,
+        n_bootstrap=50,
+        env_name="corridor",
+    )
+    assert counts_of(result).tolist() == [[1, 2, 2], [1, 2, 2]]
+    diagnostics = result.diagnostics
+    assert diagnostics["decision_quality"] == 6 / 7
+    assert diagnostics["invalid_action_rate"] == 10 / 17
+    assert diagnostics["dead_end_rate"] == [1 / 3] * 3
+    assert [item["success_rate"] for item in diagnostics["recovery"]] == [0.0, 0.5, 0.5]
+    assert diagnostics["by_horizon"] == {"3": {"tasks": 2, "success_rate": [1 / 3, 2 / 3, 2 / 3]}}
+    assert diagnostics["turns"]["mean_ratio"] == pytest.approx((1 + 4 / 3) / 2)
+    off = evaluate(
+        Scripted(0, tasks),
+        Corridor,
+        ks=[1],
+        budgets=[10],
+        tasks=tasks,
+        samples=3,
+        diagnostics=False,
+        n_bootstrap=20,
+    )
+    assert set(off.diagnostics) == {"invalid_action_rate", "dead_end_rate"}
+
+
+# ------------------------------------------------------------- result object
+def test_result_round_trips_through_json(tmp_path):
+    result = evaluate(
+        NoisyOracleAgent(0.2),
+        GUESS,
+        ks=[1, 2],
+        budgets=[4, 8],
+        tasks=6,
+        samples=3,
+        n_bootstrap=100,
+        agent_name="noisy-oracle",
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    again = EvalResult.from_dict(data)
+    assert again.to_dict() == result.to_dict()
+    assert np.array_equal(again.surface, result.surface)
+    result.save(tmp_path / "r.json")
+    assert EvalResult.load(tmp_path / "r.json").to_dict() == result.to_dict()
+    assert data["agent"] == "noisy-oracle" and data["mode"] == "hidden"
+    assert data["version"] and data["n_bootstrap"] == 100
+    assert {"wall_s", "episodes_run", "env_steps", "policy_calls"} <= set(data["timing"])
+    with pytest.raises(ValueError, match="not an agent-envs result"):
+        EvalResult.from_dict({"surface": []})
+
+
+def test_bootstrap_is_deterministic_for_a_seed():
+    run = functools.partial(
+        evaluate, RandomAgent(), GUESS, ks=[1], budgets=[20], tasks=10, samples=2, n_bootstrap=300
+    )
+    first, second = run(seed=1), run(seed=1)
+    assert np.array_equal(first.ci_low, second.ci_low)
+    assert np.array_equal(first.ci_high, second.ci_high)
+
+
+def test_table_and_plot(tmp_path, monkeypatch):
+    result = evaluate(
+        OracleAgent(), GUESS, ks=[1, 2], budgets=[3, 7], tasks=4, samples=2, n_bootstrap=20
+    )
+    table = result.table()
+    assert "K=2" in table and "T=7" in table and "1.000 [1.00,1.00]" in table
+    result.plot(tmp_path / "surface.png")
+    assert (tmp_path / "surface.png").read_bytes()[:4] == b"\x89PNG"
+    for name in [m for m in sys.modules if m.startswith("matplotlib")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"agent-envs\[plot\]"):
+        result.plot(tmp_path / "again.png")
+
+
+def test_progress_bar_is_optional(monkeypatch, capsys):
+    grid = dict(ks=[1], budgets=[7], tasks=3, n_bootstrap=10, progress=True)
+    assert evaluate(OracleAgent(), GUESS, **grid).pass_at(1, 7) == 1.0
+    assert "3/3" in capsys.readouterr().err  # tqdm writes to stderr
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    assert evaluate(OracleAgent(), GUESS, **grid).pass_at(1, 7) == 1.0
+    assert capsys.readouterr().err == ""
+
+
+# ----------------------------------------------------------------- comparison
+def test_compare_finds_where_a_beats_b(tmp_path):
+    grid = dict(ks=[1, 2], budgets=[2, 7], tasks=12, samples=2, n_bootstrap=200)
+    oracle = evaluate(OracleAgent(), GUESS, **grid)
+    random = evaluate(RandomAgent(), GUESS, **grid)
+    difference = compare(oracle, random)
+    assert difference.paired
+    assert difference.wins().tolist() == [["", "A"], ["", "A"]]
+    assert np.allclose(difference.diff, oracle.surface - random.surface)
+    assert "A is better at: (K=1,T=7), (K=2,T=7)" in difference.table()
+    assert np.all(compare(oracle, oracle).diff == 0)
+    other_tasks = evaluate(RandomAgent(), GUESS, **{**grid, "tasks": list(range(20, 32))})
+    assert not compare(oracle, other_tasks).paired
+    difference.plot(tmp_path / "diff.png")
+    assert (tmp_path / "diff.png").exists()
+    with pytest.raises(ValueError, match="T grids differ"):
+        compare(oracle, evaluate(OracleAgent(), GUESS, **{**grid, "budgets": [2, 8]}))
+    with pytest.raises(ValueError, match="envs differ"):
+        compare(oracle, evaluate(OracleAgent(), small_guess(5), **grid))
+
+
+# ------------------------------------------------------- every registered env
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_oracle_solves_every_registered_env_within_its_horizon(env_id):
+    env = make_unwrapped(env_id)
+    horizons = []
+    for task in range(3):
+        env.reset(seed=episode_seed(0, task, 0), options={"task_id": task})
+        horizons.append(env.oracle_turns())
+    budget = max(horizons) + (10 if env.stochastic else 0)
+    result = evaluate(
+        OracleAgent(), env_id, ks=[1], budgets=[budget], tasks=3, samples=1, n_bootstrap=20
+    )
+    assert result.errors == 0
+    if not env.stochastic:
+        assert result.pass_at(1, budget) == 1.0
+        assert result.diagnostics["decision_quality"] == 1.0

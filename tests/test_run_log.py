@@ -1,0 +1,229 @@
+"""Durable runs: the JSONL log, resuming after a crash, and refusing foreign logs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agent_envs.evaluation import evaluate
+from agent_envs.policy import AgentAction
+from baselines.simple_agents import NoisyOracleAgent
+
+GUESS = "agent_envs/GuessNumber-v0"
+# The crashing policy is another class: the name in the log says they are the same agent.
+GRID = dict(
+    ks=[1, 2],
+    budgets=[3, 6, 9],
+    tasks=5,
+    samples=3,
+    seed=4,
+    n_bootstrap=200,
+    agent_name="noisy-oracle 0.4",
+)
+EPISODE_KEYS = {
+    "task",
+    "sample",
+    "seed",
+    "budget",
+    "success",
+    "first_success_turn",
+    "turns",
+    "valid",
+    "invalid",
+    "dead_end_turn",
+    "error",
+    "oracle_turns",
+    "judged",
+    "optimal",
+    "first_non_optimal_turn",
+}
+
+
+class DiesAfter(NoisyOracleAgent):
+    """A noisy oracle that raises KeyboardInterrupt when episode ``limit + 1`` starts."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(epsilon=0.4)
+        self.limit, self.started = limit, 0
+
+    def act(self, observation, info):
+        if info["turn"] == 0:
+            self.started += 1
+            if self.started > self.limit:
+                raise KeyboardInterrupt
+        return super().act(observation, info)
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def comparable(result):
+    data = result.to_dict()
+    data.pop("timing")
+    return data
+
+
+def test_every_episode_is_one_json_line_after_a_header(tmp_path):
+    log = tmp_path / "run.jsonl"
+    result = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    header, *episodes = lines(log)
+    assert header["type"] == "header" and header["format"] == "agent-envs-runlog/1"
+    assert header["settings"]["task_ids"] == [0, 1, 2, 3, 4]
+    assert len(episodes) == result.episodes == 15
+    assert all(set(episode) == EPISODE_KEYS for episode in episodes)
+    assert {(e["task"], e["sample"]) for e in episodes} == {
+        (t, j) for t in range(5) for j in range(3)
+    }
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
+    whole = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, **GRID)
+    log = tmp_path / "run.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(DiesAfter(6), GUESS, log_path=log, **GRID)
+    assert len(lines(log)) == 1 + 6
+    resumed = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    assert resumed.timing["episodes_resumed"] == 6
+    assert resumed.timing["episodes_run"] == 9
+    assert comparable(resumed) == comparable(whole)
+    # A third run redoes nothing.
+    again = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    assert again.timing["episodes_run"] == 0 and comparable(again) == comparable(whole)
+    assert len(lines(log)) == 1 + 15
+
+
+@pytest.mark.parametrize("torn", ['{"task": 4, "sample": 2, "se', '{"task": 4, "sam\n'])
+def test_a_torn_last_line_is_dropped_and_redone(tmp_path, torn):
+    whole = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, **GRID)
+    log = tmp_path / "run.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(DiesAfter(4), GUESS, log_path=log, **GRID)
+    with log.open("a") as handle:
+        handle.write(torn)
+    resumed = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    assert resumed.timing["episodes_resumed"] == 4
+    assert comparable(resumed) == comparable(whole)
+    assert all(line for line in lines(log))  # the torn bytes are gone
+
+
+def test_a_corrupt_line_before_the_end_is_refused(tmp_path):
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    text = log.read_text().splitlines()
+    text[3] = "garbage"
+    log.write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match=r"run.jsonl:4 is corrupt"):
+        evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+
+
+@pytest.mark.parametrize(
+    ("change", "mentions"),
+    [
+        ({"seed": 5}, "seed"),
+        ({"budgets": [3, 6, 10]}, "budgets"),
+        ({"tasks": 6}, "task_ids"),
+        ({"samples": 4}, "samples"),
+        ({"visible_budget": True}, "mode"),
+        ({"diagnostics": False}, "diagnostics"),
+    ],
+)
+def test_a_log_with_other_settings_is_refused(tmp_path, change, mentions):
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    before = log.read_bytes()
+    with pytest.raises(ValueError, match=f"different settings .*{mentions}"):
+        evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **{**GRID, **change})
+    assert log.read_bytes() == before
+    # K is not a setting of the episodes: the same log serves another K grid.
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **{**GRID, "ks": [3]})
+
+
+def test_another_agent_is_refused(tmp_path):
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    with pytest.raises(ValueError, match="agent"):
+        evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **{**GRID, "agent_name": "x"})
+
+
+def test_an_agent_with_other_settings_is_refused_by_its_repr(tmp_path):
+    log = tmp_path / "run.jsonl"
+    grid = {key: value for key, value in GRID.items() if key != "agent_name"}
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **grid)
+    with pytest.raises(ValueError, match=r"epsilon=0\.1"):
+        evaluate(NoisyOracleAgent(epsilon=0.1), GUESS, log_path=log, **grid)
+
+
+@pytest.mark.parametrize("content", ["", "not json\n", '{"format": "agent-envs-result/1"}\n'])
+def test_unusable_files_are_clear_errors(tmp_path, content):
+    log = tmp_path / "run.jsonl"
+    log.write_text(content)
+    if content:
+        with pytest.raises(ValueError, match="not an agent-envs run log"):
+            evaluate(NoisyOracleAgent(), GUESS, log_path=log, **GRID)
+    else:  # an empty file is a new log
+        evaluate(NoisyOracleAgent(), GUESS, log_path=log, **GRID)
+    with pytest.raises(ValueError, match="is a directory"):
+        evaluate(NoisyOracleAgent(), GUESS, log_path=tmp_path, **GRID)
+
+
+def test_errors_are_logged_and_can_be_retried(tmp_path):
+    log = tmp_path / "run.jsonl"
+    outage = {"on": True}
+
+    def sometimes(observation):
+        if outage["on"] and "too" in observation:
+            raise TimeoutError("API timeout")
+        return "50"
+
+    grid = dict(ks=[1], budgets=[3], tasks=6, samples=1, n_bootstrap=20, max_error_rate=1.0)
+    first = evaluate(sometimes, GUESS, log_path=log, **grid)
+    erred = [line for line in lines(log)[1:] if line["error"]]
+    assert first.errors == len(erred) > 0
+    assert erred[0]["error"] == "TimeoutError: API timeout" and erred[0]["success"] is False
+    outage["on"] = False
+    kept = evaluate(sometimes, GUESS, log_path=log, **grid)
+    assert kept.errors == first.errors and kept.timing["episodes_run"] == 0
+    retried = evaluate(sometimes, GUESS, log_path=log, retry_errors=True, **grid)
+    assert retried.errors == 0 and retried.timing["episodes_run"] == first.errors
+
+
+def test_transcripts_hold_observations_actions_and_raw_text(tmp_path):
+    log = tmp_path / "run.jsonl"
+
+    class Talker:
+        def act(self, observation, info):
+            return AgentAction("50", raw="Let me bisect.\nAction: 50")
+
+    evaluate(
+        Talker(),
+        GUESS,
+        ks=[1],
+        budgets=[2],
+        tasks=1,
+        log_path=log,
+        transcripts=True,
+        n_bootstrap=10,
+    )
+    episode = lines(log)[1]
+    transcript = episode["transcript"]
+    assert transcript["observation"].startswith("I am thinking of an integer")
+    assert [step["action"] for step in transcript["steps"]] == ["50"] * episode["turns"]
+    assert transcript["steps"][0]["raw"] == "Let me bisect.\nAction: 50"
+    assert "valid" in transcript["steps"][0] and "observation" in transcript["steps"][0]
+
+
+def test_batched_and_sequential_logs_hold_the_same_episodes(tmp_path):
+    class Batched(NoisyOracleAgent):
+        def act_batch(self, observations, infos):
+            return [self.act(o, i) for o, i in zip(observations, infos, strict=True)]
+
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=tmp_path / "a.jsonl", **GRID)
+    evaluate(Batched(epsilon=0.4), GUESS, log_path=tmp_path / "b.jsonl", batch_size=4, **GRID)
+    key = lambda e: (e["task"], e["sample"], e["budget"])  # noqa: E731
+    first = sorted(lines(tmp_path / "a.jsonl")[1:], key=key)
+    second = sorted(lines(tmp_path / "b.jsonl")[1:], key=key)
+    assert first == second
+    assert np.all([e["seed"] > 0 for e in first])

@@ -1,0 +1,189 @@
+"""The random, oracle and noisy-oracle baselines, and the agent spec table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+
+import gymnasium as gym
+import pytest
+
+from agent_envs.agents import AGENTS, make_agent, parse_agent_kwargs, resolve_agent
+from agent_envs.evaluation import evaluate
+from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
+from wrappers import ActionHints, TurnBudget
+
+ACTIONS = ["a", "b", "c", "d", "e"]
+
+
+def hinted(**extra):
+    return {"admissible_actions": list(ACTIONS), "oracle_actions": ["c", "d"], **extra}
+
+
+def test_random_agent_is_a_function_of_episode_seed_and_turn():
+    agent = RandomAgent(seed=3)
+    info = hinted(episode_seed=11, turn=4)
+    picks = {agent.act("obs", info) for _ in range(5)}
+    assert len(picks) == 1
+    # A fresh agent with the same seed agrees: no hidden state between calls.
+    assert RandomAgent(seed=3).act("other obs", info) in picks
+    by_turn = [agent.act("", hinted(episode_seed=11, turn=turn)) for turn in range(40)]
+    assert len(set(by_turn)) > 1
+    other_seed = [RandomAgent(seed=4).act("", hinted(episode_seed=11, turn=t)) for t in range(40)]
+    assert by_turn != other_seed
+
+
+def test_random_agent_is_uniform_over_admissible_actions():
+    agent = RandomAgent(seed=0)
+    counts = Counter(
+        agent.act("", hinted(episode_seed=seed, turn=turn))
+        for seed in range(200)
+        for turn in range(25)
+    )
+    assert set(counts) == set(ACTIONS)
+    # 5000 draws: each count is 1000 +- 4 standard deviations (about 113).
+    assert all(abs(count - 1000) < 115 for count in counts.values()), counts
+
+
+def test_random_agent_falls_back_to_its_own_generator():
+    first, second = RandomAgent(seed=5), RandomAgent(seed=5)
+    info = {"admissible_actions": list(ACTIONS)}
+    draws = [first.act("", info) for _ in range(30)]
+    assert draws == [second.act("", info) for _ in range(30)]
+    assert len(set(draws)) > 1
+
+
+def test_random_agent_plays_a_plain_gym_loop_with_action_hints():
+    env = ActionHints(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 30))
+    agent = RandomAgent()
+    _, info = env.reset(seed=0, options={"task_id": 3})
+    for _ in range(30):
+        _, _, terminated, truncated, info = env.step(agent.act("", info))
+        assert info["valid_action"] is True
+        if terminated or truncated:
+            break
+
+
+def test_missing_info_key_is_a_clear_error():
+    with pytest.raises(KeyError, match="ActionHints"):
+        RandomAgent().act("", {})
+    with pytest.raises(KeyError, match="oracle_actions"):
+        OracleAgent().act("", {"admissible_actions": ACTIONS})
+
+
+def test_oracle_agent_first_and_random_choice():
+    assert OracleAgent().act("", hinted()) == "c"
+    agent = OracleAgent(choice="random", seed=1)
+    picks = {agent.act("", hinted(episode_seed=s, turn=0)) for s in range(50)}
+    assert picks == {"c", "d"}
+    assert OracleAgent().act("", {"oracle_actions": []}) == ""
+
+
+def test_noisy_oracle_extremes():
+    assert all(
+        NoisyOracleAgent(epsilon=0.0).act("", hinted(episode_seed=s, turn=0)) == "c"
+        for s in range(100)
+    )
+    noisy = [
+        NoisyOracleAgent(epsilon=1.0).act("", hinted(episode_seed=s, turn=0)) for s in range(200)
+    ]
+    assert set(noisy) == set(ACTIONS)
+    # In a dead end (no oracle action) it falls back to a random admissible action.
+    dead = {"admissible_actions": ["x"], "oracle_actions": [], "episode_seed": 1, "turn": 0}
+    assert NoisyOracleAgent(epsilon=0.0).act("", dead) == "x"
+
+
+def test_noisy_oracle_rate_matches_epsilon():
+    agent = NoisyOracleAgent(epsilon=0.3)
+    info = {"admissible_actions": ["good", *map(str, range(99))], "oracle_actions": ["good"]}
+    picks = [agent.act("", {**info, "episode_seed": s, "turn": 2}) for s in range(4000)]
+    random_share = sum(pick != "good" for pick in picks) / len(picks)
+    # P(not good) = 0.3 * 99/100; 4000 draws give a standard deviation of about 0.007.
+    assert abs(random_share - 0.297) < 0.03
+
+
+@pytest.mark.parametrize(
+    ("factory", "error"),
+    [
+        (lambda: NoisyOracleAgent(epsilon=1.5), ValueError),
+        (lambda: NoisyOracleAgent(epsilon="0.1"), TypeError),
+        (lambda: OracleAgent(choice="best"), ValueError),
+        (lambda: RandomAgent(seed=-1), ValueError),
+        (lambda: RandomAgent(seed=1.5), TypeError),
+    ],
+)
+def test_bad_arguments_are_clear_errors(factory, error):
+    with pytest.raises(error):
+        factory()
+
+
+def test_decision_quality_falls_as_epsilon_grows():
+    quality = []
+    for epsilon in (0.0, 0.3, 0.7):
+        result = evaluate(
+            NoisyOracleAgent(epsilon=epsilon),
+            "agent_envs/GuessNumber-v0",
+            ks=[1],
+            budgets=[10, 30],
+            tasks=20,
+            samples=4,
+            n_bootstrap=50,
+        )
+        quality.append(result.diagnostics["decision_quality"])
+        if epsilon == 0.0:
+            assert result.diagnostics["recovery"][0]["episodes"] == 0
+        else:
+            # Mistakes happen, and the oracle-driven agent still recovers from them.
+            assert result.diagnostics["recovery"][-1]["success_rate"] > 0.5
+    assert quality[0] == 1.0
+    assert quality[0] > quality[1] > quality[2]
+
+
+# ----------------------------------------------------------------- agent specs
+def test_short_names_resolve_lazily_to_the_documented_classes():
+    assert AGENTS["random"] == "baselines.simple_agents:RandomAgent"
+    assert resolve_agent("oracle") is OracleAgent
+    assert resolve_agent("baselines.simple_agents:RandomAgent") is RandomAgent
+    agent = make_agent("noisy-oracle", {"epsilon": 0.25, "seed": 2})
+    assert (agent.epsilon, agent.seed) == (0.25, 2)
+    assert set(AGENTS) == {"random", "oracle", "noisy-oracle", "sb3", "hf", "openai"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "match"),
+    [
+        ("rando", None, "Unknown agent 'rando'"),
+        ("no_such_module_xyz:Agent", None, "cannot import agent module"),
+        ("baselines.simple_agents:Missing", None, "has no attribute"),
+        ("baselines.simple_agents:", None, "must look like"),
+        ("random", {"epsilon": 0.1}, "cannot build agent 'random'"),
+        ("noisy-oracle", {"epsilon": 3}, "cannot build agent"),
+    ],
+)
+def test_bad_agent_specs_are_one_line_errors(spec, kwargs, match):
+    with pytest.raises(ValueError, match=match) as caught:
+        make_agent(spec, kwargs)
+    assert "\n" not in str(caught.value)
+
+
+def test_agent_kwargs_parsing():
+    assert parse_agent_kwargs('{"epsilon": 0.1}') == {"epsilon": 0.1}
+    assert parse_agent_kwargs(None) == {}
+    with pytest.raises(ValueError, match="not valid JSON"):
+        parse_agent_kwargs("{epsilon: 0.1}")
+    with pytest.raises(ValueError, match="JSON object"):
+        parse_agent_kwargs("[1, 2]")
+
+
+def test_importing_agent_envs_imports_no_agent_or_heavy_dependency():
+    code = (
+        "import sys, agent_envs, agent_envs.agents, agent_envs.cli, agent_envs.evaluation\n"
+        "bad = [m for m in ('baselines', 'torch', 'matplotlib', 'tqdm', 'transformers',"
+        " 'stable_baselines3') if m in sys.modules]\n"
+        "print(bad)"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert output.strip() == "[]"
