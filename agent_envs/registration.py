@@ -138,6 +138,26 @@ _family(
 )
 
 # --- Household -----------------------------------------------------------------
+_family(
+    "Household",
+    {
+        "agent_envs/Household-v0": (
+            "agent_envs.envs.household:HouseholdEnv",
+            {"size": "medium"},
+            "ALFWorld-like chores (place, clean/heat/cool, lamp, two objects) in a medium home.",
+        ),
+        "agent_envs/Household-Small-v0": (
+            "agent_envs.envs.household:HouseholdEnv",
+            {"size": "small"},
+            "ALFWorld-like chores in a small home without distractor objects.",
+        ),
+        "agent_envs/Household-Large-v0": (
+            "agent_envs.envs.household:HouseholdEnv",
+            {"size": "large"},
+            "ALFWorld-like chores in a large home with many receptacles and distractors.",
+        ),
+    },
+)
 
 # --- WebShop -------------------------------------------------------------------
 _family(
