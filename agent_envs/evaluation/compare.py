@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agent_envs.evaluation.formatting import write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
 from agent_envs.evaluation.result import EvalResult, bootstrap_rng
 
@@ -56,8 +55,8 @@ class CompareResult:
         return data
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_dict` as JSON to ``path``."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        """Write :meth:`to_dict` as JSON to ``path``, creating its folder."""
+        write_json(path, self.to_dict())
 
     def table(self, ci: bool = True) -> str:
         """Return the difference surface as a text table (rows K, columns T)."""

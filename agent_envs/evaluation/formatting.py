@@ -1,13 +1,23 @@
-"""Text tables for the terminal: surfaces, differences and diagnostics."""
+"""Output for people and files: terminal tables, and JSON written safely."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["diagnostics_lines", "grid_table"]
+__all__ = ["diagnostics_lines", "grid_table", "write_json"]
+
+
+def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
+    """Write ``data`` as indented JSON, creating the folder; a result is never lost to it."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 def _cell(value: float, low: float, high: float, ci: bool, signed: bool) -> str:

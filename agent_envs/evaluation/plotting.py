@@ -66,4 +66,5 @@ def plot_grid(
             axes.text(j, i, label, ha="center", va="center", fontsize=8, color=colour)
     figure.colorbar(image, ax=axes)
     figure.tight_layout()
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
     figure.savefig(os.fspath(path), dpi=120)

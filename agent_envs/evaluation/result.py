@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs.evaluation.formatting import write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
 
 __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
@@ -134,8 +135,8 @@ class EvalResult:
         return result
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_dict` as JSON to ``path``."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        """Write :meth:`to_dict` as JSON to ``path``, creating its folder."""
+        write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EvalResult:
