@@ -1,0 +1,419 @@
+"""HFAgent: any Hugging Face causal language model as an agent_envs policy.
+
+Needs the ``[llm]`` extra (torch and transformers).  Importing this module
+imports both; importing :mod:`baselines` does not.
+
+How a turn goes:
+
+1. The prompt is the dialogue in ``info["messages"]`` (from
+   ``wrappers.ChatHistory``) or else the observation alone, with the system
+   prompt first (see :func:`baselines.llm_prompting.build_messages`).  It is
+   rendered with the tokenizer's chat template, or with the plain format of
+   :func:`baselines.llm_prompting.plain_prompt` when there is none.  If it would
+   not leave room for ``max_new_tokens`` in the model's context, the oldest
+   exchanges are dropped; the system prompt, the task statement and the latest
+   exchange (last action and current observation) are always kept.
+2. ``act_batch`` left-pads all live episodes and generates them with one
+   ``model.generate`` call per micro-batch of ``batch_size`` (longest prompts
+   batched together, to waste little padding).
+3. The action is parsed out of the generation by
+   :func:`baselines.llm_prompting.parse_action`; the generation itself is kept
+   as ``AgentAction.raw`` for the transcript.
+
+Sampling and seeds.  ``temperature=0`` is greedy decoding, which is
+deterministic.  Otherwise every generation gets its own ``torch.Generator``
+seeded from (``seed``, ``info["episode_seed"]``, the turn, the prompt), see
+:func:`baselines.llm_prompting.derive_seed`.  The evaluator gives every attempt
+a different ``episode_seed``, so the K attempts of Pass@K draw independent
+samples, and a rerun draws the same ones.  Sampling is the Gumbel-max trick:
+per-row exponential noise is added to the temperature- and top-p-processed
+logits and the token is the arg-max, which is an exact sample from that
+distribution.  Because each row owns its noise, what an episode samples does
+not depend on which other episodes share its batch, nor on ``batch_size``:
+batch 1 and batch 32 give the same actions wherever the model's logits are
+themselves batch-invariant (as they are in fp32 on CPU; on GPUs, kernels
+chosen by batch shape may change logits in the last bits and so, rarely, flip
+a near-tie).  Without ``episode_seed`` (outside the evaluator) the agent
+draws episode seeds from its own generator seeded with ``seed``.
+
+This module changes no global torch setting (threads, seeds, defaults).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+try:
+    import torch
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        GenerationConfig,
+        LogitsProcessor,
+        LogitsProcessorList,
+    )
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "HFAgent needs torch and transformers: pip install 'agent-envs[llm]'."
+    ) from error
+
+from agent_envs.policy import AgentAction
+from baselines.llm_prompting import (
+    DEFAULT_SYSTEM_PROMPT,
+    build_messages,
+    check_sampling,
+    derive_seed,
+    drop_oldest_exchanges,
+    merge_system_into_user,
+    plain_prompt,
+    to_agent_action,
+    turn_of,
+)
+
+__all__ = ["HFAgent", "PromptTooLongError"]
+
+_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "fp32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+# Model configs name their context length differently.
+_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
+
+
+class PromptTooLongError(ValueError):
+    """The system prompt, task statement and latest exchange alone exceed the context."""
+
+
+class _GumbelSampler(LogitsProcessor):
+    """Turn greedy decoding into seeded, per-row sampling (the Gumbel-max trick).
+
+    Each row has its own generator, so a row's samples do not depend on the
+    other rows in the batch.  Rows that have already finished still draw
+    noise; their tokens are discarded by ``generate``.
+    """
+
+    def __init__(self, seeds: Sequence[int], temperature: float, top_p: float, device) -> None:
+        self.temperature = temperature
+        self.top_p = top_p
+        self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        logits = scores.float() / self.temperature
+        if self.top_p < 1.0:
+            # Keep the smallest set of tokens whose probability reaches top_p
+            # (the same rule as transformers' TopPLogitsWarper).
+            ascending, order = torch.sort(logits, dim=-1)
+            cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)
+            drop_sorted = cumulative <= 1.0 - self.top_p
+            drop_sorted[..., -1] = False
+            drop = drop_sorted.scatter(1, order, drop_sorted)
+            logits = logits.masked_fill(drop, -math.inf)
+        vocabulary = logits.shape[-1]
+        noise = torch.stack(
+            [
+                torch.empty(vocabulary, device=logits.device).exponential_(generator=generator)
+                for generator in self.generators
+            ]
+        )
+        # argmax(logits - log E), E ~ Exp(1), is a sample from softmax(logits).
+        return logits - noise.log()
+
+
+class HFAgent:
+    """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
+
+    Args:
+        model: a local folder or hub name, loaded with
+            ``AutoModelForCausalLM.from_pretrained``, or an already-loaded model
+            (then ``tokenizer`` is required).
+        tokenizer: a tokenizer, or its folder or hub name; by default the
+            model's.
+        system_prompt: put first in every prompt (``None`` for none); a system
+            message from ``wrappers.ChatHistory`` takes its place.
+        temperature: ``0`` for greedy decoding, else the sampling temperature.
+        top_p: nucleus sampling threshold in ``(0, 1]``.
+        max_new_tokens: the most tokens generated per turn.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; by default CUDA when
+            available (a loaded model stays where it is).
+        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` (the
+            checkpoint's) or a ``torch.dtype``; by default float32 on CPU and
+            ``"auto"`` elsewhere.
+        batch_size: the most episodes per ``generate`` call.
+        seed: the agent's seed, mixed into every sampling seed.
+        max_context: the context length in tokens; by default read from the
+            model config.
+        trust_remote_code: passed to ``from_pretrained``; off by default
+            because it runs code from the model repository.
+
+    Example::
+
+        agent = HFAgent("Qwen/Qwen2.5-0.5B-Instruct", temperature=0.7, batch_size=32)
+        action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
+    """
+
+    budget_aware = False
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        tokenizer: Any = None,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        device: str | None = None,
+        dtype: Any = None,
+        batch_size: int = 8,
+        seed: int = 0,
+        max_context: int | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
+        for name, value in (("batch_size", batch_size), ("seed", seed)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {value!r}.")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
+        if not isinstance(trust_remote_code, bool):
+            raise TypeError(f"trust_remote_code must be a bool, got {trust_remote_code!r}.")
+        self.system_prompt = system_prompt
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
+        self.seed = seed
+        self.model, self.tokenizer, self.name = _load(
+            model, tokenizer, device, dtype, trust_remote_code
+        )
+        self.model.eval()
+        self.max_context = _context_length(self.model, self.tokenizer, max_context)
+        if self.max_context is not None and self.max_context <= max_new_tokens:
+            raise ValueError(
+                f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the "
+                f"model's context of {self.max_context} tokens."
+            )
+        self._eos_ids = _eos_ids(self.model, self.tokenizer)
+        pad = self.tokenizer.pad_token_id
+        self._pad_id = pad if pad is not None else self._eos_ids[0]
+        self._system_role = True  # becomes False if the chat template refuses it
+        self._episode_rng = np.random.default_rng(seed)
+        #: Tokens generated so far (up to and including the end-of-sequence token).
+        self.generated_tokens = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"HFAgent(model={self.name!r}, temperature={self.temperature}, top_p={self.top_p}, "
+            f"max_new_tokens={self.max_new_tokens}, batch_size={self.batch_size}, seed={self.seed})"
+        )
+
+    # ---------------------------------------------------------------- acting
+    def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
+        """Return the action for one episode (a batch of one)."""
+        return self.act_batch([observation], [info])[0]
+
+    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
+        """Return one action per episode, generating in micro-batches of ``batch_size``."""
+        if len(observations) != len(infos):
+            raise ValueError(
+                f"act_batch got {len(observations)} observations but {len(infos)} infos."
+            )
+        prompts = [
+            self.prompt_ids(obs, info) for obs, info in zip(observations, infos, strict=True)
+        ]
+        seeds = [self._sample_seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
+        # Batching similar lengths together wastes little padding; the results
+        # do not depend on the grouping.
+        order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
+        generations: list[str] = [""] * len(prompts)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            texts = self._generate([prompts[row] for row in rows], [seeds[row] for row in rows])
+            for row, text in zip(rows, texts, strict=True):
+                generations[row] = text
+        return [to_agent_action(text) for text in generations]
+
+    # --------------------------------------------------------------- prompts
+    def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:
+        """Return the token ids of the prompt for one episode, trimmed to fit the context."""
+        messages = build_messages(observation, info, self.system_prompt)
+        cache: dict[int, list[int]] = {}
+
+        def ids(candidate: list) -> list[int]:
+            # Candidates differ only in how many exchanges were dropped, so the
+            # length identifies them.
+            if len(candidate) not in cache:
+                cache[len(candidate)] = self._encode(candidate)
+            return cache[len(candidate)]
+
+        budget = None if self.max_context is None else self.max_context - self.max_new_tokens
+        if budget is None:
+            return ids(messages)
+        kept = drop_oldest_exchanges(messages, lambda candidate: len(ids(candidate)) <= budget)
+        if len(ids(kept)) > budget:
+            raise PromptTooLongError(
+                f"The prompt needs {len(ids(kept))} tokens even with the history dropped "
+                f"(system prompt, task statement and latest exchange), but the context "
+                f"of {self.max_context} tokens leaves {budget} after max_new_tokens="
+                f"{self.max_new_tokens}. Lower max_new_tokens or shorten the system prompt."
+            )
+        return ids(kept)
+
+    def _encode(self, messages: list) -> list[int]:
+        tokenizer = self.tokenizer
+        if getattr(tokenizer, "chat_template", None) is None:
+            return list(tokenizer(plain_prompt(messages))["input_ids"])
+        if not self._system_role:
+            messages = merge_system_into_user(messages)
+        try:
+            text = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+        except Exception:
+            # Some templates (Gemma, Mistral v1) refuse the system role; fold it
+            # into the first user message and remember that for later turns.
+            if not self._system_role or messages[0]["role"] != "system":
+                raise
+            self._system_role = False
+            return self._encode(messages)
+        # The template already holds the special tokens (BOS and role markers).
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
+        episode_seed = info.get("episode_seed")
+        if episode_seed is None:
+            episode_seed = int(self._episode_rng.integers(2**62))
+        prompt_key = ",".join(map(str, prompt))
+        return derive_seed(self.seed, episode_seed, turn_of(info), prompt_key)
+
+    # ------------------------------------------------------------ generation
+    def _generate(self, prompts: list[list[int]], seeds: list[int]) -> list[str]:
+        width = max(len(ids) for ids in prompts)
+        input_ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, width - len(ids) :] = 1
+        device = self.model.device
+        config = GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=False,
+            # Set explicitly so that the model's own sampling defaults (from its
+            # generation_config.json) do not fill them in: decoding is greedy
+            # over our processor's noisy logits, and greedy ignores these values.
+            temperature=1.0,
+            top_p=1.0,
+            top_k=50,
+            num_beams=1,
+            pad_token_id=self._pad_id,
+            eos_token_id=self._eos_ids,
+        )
+        processors = LogitsProcessorList()
+        if self.temperature > 0:
+            processors.append(_GumbelSampler(seeds, self.temperature, self.top_p, device))
+        with torch.inference_mode():
+            output = self.model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention_mask.to(device),
+                generation_config=config,
+                logits_processor=processors,
+            )
+        new_tokens = output[:, width:].tolist()
+        texts = []
+        for tokens in new_tokens:
+            end = next(
+                (index for index, token in enumerate(tokens) if token in self._eos_ids),
+                len(tokens),
+            )
+            self.generated_tokens += min(end + 1, len(tokens))
+            texts.append(self.tokenizer.decode(tokens[:end], skip_special_tokens=True))
+        return texts
+
+
+def _load(model: Any, tokenizer: Any, device: str | None, dtype: Any, trust_remote_code: bool):
+    """Return ``(model, tokenizer, name)``, loading whatever was given by name."""
+    if device is not None and not isinstance(device, str):
+        raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got {device!r}.")
+    if isinstance(tokenizer, (str, os.PathLike)):
+        tokenizer = AutoTokenizer.from_pretrained(
+            os.fspath(tokenizer), padding_side="left", trust_remote_code=trust_remote_code
+        )
+    if isinstance(model, (str, os.PathLike)):
+        name = os.fspath(model)
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        torch_dtype = _dtype(dtype, device)
+        if tokenizer is None:
+            tokenizer = AutoTokenizer.from_pretrained(
+                name, padding_side="left", trust_remote_code=trust_remote_code
+            )
+        loaded = AutoModelForCausalLM.from_pretrained(
+            name, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
+        return loaded.to(device), tokenizer, name
+    if not callable(getattr(model, "generate", None)):
+        raise TypeError(
+            "model must be a folder, a hub name or a loaded transformers model with "
+            f"generate(), got {type(model).__name__}."
+        )
+    if tokenizer is None:
+        raise TypeError("Pass tokenizer=... together with an already-loaded model.")
+    if device is not None:
+        model = model.to(device)
+    if dtype is not None and dtype != "auto":
+        model = model.to(_dtype(dtype, str(model.device)))
+    name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
+    return model, tokenizer, name
+
+
+def _dtype(dtype: Any, device: str) -> Any:
+    if dtype is None:
+        return torch.float32 if device == "cpu" else "auto"
+    if isinstance(dtype, torch.dtype) or dtype == "auto":
+        return dtype
+    if isinstance(dtype, str) and dtype in _DTYPES:
+        return _DTYPES[dtype]
+    raise ValueError(f"dtype must be one of {[*_DTYPES, 'auto']} or a torch.dtype, got {dtype!r}.")
+
+
+def _context_length(model: Any, tokenizer: Any, override: int | None) -> int | None:
+    if override is not None:
+        if isinstance(override, bool) or not isinstance(override, int) or override < 2:
+            raise ValueError(f"max_context must be an int >= 2, got {override!r}.")
+        return override
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    for key in _CONTEXT_KEYS:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    # Tokenizers without a known limit report a huge sentinel.
+    limit = getattr(tokenizer, "model_max_length", None)
+    return limit if isinstance(limit, int) and 0 < limit < 10**7 else None
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """Return every token id that ends a generation (chat models often have several)."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = configured if isinstance(configured, list) else [configured]
+    ids = [token for token in ids if isinstance(token, int)]
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    if not ids:
+        raise ValueError(
+            "The tokenizer has no end-of-sequence token, so generations could not stop; "
+            "pass a tokenizer with eos_token set."
+        )
+    return ids

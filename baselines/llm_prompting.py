@@ -1,0 +1,261 @@
+"""Prompt building, action parsing and sample seeding shared by the LLM agents.
+
+:class:`~baselines.hf_agent.HFAgent` and
+:class:`~baselines.openai_agent.OpenAIChatAgent` differ only in where the
+generation comes from.  Everything else lives here, once: how a prompt is
+assembled from ``info["messages"]`` (or the bare observation), how old
+exchanges are dropped when a prompt is too long, how an action is read out of
+a generation, and how a per-turn sampling seed is derived.
+
+This module imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from agent_envs.policy import AgentAction
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "build_messages",
+    "check_sampling",
+    "count_exchanges",
+    "derive_seed",
+    "drop_exchanges",
+    "drop_oldest_exchanges",
+    "merge_system_into_user",
+    "parse_action",
+    "plain_prompt",
+    "to_agent_action",
+    "turn_of",
+]
+
+#: The default system prompt: it asks for the output format the parser reads first.
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an agent in a text-based environment. Each message from the user is "
+    "what you observe. Think briefly if you need to, then end your reply with one "
+    "line of the form 'Action: <your action>', using the action format the task describes."
+)
+
+# "Action: up", "**Action:** up", "> action : up" ... at the start of a line.
+_ACTION_LINE = re.compile(r"^[\s>*_#`-]*action[\s*_]*:[\s*_]*(.*?)[\s*_]*$", re.IGNORECASE)
+_BOXED = "\\boxed{"
+
+
+def parse_action(generation: str) -> str:
+    """Return the action a model meant, read out of its generation.
+
+    The rules, in order:
+
+    1. The last line that starts with ``Action:`` (any case; markdown bold,
+       quote or bullet marks around it are ignored): the rest of that line.
+       If that rest is empty, the next non-empty line is the action.
+    2. Else the content of the last ``\\boxed{...}`` (nested braces allowed).
+    3. Else the first non-empty line, stripped.
+
+    A generation with no non-empty line (empty or blank) comes back unchanged,
+    so the env answers it as an invalid action.  The env's own parsing is
+    lenient about case, whitespace, quotes and a leading ``Action:``, so the
+    parser does not normalise further.
+
+    >>> parse_action("I should go left.\\nAction: left")
+    'left'
+    >>> parse_action("Left is a wall.\\n**Action:** push up")
+    'push up'
+    >>> parse_action("Action: left\\nNo, better:\\nAction: right")
+    'right'
+    >>> parse_action("The secret is \\\\boxed{42}.")
+    '42'
+    >>> parse_action("  guess 50\\nbecause it halves the range")
+    'guess 50'
+    """
+    lines = generation.splitlines()
+    for index in range(len(lines) - 1, -1, -1):
+        match = _ACTION_LINE.match(lines[index])
+        if match is None:
+            continue
+        if match.group(1).strip():
+            return match.group(1).strip()
+        following = [line.strip() for line in lines[index + 1 :] if line.strip()]
+        if following:
+            return following[0]
+    boxed = _last_boxed(generation)
+    if boxed is not None and boxed.strip():
+        return boxed.strip()
+    for line in lines:
+        if line.strip():
+            return line.strip()
+    return generation
+
+
+def _last_boxed(text: str) -> str | None:
+    """Return the content of the last balanced ``\\boxed{...}``, or ``None``."""
+    start = text.rfind(_BOXED)
+    while start != -1:
+        depth, position = 1, start + len(_BOXED)
+        while position < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[position], 0)
+            position += 1
+        if depth == 0:
+            return text[start + len(_BOXED) : position - 1]
+        # Unbalanced (cut off by the token limit): try an earlier one.
+        start = text.rfind(_BOXED, 0, start)
+    return None
+
+
+def to_agent_action(generation: str) -> AgentAction:
+    """Parse ``generation`` and keep it as the action's ``raw`` text for the transcript."""
+    return AgentAction(parse_action(generation), raw=generation)
+
+
+def build_messages(observation: str, info: Mapping[str, Any], system_prompt: str | None) -> list:
+    """Return the chat messages for one turn.
+
+    With ``wrappers.ChatHistory`` in the stack, ``info["messages"]`` is the
+    dialogue so far; otherwise the dialogue is the current observation alone.
+    The last user message is always ``observation`` itself: wrappers outside
+    ``ChatHistory`` (``ShowActions``, a visible ``TurnBudget``) add to the
+    observation, and the model must see what they added, at least for the
+    current turn.  ``system_prompt`` is put first unless the messages already
+    open with a system message (the wrapper's then wins).  The result is a
+    fresh list of fresh dicts.
+    """
+    history = info.get("messages")
+    if history is None:
+        messages = [{"role": "user", "content": observation}]
+    else:
+        if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
+            raise TypeError(
+                f"info['messages'] must be a list of chat messages, got {type(history).__name__}."
+            )
+        messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in history]
+        if not messages:
+            messages = [{"role": "user", "content": observation}]
+        elif messages[-1]["role"] == "user":
+            messages[-1]["content"] = observation
+        else:
+            messages.append({"role": "user", "content": observation})
+    if system_prompt and messages[0]["role"] != "system":
+        messages.insert(0, {"role": "system", "content": system_prompt})
+    return messages
+
+
+def _head_length(messages: Sequence[Mapping[str, str]]) -> int:
+    """Return how many leading messages are the system prompt plus the task statement."""
+    head = 1 if messages and messages[0]["role"] == "system" else 0
+    return min(head + 1, len(messages))
+
+
+def count_exchanges(messages: Sequence[Mapping[str, str]]) -> int:
+    """Return how many whole exchanges lie between the head and the last message."""
+    return max((len(messages) - _head_length(messages) - 1) // 2, 0)
+
+
+def drop_exchanges(messages: list, count: int) -> list:
+    """Return ``messages`` without the ``count`` oldest exchanges (head and tail kept)."""
+    head = _head_length(messages)
+    count = min(count, count_exchanges(messages))
+    return messages[:head] + messages[head + 2 * count :]
+
+
+def drop_oldest_exchanges(messages: list, fits: Callable[[list], bool]) -> list:
+    """Return ``messages`` without as few of the oldest exchanges as make them fit.
+
+    The head (the system prompt, if any, and the first user message, which
+    holds the task statement) and the latest exchange (the last action and the
+    observation that answered it) are always kept; what lies between is
+    dropped oldest first, a whole exchange (an assistant reply and the user
+    message after it) at a time, so the roles keep alternating.  The
+    cut is found by bisection, so ``fits`` (which usually tokenizes) runs
+    O(log n) times.  If even the shortest candidate does not fit, it is
+    returned and the caller decides what to do.
+    """
+    if fits(messages):
+        return messages
+    low, high = 1, count_exchanges(messages)  # the answer lies in [low, high]
+    while low < high:
+        mid = (low + high) // 2
+        if fits(drop_exchanges(messages, mid)):
+            high = mid
+        else:
+            low = mid + 1
+    return drop_exchanges(messages, high)
+
+
+def merge_system_into_user(messages: list) -> list:
+    """Fold a leading system message into the first user message.
+
+    Some chat templates refuse the system role; this keeps its text.
+    """
+    if not messages or messages[0]["role"] != "system":
+        return messages
+    system, rest = messages[0]["content"], [dict(m) for m in messages[1:]]
+    if rest and rest[0]["role"] == "user":
+        rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+        return rest
+    return [{"role": "user", "content": system}, *rest]
+
+
+def plain_prompt(messages: Sequence[Mapping[str, str]]) -> str:
+    """Render messages in the plain format used when a tokenizer has no chat template.
+
+    Each message becomes ``"<Role>: <content>"`` (``System``, ``User``,
+    ``Assistant``), messages are separated by a blank line, and the prompt ends
+    with ``"Assistant:"`` for the model to continue::
+
+        System: You are an agent ...
+
+        User: I am thinking of an integer between 1 and 100. ...
+
+        Assistant:
+    """
+    parts = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
+    parts.append("Assistant:")
+    return "\n\n".join(parts)
+
+
+def derive_seed(agent_seed: int, episode_seed: int | None, turn: int, prompt: str) -> int:
+    """Return the sampling seed for one generation, in ``[0, 2**31)``.
+
+    It is a hash of the agent's seed, the episode seed the evaluator puts in
+    ``info["episode_seed"]`` (different for every attempt), the turn, and a
+    CRC of the prompt.  Nothing depends on which other episodes share a batch,
+    so batching does not change what an episode samples.
+    """
+    episode = -1 if episode_seed is None else int(episode_seed)
+    entropy = [
+        int(agent_seed) & 0xFFFFFFFFFFFFFFFF,
+        episode & 0xFFFFFFFFFFFFFFFF,
+        int(turn) & 0xFFFFFFFF,
+        zlib.crc32(prompt.encode("utf-8", "replace")),
+    ]
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0] >> 1)
+
+
+def turn_of(info: Mapping[str, Any]) -> int:
+    """Return the turn number for seeding: ``info["turn"]`` or the assistant messages so far."""
+    turn = info.get("turn")
+    if isinstance(turn, (int, np.integer)) and not isinstance(turn, bool):
+        return int(turn)
+    messages = info.get("messages") or ()
+    return sum(1 for message in messages if message.get("role") == "assistant")
+
+
+def check_sampling(temperature: float, top_p: float, max_new_tokens: int, name: str) -> None:
+    """Raise a clear error for out-of-range sampling arguments."""
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a number >= 0, got {temperature!r}.")
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0 (0 means greedy), got {temperature}.")
+    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}.")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise TypeError(f"{name} must be an int >= 1, got {max_new_tokens!r}.")
+    if max_new_tokens < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {max_new_tokens}.")

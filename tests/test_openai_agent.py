@@ -1,0 +1,484 @@
+"""OpenAIChatAgent over real loopback sockets, and the prompting code both LLM agents share.
+
+The server is a real ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) started in
+the test; it answers with the tiny transformers model when transformers is
+installed, and with an echo backend otherwise.  It can be told to fail with
+503/429, to hang past the client's timeout, and more (see
+``llm_fixtures.ChatServer``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
+
+from agent_envs.policy import AgentAction
+from baselines.llm_prompting import (
+    DEFAULT_SYSTEM_PROMPT,
+    build_messages,
+    derive_seed,
+    drop_oldest_exchanges,
+    parse_action,
+    plain_prompt,
+    turn_of,
+)
+from baselines.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
+from wrappers.chat_history import ChatHistory
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+
+
+# ----------------------------------------------------------- shared parsing
+@pytest.mark.parametrize(
+    ("generation", "action"),
+    [
+        ("Action: up", "up"),
+        ("I will go up.\nAction: up", "up"),
+        ("Action: left\nHmm, no.\nAction: right", "right"),  # the last Action line wins
+        ("**Action:** push box", "push box"),
+        ("> ACTION : 42  ", "42"),
+        ("- action: go to cabinet 1", "go to cabinet 1"),
+        ("Action:\n  guess 50\n", "guess 50"),  # the action on the next line
+        ("The answer is \\boxed{37}.", "37"),
+        ("\\boxed{a} then \\boxed{b}", "b"),
+        ("\\boxed{f(\\{x\\})}", "f(\\{x\\})"),
+        ("\\boxed{cut off", "\\boxed{cut off"),  # unbalanced: falls through to the first line
+        ("Action: up\n\\boxed{down}", "up"),  # an Action line beats a box
+        ("\n\n  go north  \nbecause it is open", "go north"),
+        ("Transaction: 5\nfoo", "Transaction: 5"),  # not an Action line
+    ],
+)
+def test_parse_action(generation, action):
+    assert parse_action(generation) == action
+
+
+@pytest.mark.parametrize("generation", ["", "   ", "\n\n"])
+def test_an_empty_generation_is_passed_on_as_is(generation):
+    assert parse_action(generation) == generation
+
+
+def test_build_messages():
+    assert build_messages("obs", {}, "sys") == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "obs"},
+    ]
+    assert build_messages("obs", {}, None) == [{"role": "user", "content": "obs"}]
+    history = [{"role": "system", "content": "wrapper"}, {"role": "user", "content": "task"}]
+    messages = build_messages("task", {"messages": history}, "agent")
+    assert messages == history  # the wrapper's system message wins
+    messages[0]["content"] = "changed"
+    assert history[0]["content"] == "wrapper"  # a fresh copy
+    with pytest.raises(TypeError, match="messages"):
+        build_messages("obs", {"messages": "not a list"}, None)
+
+
+def test_the_current_observation_is_always_the_last_message():
+    """Wrappers outside ChatHistory (ShowActions, a visible budget) add to the observation."""
+    from wrappers import TurnBudget
+    from wrappers.show_actions import ShowActions
+
+    env = ShowActions(TurnBudget(ChatHistory(gym.make("agent_envs/GuessNumber-v0")), 5, True))
+    observation, info = env.reset(seed=0, options={"task_id": 0})
+    observation, _, _, _, info = env.step("50")
+    messages = build_messages(observation, info, None)
+    assert messages[-1] == {"role": "user", "content": observation}
+    assert "Admissible actions: 1, 2" in messages[-1]["content"]
+    assert messages[:-1] == info["messages"][:-1]
+    # A history that ends with the agent's turn gets the observation appended.
+    ending = [{"role": "user", "content": "task"}, {"role": "assistant", "content": "a"}]
+    assert build_messages("now", {"messages": ending}, None)[-1] == {
+        "role": "user",
+        "content": "now",
+    }
+
+
+def dialogue(exchanges, system=True):
+    messages = [{"role": "system", "content": "S"}] if system else []
+    messages.append({"role": "user", "content": "task"})
+    for index in range(exchanges):
+        messages += [
+            {"role": "assistant", "content": f"a{index}"},
+            {"role": "user", "content": f"o{index}"},
+        ]
+    return messages
+
+
+@pytest.mark.parametrize("system", [True, False])
+@pytest.mark.parametrize("limit", [1, 3, 4, 5, 7, 9, 30])
+def test_drop_oldest_exchanges_drops_as_few_as_needed(system, limit):
+    messages = dialogue(6, system)
+    kept = drop_oldest_exchanges(messages, lambda candidate: len(candidate) <= limit)
+    head = 2 if system else 1
+    # Brute force: the fewest whole exchanges to drop; the latest exchange always stays.
+    fewest = next((d for d in range(6) if len(messages) - 2 * d <= limit), 5)
+    assert kept == messages[:head] + messages[head + 2 * fewest :]
+    assert kept[-2:] == messages[-2:]
+    assert [m["role"] for m in kept[head:]] == ["assistant", "user"] * (6 - fewest)
+
+
+def test_plain_prompt_format():
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "U"},
+        {"role": "assistant", "content": "A"},
+        {"role": "user", "content": "V"},
+    ]
+    assert plain_prompt(messages) == "System: S\n\nUser: U\n\nAssistant: A\n\nUser: V\n\nAssistant:"
+
+
+def test_derive_seed_depends_on_every_input():
+    base = derive_seed(0, 7, 1, "p")
+    assert base == derive_seed(0, 7, 1, "p")
+    assert 0 <= base < 2**31
+    others = {derive_seed(1, 7, 1, "p"), derive_seed(0, 8, 1, "p"), derive_seed(0, 7, 2, "p")}
+    assert base not in others and len(others) == 3
+    assert derive_seed(0, 7, 1, "q") != base
+
+
+def test_turn_of():
+    assert turn_of({"turn": 4}) == 4
+    assert turn_of({"messages": dialogue(3)}) == 3
+    assert turn_of({}) == 0
+
+
+def test_importing_baselines_does_not_import_torch():
+    code = (
+        "import sys, baselines, baselines.llm_prompting, baselines.openai_agent; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------- server
+@pytest.fixture(scope="session")
+def backend(tmp_path_factory):
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        return echo_backend
+    return TinyBackend(build_tiny_model(str(tmp_path_factory.getbasetemp())))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Run the tiny model on one thread (much faster on a shared machine), then restore."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def server(backend):
+    chat = ChatServer(backend)
+    yield chat
+    chat.close()
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def make_agent(server, **kwargs):
+    kwargs.setdefault("max_tokens", 8)
+    kwargs.setdefault("backoff", 0.0)
+    kwargs.setdefault("timeout", 10.0)
+    return OpenAIChatAgent(server.base_url, "tiny", **kwargs)
+
+
+def test_act_posts_a_chat_completion_and_keeps_the_raw_reply(server):
+    agent = make_agent(server, temperature=0.5, top_p=0.9)
+    action = agent.act("I am thinking of a number.", {"episode_seed": 11})
+    assert isinstance(action, AgentAction)
+    assert action == parse_action(action.raw)
+    (request,) = server.requests
+    assert request["path"] == "/v1/chat/completions"
+    body = request["body"]
+    assert body["model"] == "tiny" and body["max_tokens"] == 8
+    assert (body["temperature"], body["top_p"], body["n"]) == (0.5, 0.9, 1)
+    assert body["messages"] == [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+        {"role": "user", "content": "I am thinking of a number."},
+    ]
+    assert isinstance(body["seed"], int)
+    assert "Authorization" not in request["headers"]
+    assert agent.completion_tokens >= 0
+
+
+def test_greedy_replies_match_the_local_hf_agent(server, backend):
+    """The same model behind HTTP and in-process, greedy: the same action."""
+    if backend is echo_backend:
+        pytest.skip("needs transformers")
+    from baselines.hf_agent import HFAgent
+
+    env = ChatHistory(gym.make("agent_envs/GuessNumber-v0"))
+    observation, info = env.reset(seed=0, options={"task_id": 1})
+    observation, _, _, _, info = env.step("50")
+    remote = make_agent(server, temperature=0).act(observation, info)
+    local = HFAgent(backend.model, tokenizer=backend.tokenizer, temperature=0, max_new_tokens=8)
+    assert remote == local.act(observation, info)
+
+
+def test_seed_is_derived_from_episode_seed_and_turn(server):
+    agent = make_agent(server)
+    for info in (
+        {"episode_seed": 1, "turn": 0},
+        {"episode_seed": 1, "turn": 0},
+        {"episode_seed": 2, "turn": 0},
+        {"episode_seed": 1, "turn": 1},
+    ):
+        agent.act("same observation", info)
+    seeds = [request["body"]["seed"] for request in server.requests]
+    assert seeds[0] == seeds[1] and len(set(seeds)) == 3
+
+
+def test_history_from_chat_history_is_sent(server):
+    env = ChatHistory(gym.make("agent_envs/GuessNumber-v0"), system_prompt="From wrapper.")
+    observation, info = env.reset(seed=0, options={"task_id": 0})
+    observation, _, _, _, info = env.step("50")
+    make_agent(server).act(observation, info)
+    sent = server.requests[0]["body"]["messages"]
+    assert sent == info["messages"]
+    assert sent[0]["content"] == "From wrapper."
+
+
+def test_api_key_from_argument_or_environment(server, monkeypatch):
+    make_agent(server, api_key=SECRET).act("x", {})
+    assert server.requests[-1]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")
+    make_agent(server).act("x", {})
+    assert server.requests[-1]["headers"]["Authorization"] == "Bearer from-env"
+
+
+def test_api_key_never_shows(server, caplog):
+    agent = make_agent(server, api_key=SECRET, max_retries=1)
+    assert SECRET not in repr(agent) and SECRET not in str(vars(agent))
+    server.script.extend(["503", "401"])
+    with caplog.at_level(logging.DEBUG), pytest.raises(ChatCompletionError) as failure:
+        agent.act("x", {})
+    assert "401" in str(failure.value)
+    assert SECRET not in str(failure.value)
+    assert "***" in str(failure.value)  # the server echoed it; it was blanked out
+    assert all(SECRET not in record.getMessage() for record in caplog.records)
+    assert any("503" in record.getMessage() for record in caplog.records)
+    clone = pickle.loads(pickle.dumps(agent))
+    assert SECRET not in repr(vars(clone)) and SECRET.encode() not in pickle.dumps(agent)
+
+
+def test_a_transient_503_is_retried(server):
+    server.script.append("503")
+    action = make_agent(server, max_retries=2).act("x", {})
+    assert isinstance(action, AgentAction)
+    assert len(server.requests) == 2
+    assert server.requests[0]["body"] == server.requests[1]["body"]
+
+
+def test_a_429_with_retry_after_is_retried(server):
+    server.script.extend(["429", "429"])
+    make_agent(server, max_retries=2).act("x", {})
+    assert len(server.requests) == 3
+
+
+def test_retries_are_bounded(server):
+    server.script.extend(["503"] * 5)
+    with pytest.raises(ChatCompletionError, match="after 3 tries"):
+        make_agent(server, max_retries=2).act("x", {})
+    assert len(server.requests) == 3
+
+
+def test_a_hang_past_the_timeout_is_retried_then_answered(server):
+    server.script.append("hang")
+    action = make_agent(server, timeout=0.3, max_retries=1).act("x", {})
+    assert isinstance(action, AgentAction)
+    assert len(server.requests) == 2
+
+
+def test_a_server_that_keeps_hanging_raises_a_timeout_error(server):
+    server.script.extend(["hang", "hang"])
+    with pytest.raises(ChatCompletionError, match=r"no response within 0\.2s"):
+        make_agent(server, timeout=0.2, max_retries=1).act("x", {})
+    assert len(server.requests) == 2
+
+
+def test_connection_refused_is_retried_then_raises(backend):
+    chat = ChatServer(backend)
+    url = chat.base_url
+    chat.close()  # nothing listens on that port any more
+    agent = OpenAIChatAgent(url, "tiny", max_retries=1, backoff=0.0)
+    with pytest.raises(ChatCompletionError, match="connection failed"):
+        agent.act("x", {})
+
+
+@pytest.mark.parametrize(("script", "match"), [("400", "HTTP 400"), ("garbage", "not JSON")])
+def test_other_errors_are_not_retried(server, script, match):
+    server.script.append(script)
+    with pytest.raises(ChatCompletionError, match=match):
+        make_agent(server, max_retries=3).act("x", {})
+    assert len(server.requests) == 1
+
+
+def test_a_prompt_too_long_for_the_server_drops_old_exchanges(backend):
+    chat = ChatServer(backend, context_limit=6)
+    try:
+        env = ChatHistory(gym.make("agent_envs/GuessNumber-v0"))
+        observation, info = env.reset(seed=0, options={"task_id": 0})
+        for guess in ("50", "25", "12", "6", "3", "1", "2"):
+            observation, _, _, _, info = env.step(guess)
+        make_agent(chat).act(observation, info)
+        last = chat.requests[-1]["body"]["messages"]
+        assert len(last) <= 6
+        assert last[1] == info["messages"][0]  # the task statement (after the system prompt)
+        assert last[-1] == info["messages"][-1]  # the latest observation
+        assert len(chat.requests) <= 4  # halving: a few tries, not one per exchange
+    finally:
+        chat.close()
+
+
+def test_act_batch_runs_requests_concurrently_and_keeps_order(server):
+    server.script.extend(["barrier", "barrier"])  # both must be in flight at once
+    agent = make_agent(server, concurrency=2, max_retries=0, temperature=0)
+    observations = [f"observation number {index}" for index in range(6)]
+    actions = agent.act_batch(observations, [{"episode_seed": i} for i in range(6)])
+    assert server.max_in_flight == 2
+    singles = [agent.act(o, {"episode_seed": i}) for i, o in enumerate(observations)]
+    assert [a.raw for a in actions] == [a.raw for a in singles]
+
+
+def test_act_batch_raises_the_first_failure(server):
+    server.script.extend(["400"])
+    agent = make_agent(server, concurrency=1, max_retries=0)
+    with pytest.raises(ChatCompletionError, match="HTTP 400"):
+        agent.act_batch(["a", "b", "c"], [{}, {}, {}])
+
+
+def test_chat_completions_url():
+    assert chat_completions_url("http://h:1") == "http://h:1/v1/chat/completions"
+    assert chat_completions_url("http://h:1/v1") == "http://h:1/v1/chat/completions"
+    assert chat_completions_url("https://h/api/v1/") == "https://h/api/v1/chat/completions"
+    assert chat_completions_url("http://h/v1/chat/completions") == "http://h/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"base_url": "localhost:8000"}, ValueError),
+        ({"base_url": "ftp://h/v1"}, ValueError),
+        ({"model": ""}, ValueError),
+        ({"concurrency": 0}, ValueError),
+        ({"timeout": 0}, ValueError),
+        ({"max_retries": -1}, ValueError),
+        ({"temperature": -0.1}, ValueError),
+        ({"extra_body": {"stop": {1, 2}}}, TypeError),
+        ({"extra_body": "stop"}, TypeError),
+    ],
+)
+def test_bad_arguments_fail_clearly(kwargs, error):
+    arguments = {"base_url": "http://127.0.0.1:9/v1", "model": "m", **kwargs}
+    with pytest.raises(error):
+        OpenAIChatAgent(**arguments)
+
+
+def test_extra_body_is_sent(server):
+    make_agent(server, extra_body={"stop": ["\n\n"], "top_k": 5}).act("x", {})
+    body = server.requests[0]["body"]
+    assert body["stop"] == ["\n\n"] and body["top_k"] == 5
+    json.dumps(body)
+
+
+# ------------------------------------------------------- through the evaluator
+def test_evaluate_over_http(server):
+    from agent_envs.evaluation import evaluate
+
+    result = evaluate(
+        make_agent(server, concurrency=4),
+        lambda: ChatHistory(gym.make("agent_envs/GuessNumber-v0")),
+        ks=[1, 2],
+        budgets=[2, 3],
+        tasks=2,
+        samples=2,
+        batch_size=4,
+        n_bootstrap=10,
+    )
+    assert result.errors == 0 and result.episodes == 4
+    assert len(server.requests) == 12  # 4 episodes x 3 turns
+    seeds = {request["body"]["seed"] for request in server.requests}
+    assert len(seeds) == 12  # every attempt and turn samples anew
+
+
+def test_a_failing_server_becomes_episode_errors_not_a_crash(server):
+    from agent_envs.evaluation import evaluate
+
+    server.script.extend(["400"] * 3)
+    result = evaluate(
+        make_agent(server, max_retries=0),
+        "agent_envs/GuessNumber-v0",
+        ks=[1],
+        budgets=[2],
+        tasks=3,
+        n_bootstrap=10,
+        max_error_rate=1.0,
+    )
+    assert result.errors == 3
+    assert "HTTP 400" in result.error_examples[0]
+
+
+def test_cli_eval_with_the_openai_agent(server, capsys, tmp_path):
+    cli = pytest.importorskip("agent_envs.cli")
+    kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, "backoff": 0}
+    out = tmp_path / "result.json"
+    status = cli.main(
+        [
+            "eval",
+            "GuessNumber-v0",
+            "--agent",
+            "openai",
+            "--agent-kwargs",
+            json.dumps(kwargs),
+            "--k",
+            "1",
+            "--t",
+            "2",
+            "--tasks",
+            "2",
+            "--history",
+            "1",
+            "--n-bootstrap",
+            "10",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
+    assert status == 0, capsys.readouterr().err
+    assert json.loads(out.read_text())["errors"] == 0
+    assert len(server.requests) == 4
+    assert len(server.requests[-1]["body"]["messages"]) == 4  # system, task, 1 exchange
+
+
+def test_the_wrap_an_existing_agent_example_runs(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "wrap_existing_agent.py"
+    spec = importlib.util.spec_from_file_location("wrap_existing_agent", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    result = example.main(["--tasks", "8"])
+    assert result["errors"] == 0
+    assert "Pass@(K,T)" in capsys.readouterr().out
+    # Bisection within 7 guesses always finds a secret in 1..100.
+    assert result["surface"][0][-1] == 1.0

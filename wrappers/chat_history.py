@@ -1,0 +1,118 @@
+"""ChatHistory: keep the dialogue as chat messages for language agents."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+__all__ = ["ChatHistory"]
+
+_RECORD_CHOICES = ("action", "raw")
+
+
+class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
+    """Expose the dialogue so far as chat messages in ``info["messages"]``.
+
+    The env's text is the ``user`` side and the agent's actions are the
+    ``assistant`` side::
+
+        [{"role": "system", "content": system_prompt},    # only if given
+         {"role": "user", "content": <reset observation>},  # the task statement
+         {"role": "assistant", "content": <action 1>},
+         {"role": "user", "content": <observation 1>},
+         ...]
+
+    The last message is always the current observation, so an agent can build
+    its whole prompt from ``info["messages"]``.  Observations, rewards and
+    flags pass through unchanged.
+
+    ``info["messages"]`` is a fresh list of fresh dicts on every call: an agent
+    may keep or change it without touching the wrapper's record.
+
+    Args:
+        env: the env to wrap.
+        window: keep only the last ``window`` exchanges (an action and the
+            observation that answered it); the system prompt and the task
+            statement (the reset observation) are always kept.  ``None``
+            keeps everything.
+        system_prompt: put a system message first.  Agents that bring their
+            own system prompt use this one instead when it is set.
+        record: what the assistant side holds: ``"action"`` (the action string
+            sent to ``step``) or ``"raw"`` (the action's ``raw`` attribute when it
+            has one, such as the full generation behind a
+            ``agent_envs.policy.AgentAction``, else the action).
+
+    Nothing carries over from one episode to the next: ``reset`` starts a new
+    dialogue.
+
+    Example:
+        >>> import gymnasium as gym, agent_envs
+        >>> from wrappers.chat_history import ChatHistory
+        >>> env = ChatHistory(gym.make("agent_envs/GuessNumber-v0"), window=2)
+        >>> _, info = env.reset(seed=0, options={"task_id": 0})
+        >>> _, _, _, _, info = env.step("50")
+        >>> [message["role"] for message in info["messages"]]
+        ['user', 'assistant', 'user']
+        >>> info["messages"][1]["content"]
+        '50'
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        window: int | None = None,
+        system_prompt: str | None = None,
+        record: str = "action",
+    ) -> None:
+        if window is not None:
+            if isinstance(window, bool) or not isinstance(window, int):
+                raise TypeError(f"window must be an int >= 1 or None, got {window!r}.")
+            if window < 1:
+                raise ValueError(
+                    f"window must be >= 1 (the last exchange holds the current observation), "
+                    f"got {window}. Pass None to keep the whole dialogue."
+                )
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
+        if record not in _RECORD_CHOICES:
+            raise ValueError(f"record must be one of {_RECORD_CHOICES}, got {record!r}.")
+        gym.utils.RecordConstructorArgs.__init__(
+            self, window=window, system_prompt=system_prompt, record=record
+        )
+        gym.Wrapper.__init__(self, env)
+        self.window = window
+        self.system_prompt = system_prompt
+        self.record = record
+        self._task_statement: str | None = None
+        self._exchanges: deque[tuple[str, str]] = deque(maxlen=window)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._task_statement = observation
+        self._exchanges.clear()
+        return observation, {**info, "messages": self.messages()}
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._task_statement is None:
+            raise gym.error.ResetNeeded("Call reset() before step().")
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        said = getattr(action, "raw", None) if self.record == "raw" else None
+        self._exchanges.append((str(action) if not isinstance(said, str) else said, observation))
+        return observation, reward, terminated, truncated, {**info, "messages": self.messages()}
+
+    def messages(self) -> list[dict[str, str]]:
+        """Return a fresh copy of the dialogue kept so far (empty before ``reset``)."""
+        if self._task_statement is None:
+            return []
+        messages = []
+        if self.system_prompt is not None:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.append({"role": "user", "content": self._task_statement})
+        for action, observation in self._exchanges:
+            messages.append({"role": "assistant", "content": action})
+            messages.append({"role": "user", "content": observation})
+        return messages
