@@ -9,6 +9,7 @@ describes its own world through a handful of hooks.
 
 from __future__ import annotations
 
+import re
 import string
 import zlib
 from typing import Any, ClassVar, Generic, TypeVar
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_TASK_ID",
     "TextEnv",
     "normalize_action",
+    "parse_bracket_call",
     "sanitize",
 ]
 
@@ -63,6 +65,23 @@ def normalize_action(action: str) -> str:
     text = " ".join(text.split())
     # Agents often quote or punctuate the action ("`up`", "up."); drop that wrapping.
     return text.strip("`'\".").strip()
+
+
+_BRACKET_CALL = re.compile(r"^([a-z_]+)\s*\[(.*)\]$", re.S)
+
+
+def parse_bracket_call(action: str, verbs: frozenset[str]) -> tuple[str, str] | None:
+    """Split a normalised ``verb[argument]`` tool call, as WebShop-style envs use.
+
+    Returns ``None`` for an unknown verb or an empty argument.
+
+    >>> parse_bracket_call("search [red mug]", frozenset({"search", "click"}))
+    ('search', 'red mug')
+    """
+    match = _BRACKET_CALL.match(action)
+    if match is None or match.group(1) not in verbs or not match.group(2).strip():
+        return None
+    return match.group(1), match.group(2).strip()
 
 
 class TextEnv(gym.Env[str, str], Generic[TaskT]):

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from agent_envs.core import TextEnv, sanitize
+from agent_envs.core import TextEnv, parse_bracket_call, sanitize
 from agent_envs.envs._knowledge_base import KnowledgeTask, make_knowledge_task, normalize_answer
 
 __all__ = ["KnowledgeSearchEnv"]
 
-_ACTION = re.compile(r"^(search|answer)\s*\[(.*)\]$")
+_VERBS = frozenset({"search", "answer"})
 
 
 class KnowledgeSearchEnv(TextEnv[KnowledgeTask]):
@@ -123,10 +121,7 @@ class KnowledgeSearchEnv(TextEnv[KnowledgeTask]):
         return f"Question: {self.task.question}"
 
     def _parse(self, action: str) -> tuple[str, str] | None:
-        match = _ACTION.match(action)
-        if match is None or not match.group(2).strip():
-            return None
-        return match.group(1), match.group(2).strip()
+        return parse_bracket_call(action, _VERBS)
 
     def _apply(self, move: tuple[str, str]) -> tuple[str, bool]:
         verb, argument = move

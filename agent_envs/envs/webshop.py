@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
-from agent_envs.core import TextEnv, sanitize
+from agent_envs.core import TextEnv, parse_bracket_call, sanitize
 from agent_envs.envs._catalogue import (
     PAGE_SIZE,
     Product,
@@ -19,7 +18,7 @@ from agent_envs.envs._catalogue import (
 
 __all__ = ["WebShopEnv"]
 
-_ACTION = re.compile(r"^(search|click)\s*\[(.*)\]$")
+_VERBS = frozenset({"search", "click"})
 # Button spellings, compared with all whitespace removed so "next>" == "next >".
 _BACK = frozenset({"backtosearch", "back"})
 _NEXT = frozenset({"next>", "next", "nextpage"})
@@ -228,10 +227,7 @@ class WebShopEnv(TextEnv[ShopTask]):
 
     # ---------------------------------------------------------------- actions
     def _parse(self, action: str) -> tuple[str, str] | None:
-        match = _ACTION.match(action)
-        if match is None or not match.group(2).strip():
-            return None
-        return match.group(1), match.group(2).strip()
+        return parse_bracket_call(action, _VERBS)
 
     def _apply(self, move: tuple[str, str]) -> tuple[str, bool]:
         verb, argument = move
