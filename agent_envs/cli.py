@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = ["main"]
@@ -47,6 +49,20 @@ def _tasks(text: str) -> int | list[int]:
         raise CLIError(
             f"--tasks takes a count (50), a range (100:150) or ids (3,7,9); got {text!r}."
         ) from None
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unusable --out/--plot paths before the run, not after it."""
+    for flag, path in (("--out", args.out), ("--plot", args.plot)):
+        if path and Path(path).is_dir():
+            raise CLIError(f"{flag} {path} is a directory; give a file path such as result.json.")
+    if args.plot:
+        try:
+            found = importlib.util.find_spec("matplotlib") is not None
+        except (ImportError, ValueError):  # a broken or blocked install
+            found = False
+        if not found:
+            raise CLIError("--plot needs matplotlib: pip install 'agent-envs[plot]'.")
 
 
 # ----------------------------------------------------------------- commands
@@ -109,6 +125,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from agent_envs.agents import make_agent, parse_agent_kwargs
     from agent_envs.evaluation import evaluate
 
+    _check_outputs(args)
     kwargs = parse_agent_kwargs(args.agent_kwargs)
     agent = make_agent(args.agent, kwargs)
     name = args.agent + (f" {json.dumps(kwargs, sort_keys=True)}" if kwargs else "")
@@ -151,6 +168,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from agent_envs.evaluation import EvalResult, compare
 
+    _check_outputs(args)
     difference = compare(EvalResult.load(args.a), EvalResult.load(args.b))
     print(difference.table())
     if args.out:
@@ -324,7 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if show_traceback or not isinstance(exc, user_error):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"{_PROG}: error: {message}", file=sys.stderr)
+        # One line, even when a policy's or library's message spans several.
+        print(f"{_PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
         return 2
 
 

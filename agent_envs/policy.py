@@ -5,7 +5,10 @@ plain callable ``f(observation) -> str``.  No base class is forced on anyone;
 the protocols below only document the shape.  Optional extras:
 
 * ``act_batch(observations, infos) -> list[str]``: the evaluator then steps
-  many episodes in lockstep and makes one call per turn for all of them.
+  many episodes in lockstep and makes one call per turn for all of them.  A
+  slot may hold an exception instead of an action: that episode alone is
+  recorded as an error.  An exception *raised* by ``act_batch`` fails every
+  episode of the call.
 * ``budget_aware = True``: the agent learns the budget some other way than the
   observation, so the evaluator must run every budget separately.
 * ``required_info = ("admissible_actions", "oracle_actions")``: the evaluator

@@ -233,11 +233,14 @@ class OpenAIChatAgent:
         """Return the action for one episode."""
         return to_agent_action(self.complete(self.request_body(observation, info)))
 
-    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
+    def act_batch(
+        self, observations: list[str], infos: list[dict[str, Any]]
+    ) -> list[AgentAction | ChatCompletionError]:
         """Return one action per episode, with up to ``concurrency`` requests in flight.
 
-        If any request fails for good, the first failure (in episode order) is
-        raised once all requests are done.
+        A request that fails for good leaves its :class:`ChatCompletionError`
+        in that episode's slot, so the evaluator records an error for that
+        episode alone and the others go on.
         """
         if len(observations) != len(infos):
             raise ValueError(
@@ -246,11 +249,12 @@ class OpenAIChatAgent:
         bodies = [
             self.request_body(obs, info) for obs, info in zip(observations, infos, strict=True)
         ]
-        if len(bodies) <= 1:
-            return [to_agent_action(self.complete(body)) for body in bodies]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies))) as pool:
             futures = [pool.submit(self.complete, body) for body in bodies]
-        return [to_agent_action(future.result()) for future in futures]
+        return [
+            to_agent_action(future.result()) if future.exception() is None else future.exception()
+            for future in futures
+        ]
 
     def request_body(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """Return the JSON body of the request for one turn."""

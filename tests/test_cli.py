@@ -245,3 +245,36 @@ def test_bring_your_own_agent_with_chat_history(tmp_path, capsys):
     assert result["env_id"] == GUESS and result["agent"] == "tests.test_cli:NeedsHistory"
     assert cli.main(args) == 0  # without --history the agent fails on every episode
     assert json.loads((tmp_path / "r.json").read_text())["errors"] == 4
+
+
+def test_an_unusable_out_path_is_refused_before_the_run(tmp_path, capsys):
+    # Regression: --out naming a folder failed only after the whole run, losing it.
+    log = tmp_path / "run.jsonl"
+    for flag in ("--out", "--plot"):
+        args = ["eval", GUESS, "--tasks", "2", "--k", "1", "--t", "3", "--log", str(log)]
+        assert cli.main([*args, flag, str(tmp_path)]) == 2
+        assert f"{flag} {tmp_path} is a directory" in capsys.readouterr().err
+    assert not log.exists()  # nothing ran
+
+
+def test_out_and_plot_create_nested_folders(tmp_path):
+    out, plot = tmp_path / "runs" / "a" / "x.json", tmp_path / "plots" / "x.png"
+    args = ["eval", GUESS, "--agent", "oracle", "--tasks", "2", "--k", "1", "--t", "7"]
+    assert cli.main([*args, "--n-bootstrap", "10", "--out", str(out), "--plot", str(plot)]) == 0
+    assert json.loads(out.read_text())["surface"] == [[1.0]]
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+class RaisesOnTwoLines:
+    """A ``module:Class`` agent whose constructor refuses on two lines."""
+
+    def __init__(self) -> None:
+        raise ValueError("model not found\nhint: download it first")
+
+
+def test_a_multi_line_message_is_still_one_line(capsys):
+    # Regression: user-side messages with newlines (an agent's, or the last
+    # policy error quoted by RunAborted) broke the one-line error contract.
+    assert cli.main(["eval", GUESS, "--agent", "tests.test_cli:RaisesOnTwoLines"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model not found hint: download it first" in err[0], err

@@ -229,6 +229,43 @@ def test_visible_budget_runs_every_budget_separately():
         )
 
 
+def test_a_budget_wrapper_of_the_user_follows_the_grid():
+    # Outermost, a BudgetMix draws nothing and a TurnBudget's own max_turns is
+    # ignored: reset(options={"budget": T}) sets every episode's budget.
+    grid = dict(ks=[1], budgets=[3, 5, 7], tasks=10, samples=2, n_bootstrap=20, agent_name="n")
+    plain = evaluate(NoisyOracleAgent(0.3), GUESS, **grid)
+    for make in (
+        lambda: BudgetMix(gym.make(GUESS), [1, 50]),
+        lambda: TurnBudget(gym.make(GUESS), 2),
+    ):
+        result = evaluate(NoisyOracleAgent(0.3), make, **grid)
+        assert result.mode == "hidden"
+        assert np.array_equal(counts_of(result), counts_of(plain))
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        # Regression: only the outermost budget wrapper reads options["budget"];
+        # the inner BudgetMix drew 1 or 7 turns per episode and cut c_T silently.
+        (lambda: TurnBudget(BudgetMix(gym.make(GUESS), [1, 7]), 7), "TurnBudget around BudgetMix"),
+        # Regression: the visible inner BudgetMix showed a budget line, yet the
+        # mode was read off the outer hidden one only ("hidden").
+        (
+            lambda: TurnBudget(BudgetMix(gym.make(GUESS), [1, 7], visible=True), 7),
+            "keep at most one",
+        ),
+        # Regression: a TimeLimit outside the TurnBudget ended every episode at 3.
+        (lambda: gym.wrappers.TimeLimit(TurnBudget(gym.make(GUESS), 7), 3), "TimeLimit of 3"),
+        (lambda: gym.make(GUESS, max_episode_steps=3), "TimeLimit of 3"),
+    ],
+)
+def test_a_stack_that_would_end_episodes_before_t_is_refused(make, match):
+    with pytest.raises(ValueError, match=match) as caught:
+        evaluate(OracleAgent(), make, ks=[1], budgets=[3, 7], tasks=2, n_bootstrap=10)
+    assert "\n" not in str(caught.value)
+
+
 def test_a_hidden_budget_is_hidden_from_info_too():
     seen = []
 
@@ -353,6 +390,48 @@ def test_policy_errors_are_failures_and_the_run_goes_on():
     assert result.errors == 2 and "not a str" in result.error_examples[0]
 
 
+def test_scalar_diagnostics_do_not_depend_on_the_mode():
+    # Regression: visible mode pooled the runs at every T, so the early turns of
+    # an attempt counted once per T and decision quality and turns to success
+    # changed with the mode (and the T grid) for the same budget-unaware policy.
+    class Aware(NoisyOracleAgent):
+        budget_aware = True
+
+    grid = dict(ks=[1], budgets=[2, 4, 8], tasks=8, samples=3, n_bootstrap=20, agent_name="n")
+    hidden = evaluate(NoisyOracleAgent(0.5), small_guess(20), **grid)
+    visible = evaluate(Aware(0.5), small_guess(20), **grid)
+    assert (hidden.mode, visible.mode) == ("hidden", "visible")
+    assert visible.diagnostics == hidden.diagnostics
+    assert hidden.diagnostics["turns"]["episodes"] == int(counts_of(hidden)[:, -1].sum())
+
+
+def test_an_episode_whose_factory_fails_keeps_its_task_horizon():
+    # Regression: the factory ran before reset, so its failed episodes had no
+    # oracle_turns and by_horizon filed them under "unreachable".
+    built = {"count": 0}
+
+    def factory():
+        built["count"] += 1
+        if built["count"] % 3 == 0:
+            raise RuntimeError("no GPU")
+        return OracleAgent()
+
+    result = evaluate(
+        PerEpisode(factory),
+        GUESS,
+        ks=[1],
+        budgets=[7],
+        tasks=6,
+        samples=2,
+        max_error_rate=1.0,
+        n_bootstrap=20,
+    )
+    assert result.errors == 4
+    horizons = result.diagnostics["by_horizon"]
+    assert "unreachable" not in horizons
+    assert sum(item["tasks"] for item in horizons.values()) == 6
+
+
 def test_too_many_errors_stop_the_run():
     def broken(observation):
         raise ConnectionError("no API key")
@@ -380,6 +459,24 @@ def test_act_batch_errors_mark_the_whole_call():
         n_bootstrap=20,
     )
     assert result.errors + int(counts_of(result).sum()) == 8
+
+
+def test_an_exception_in_an_act_batch_slot_fails_only_that_episode():
+    class OneBadSlot(BatchedHashedPolicy):
+        def act_batch(self, observations, infos):
+            actions = super().act_batch(observations, infos)
+            return [
+                RuntimeError("request failed")
+                if info["episode_seed"] == infos[0]["episode_seed"] and info["turn"] == 1
+                else action
+                for action, info in zip(actions, infos, strict=True)
+            ]
+
+    grid = dict(ks=[1], budgets=[5], tasks=4, samples=2, max_error_rate=1.0, n_bootstrap=20)
+    result = evaluate(OneBadSlot(), small_guess(50), batch_size=8, **grid)
+    # One slot fails at turn 1 (the first live episode); the other seven play on.
+    assert result.errors == 1
+    assert "request failed" in result.error_examples[0]
 
 
 # ------------------------------------------------------------------ bad input
@@ -411,6 +508,18 @@ def test_bad_input_is_a_one_line_error(kwargs, error, match):
 def test_short_ids_resolve_in_the_agent_envs_namespace():
     result = evaluate(OracleAgent(), "GuessNumber-v0", ks=[1], budgets=[7], tasks=2, n_bootstrap=10)
     assert result.env_id == GUESS
+
+
+def test_an_env_made_with_other_arguments_gets_its_own_name():
+    # Regression: gym.make(id, max_number=5) was named like id itself, so a run
+    # log or compare() took it for the registered env.
+    def build():
+        return gym.make(GUESS, max_number=5)
+
+    result = evaluate(OracleAgent(), build, ks=[1], budgets=[7], tasks=2, n_bootstrap=10)
+    assert result.env_id == GUESS + ' {"max_number": 5}'
+    same = evaluate(OracleAgent(), lambda: gym.make(GUESS), ks=[1], budgets=[7], tasks=2)
+    assert same.env_id == GUESS
 
 
 # ---------------------------------------------------------------- diagnostics
@@ -447,6 +556,24 @@ def test_diagnostics_on_a_scripted_corridor():
     assert set(off.diagnostics) == {"invalid_action_rate", "dead_end_rate"}
 
 
+def test_another_spelling_of_an_oracle_move_is_optimal():
+    # Regression: decision quality compared text, so an agent typing "guess 50"
+    # or "move up" (moves the envs accept) scored 0 while playing the oracle.
+    class Verbose(OracleAgent):
+        def __init__(self, prefix):
+            super().__init__()
+            self.prefix = prefix
+
+        def act(self, observation, info):
+            return f"{self.prefix} {super().act(observation, info)}"
+
+    for prefix, env_id, budget in (("guess", GUESS, 7), ("Action: move", "Sokoban-v0", 60)):
+        result = evaluate(Verbose(prefix), env_id, ks=[1], budgets=[budget], tasks=3)
+        assert result.pass_at(1, budget) == 1.0
+        assert result.diagnostics["decision_quality"] == 1.0
+        assert result.diagnostics["recovery"] == [{"episodes": 0, "success_rate": None}]
+
+
 # ------------------------------------------------------------- result object
 def test_result_round_trips_through_json(tmp_path):
     result = evaluate(
@@ -470,6 +597,18 @@ def test_result_round_trips_through_json(tmp_path):
     assert {"wall_s", "episodes_run", "env_steps", "policy_calls"} <= set(data["timing"])
     with pytest.raises(ValueError, match="not an agent-envs result"):
         EvalResult.from_dict({"surface": []})
+
+
+def test_to_dict_is_a_copy():
+    result = evaluate(
+        OracleAgent(), GUESS, ks=[1], budgets=[7], tasks=2, n_bootstrap=10, agent_name="o"
+    )
+    data = result.to_dict()
+    data["diagnostics"]["decision_quality"] = 0.0
+    data["settings"].clear()
+    data["ks"].append(99)
+    assert result.diagnostics["decision_quality"] == 1.0
+    assert result.settings and result.ks == [1]
 
 
 def test_bootstrap_is_deterministic_for_a_seed():

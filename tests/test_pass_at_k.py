@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction
 from math import comb
 
@@ -111,3 +112,23 @@ def test_bootstrap_of_constant_values_has_zero_width():
     draws = bootstrap_means(np.ones((10, 1)), 200, np.random.default_rng(0))
     low, high = percentile_interval(draws)
     assert low[0] == high[0] == 1.0
+
+
+def test_table_computes_only_the_counts_that_occur(monkeypatch):
+    # Regression: the table used to compute all n + 1 counts per k, O(n**2) in
+    # all (seconds per k at n = 10,000); now each distinct count once.
+    # The package re-exports the function under the module's name: fetch the module.
+    module = importlib.import_module("agent_envs.evaluation.pass_at_k")
+    calls = []
+    scalar = module.pass_at_k
+    monkeypatch.setattr(
+        module, "pass_at_k", lambda n, c, k: calls.append((n, c, k)) or scalar(n, c, k)
+    )
+    counts = np.array([[0, 17, 10_000], [17, 5_000, 0]])
+    table = pass_at_k_table(10_000, counts, [1, 100])
+    assert sorted(calls) == sorted((10_000, c, k) for k in (1, 100) for c in (0, 17, 5_000, 10_000))
+    for index, k in enumerate([1, 100]):
+        for cell in np.ndindex(counts.shape):
+            assert table[(index, *cell)] == scalar(10_000, int(counts[cell]), k)
+    with pytest.raises(ValueError, match="at most n"):
+        pass_at_k_table(4, np.array([5]), [1])

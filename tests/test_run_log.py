@@ -227,3 +227,27 @@ def test_batched_and_sequential_logs_hold_the_same_episodes(tmp_path):
     second = sorted(lines(tmp_path / "b.jsonl")[1:], key=key)
     assert first == second
     assert np.all([e["seed"] > 0 for e in first])
+
+
+def test_numpy_oracle_turns_are_logged_as_json(tmp_path):
+    # Regression: an env answering oracle_turns() with a numpy integer made the
+    # log line (and the result) unserialisable, crashing the run mid-way.
+    from agent_envs.envs.guess_number import GuessNumberEnv
+
+    class NumpyTurns(GuessNumberEnv):
+        def oracle_turns(self):
+            turns = super().oracle_turns()
+            return None if turns is None else np.int64(turns)
+
+    log = tmp_path / "run.jsonl"
+    result = evaluate(
+        NoisyOracleAgent(epsilon=0.4),
+        NumpyTurns,
+        ks=[1],
+        budgets=[7],
+        tasks=3,
+        log_path=log,
+        n_bootstrap=10,
+    )
+    assert all(isinstance(line["oracle_turns"], int) for line in lines(log)[1:])
+    json.dumps(result.to_dict())

@@ -9,6 +9,13 @@ Always computed (free, from ``info``):
     ``invalid_action_rate``, ``dead_end_rate`` (per T).
 With the oracle (``diagnostics=True`` and an env with ``oracle_actions()``):
     ``decision_quality``, ``recovery`` (per T), ``by_horizon``, ``turns``.
+
+Per-T figures read each T off the episodes that serve it.  The others
+(``invalid_action_rate``, ``decision_quality``, ``turns``) count the episodes
+played at max(T): every episode in hidden mode, the max(T) runs in visible
+mode.  Pooling every T's runs instead would count the early turns of an
+attempt once per T, so that the figures would depend on the T grid and differ
+between the modes for the same budget-unaware policy.
 """
 
 from __future__ import annotations
@@ -57,10 +64,12 @@ def summarize(
         are lists aligned with ``budgets``; a rate with nothing to count is
         ``None``.
     """
-    turns = sum(r.turns for r in records)
     per_budget = _per_budget(records, budgets, mode)
+    # The episodes played at max(T) (see the module docstring).
+    longest = max(per_budget, key=lambda item: item[0])[1]
+    turns = sum(r.turns for r in longest)
     result: dict[str, Any] = {
-        "invalid_action_rate": _rate(sum(r.invalid for r in records), turns),
+        "invalid_action_rate": _rate(sum(r.invalid for r in longest), turns),
         "dead_end_rate": [
             _rate(sum(_within(r.dead_end_turn, t) for r in group), len(group))
             for t, group in per_budget
@@ -68,8 +77,8 @@ def summarize(
     }
     if not oracle:
         return result
-    judged = sum(r.judged or 0 for r in records)
-    result["decision_quality"] = _rate(sum(r.optimal or 0 for r in records), judged)
+    judged = sum(r.judged or 0 for r in longest)
+    result["decision_quality"] = _rate(sum(r.optimal or 0 for r in longest), judged)
     recovery = []
     for t, group in per_budget:
         erred = [r for r in group if _within(r.first_non_optimal_turn, t)]
@@ -77,7 +86,7 @@ def summarize(
         recovery.append({"episodes": len(erred), "success_rate": _rate(recovered, len(erred))})
     result["recovery"] = recovery
     result["by_horizon"] = _by_horizon(per_budget)
-    result["turns"] = _turns(records)
+    result["turns"] = _turns(longest)
     return result
 
 

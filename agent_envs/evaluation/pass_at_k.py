@@ -75,10 +75,12 @@ def pass_at_k_table(n: int, counts: np.ndarray, ks: list[int]) -> np.ndarray:
         A float array of shape ``(len(ks), *S)``.
     """
     counts = np.asarray(counts)
-    # Only n + 1 distinct counts exist, so look each one up instead of
-    # recomputing the product per task and per cell.
-    table = np.array([[pass_at_k(n, c, k) for c in range(n + 1)] for k in ks], dtype=float)
-    return table[:, counts]
+    # Compute each distinct count once, not per task and cell; only the counts
+    # that occur, since every one costs O(n) (all n + 1 of them at n = 10,000
+    # would take seconds per k).
+    distinct, where = np.unique(counts, return_inverse=True)
+    table = np.array([[pass_at_k(n, int(c), k) for c in distinct] for k in ks], dtype=float)
+    return table[:, where.reshape(counts.shape)]
 
 
 def bootstrap_means(values: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -106,7 +107,8 @@ class EvalResult:
         data: dict[str, Any] = {"format": RESULT_FORMAT}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
-            data[name] = value.tolist() if isinstance(value, np.ndarray) else value
+            # A copy: editing the dict must not change the result it came from.
+            data[name] = value.tolist() if isinstance(value, np.ndarray) else copy.deepcopy(value)
         return data
 
     @classmethod

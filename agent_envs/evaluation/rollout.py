@@ -181,7 +181,9 @@ class EpisodeRun:
             info.pop("budget", None)
             info.pop("turns_left", None)
         if self.diagnose:
-            self.record.oracle_turns = self.base.oracle_turns()
+            turns = self.base.oracle_turns()
+            # int(): an env may answer with a numpy integer, which JSON refuses.
+            self.record.oracle_turns = None if turns is None else int(turns)
         if self.transcript is not None:
             self.transcript.update(observation=observation, steps=[])
         return observation, info
@@ -216,7 +218,7 @@ class EpisodeRun:
         if record.dead_end_turn is None and info.get("dead_end", False):
             record.dead_end_turn = turn
         if self.diagnose and self._oracle:
-            optimal = valid and normalize_action(action) in self._oracle
+            optimal = valid and self._is_oracle_move(action)
             if valid:
                 record.judged += 1
                 record.optimal += optimal
@@ -229,6 +231,21 @@ class EpisodeRun:
                 step["raw"] = raw
             self.transcript["steps"].append(step)
         return done
+
+    def _is_oracle_move(self, action: str) -> bool:
+        """Return whether ``action`` is one of the oracle's moves, however it is spelled."""
+        text = normalize_action(action)
+        if text in self._oracle:
+            return True
+        # Envs accept several spellings of one move ("guess 50" for "50", "move
+        # up" or "u" for "up"): compare what the env parses them to.  Only
+        # TextEnv has _parse (a pure function of the text); other envs are judged
+        # by the text alone.
+        parse = getattr(self.base, "_parse", None)
+        if parse is None:
+            return False
+        move = parse(text)
+        return move is not None and any(move == parse(oracle) for oracle in self._oracle)
 
     def fail(self, exc: BaseException) -> None:
         """Mark the episode as an error: it ends now and counts as a failure."""
@@ -256,13 +273,15 @@ def run_sequential(
     diagnose = options.diagnose
     for key in keys:
         run = EpisodeRun(key, base, options)
+        # Reset first, so that an episode whose factory fails still records its
+        # task's oracle horizon (diagnostics group episodes by it).
+        observation, info = run.reset(env)
         try:
             act = adapter.episode_actor()
         except Exception as exc:  # a failing factory is the policy's error
             run.fail(exc)
             finish(run)
             continue
-        observation, info = run.reset(env)
         while True:
             if diagnose:
                 run.before_act(info)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import os
 import time
@@ -63,12 +64,32 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
     return env, env_name
 
 
-def _find_budget(env: gym.Env) -> TurnBudget | None:
+def _find_budget(env: gym.Env, max_budget: int) -> TurnBudget | None:
+    """Return the stack's one ``TurnBudget``/``BudgetMix``, refusing stacks that break T.
+
+    The evaluator sets each episode's budget with ``reset(options={"budget": T})``,
+    which only the outermost budget wrapper reads: an inner one would keep its own
+    budget (a ``BudgetMix`` would draw a new one per episode) and cut episodes
+    short, and a ``TimeLimit`` below max(T) would too.  Both are refused.
+    """
+    budgets: list[TurnBudget] = []
     while isinstance(env, gym.Wrapper):
         if isinstance(env, TurnBudget):
-            return env
+            budgets.append(env)
+        elif isinstance(env, gym.wrappers.TimeLimit) and env._max_episode_steps < max_budget:
+            raise ValueError(
+                f"the env stack has a TimeLimit of {env._max_episode_steps} steps, below the "
+                f"largest budget T={max_budget}: remove it (the evaluator's TurnBudget ends "
+                "episodes) or raise it to at least max(T)."
+            )
         env = env.env
-    return None
+    if len(budgets) > 1:
+        names = " around ".join(type(budget).__name__ for budget in budgets)
+        raise ValueError(
+            f"the env stack holds {names}: the evaluator sets each episode's budget through "
+            "the outermost one only, so an inner one would change T; keep at most one."
+        )
+    return budgets[0] if budgets else None
 
 
 def _build(
@@ -77,7 +98,7 @@ def _build(
     env = make_env()
     if not isinstance(env, gym.Env):
         raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
-    budget = _find_budget(env)
+    budget = _find_budget(env, max_budget)
     if budget is None:
         env = TurnBudget(env, max_turns=max_budget, visible=visible)
     elif visible and not budget.visible:
@@ -90,6 +111,27 @@ def _build(
             env, admissible="admissible_actions" in wants, oracle="oracle_actions" in wants
         )
     return env
+
+
+def _env_name(base: gym.Env) -> str:
+    """Return the id of ``base``, with the arguments it was made with where they differ.
+
+    The name keys run logs and comparisons, so ``gym.make(id, max_number=5)``
+    must not pass for ``id`` itself.
+    """
+    spec = getattr(base, "spec", None)
+    if spec is None:
+        return f"{type(base).__module__}:{type(base).__qualname__}"
+    registered = gym.registry.get(spec.id)
+    defaults = registered.kwargs if registered is not None else {}
+    changed = {
+        key: value
+        for key, value in spec.kwargs.items()
+        if key != "render_mode" and defaults.get(key) != value  # rendering changes no episode
+    }
+    if not changed:
+        return spec.id
+    return f"{spec.id} {json.dumps(changed, sort_keys=True, default=repr)}"
 
 
 def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
@@ -179,6 +221,13 @@ def evaluate(
     separately; chosen when ``visible_budget=True``, when the env stack has a
     visible ``TurnBudget``/``BudgetMix``, or when the policy is ``budget_aware``.
 
+    A ``TurnBudget`` or ``BudgetMix`` of yours in ``env`` is driven through
+    ``reset(options={"budget": T})``: the ``budgets`` grid sets every episode's
+    budget, whatever ``max_turns`` or ``budgets`` it was built with (a
+    ``BudgetMix`` draws nothing), and only its ``visible`` flag counts.  A stack
+    with two of them, or with a ``TimeLimit`` below max(T), is refused: either
+    would end episodes before T.
+
     Args:
         policy: an object with ``act(observation, info) -> str`` (and maybe
             ``act_batch``), a plain callable ``f(observation) -> str``, a class
@@ -236,11 +285,9 @@ def evaluate(
         return _build(make_env, max(budget_grid), visible_budget, adapter.required_info)
 
     probe = build()
-    if name is None:
-        spec = getattr(probe.unwrapped, "spec", None)
-        unwrapped = type(probe.unwrapped)
-        name = spec.id if spec is not None else f"{unwrapped.__module__}:{unwrapped.__qualname__}"
-    visible = visible_budget or adapter.budget_aware or bool(_find_budget(probe).visible)
+    name = name or _env_name(probe.unwrapped)
+    stack_visible = _find_budget(probe, max(budget_grid)).visible
+    visible = visible_budget or adapter.budget_aware or stack_visible
     has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
     if diagnostics and not has_oracle:
         logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
