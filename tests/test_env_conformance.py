@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agent_envs.core import TextEnv
@@ -103,6 +103,11 @@ def test_pickled_env_continues_identically(env_id):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 @given(text=st.text(max_size=600))
+@example(text="")
+@example(text=" \t\n ")
+@example(text="\x00\x1b[31m\r")
+@example(text="Action: ✓ 日本語 🚀")
+@example(text="up" * 2000)
 def test_any_string_is_accepted(env_id, text):
     env = _fuzz_env(env_id)
     env.reset(seed=0, options={"task_id": 2})
