@@ -9,6 +9,9 @@ from __future__ import annotations
 from wrappers.action_hints import ActionHints
 from wrappers.budget_mix import BudgetMix
 from wrappers.chat_history import ChatHistory
+from wrappers.discrete_actions import DiscreteActions, action_key
+from wrappers.encode_observation import EncodeObservation, TextEncoder
+from wrappers.process_reward import ProcessReward
 from wrappers.show_actions import ShowActions
 from wrappers.turn_budget import TurnBudget, budget_line, check_budget
 
@@ -16,8 +19,13 @@ __all__ = [
     "ActionHints",
     "BudgetMix",
     "ChatHistory",
+    "DiscreteActions",
+    "EncodeObservation",
+    "ProcessReward",
     "ShowActions",
+    "TextEncoder",
     "TurnBudget",
+    "action_key",
     "budget_line",
     "check_budget",
 ]

@@ -1,0 +1,413 @@
+"""SB3Agent: a trained Stable-Baselines3 model as a compliant text policy.
+
+A model trained by :mod:`baselines.sb3_train` is saved as ``model.zip`` next to
+a JSON *sidecar* ``model.json`` that records everything needed to act exactly
+as in training: the algorithm, the observation encoder's settings, the action
+vocabulary, whether action masks were used, and whether the budget was
+visible.  :class:`SB3Agent` rebuilds the encoder from the sidecar, so the
+network sees at evaluation time the very arrays it saw in training.
+
+Needs the ``[sb3]`` extra (torch, stable-baselines3, sb3-contrib); torch is
+imported only when an agent is built.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wrappers.discrete_actions import action_key
+from wrappers.encode_observation import TextEncoder
+from wrappers.turn_budget import budget_line
+
+__all__ = [
+    "ALGORITHMS",
+    "SIDECAR_FORMAT",
+    "SB3Agent",
+    "algorithm_class",
+    "read_sidecar",
+    "sidecar_path",
+    "write_sidecar",
+]
+
+#: Algorithm name -> (module, class).  ``maskable_ppo`` reads action masks;
+#: ``recurrent_ppo`` keeps an LSTM state per episode.
+ALGORITHMS: dict[str, tuple[str, str]] = {
+    "ppo": ("stable_baselines3", "PPO"),
+    "a2c": ("stable_baselines3", "A2C"),
+    "dqn": ("stable_baselines3", "DQN"),
+    "maskable_ppo": ("sb3_contrib", "MaskablePPO"),
+    "recurrent_ppo": ("sb3_contrib", "RecurrentPPO"),
+}
+
+#: Version of the sidecar layout; bumped when its keys change meaning.
+SIDECAR_FORMAT = 1
+_SIDECAR_KEYS = (
+    "format",
+    "algo",
+    "encoding",
+    "action_vocabulary",
+    "action_masks",
+    "visible_budget",
+)
+# Salts the per-turn sampling generator so it does not reuse an env stream.
+_SAMPLING_STREAM = 0x53423341
+# Per-episode bookkeeping is dropped oldest-first beyond this many episodes.
+_MAX_EPISODES = 4096
+
+
+def __getattr__(name: str) -> Any:
+    # FlattenIntExtractor subclasses an SB3 class, so it is built on first use
+    # (keeping torch out of this module's import) and then found by reference,
+    # which is how a saved RecurrentPPO model names it.
+    if name == "FlattenIntExtractor":
+        return _flatten_int_extractor()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _flatten_int_extractor() -> type:
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    class FlattenIntExtractor(FlattenExtractor):
+        """SB3's FlattenExtractor with ``features_dim`` as a Python ``int``.
+
+        For ``MultiDiscrete`` observations SB3 computes ``features_dim`` as a
+        numpy integer, which ``torch.nn.LSTM`` refuses; RecurrentPPO on the
+        ``"chars"`` encoding needs this cast.
+        """
+
+        def __init__(self, observation_space: Any) -> None:
+            super().__init__(observation_space)
+            self._features_dim = int(self._features_dim)
+
+    FlattenIntExtractor.__module__ = __name__
+    FlattenIntExtractor.__qualname__ = "FlattenIntExtractor"
+    globals()["FlattenIntExtractor"] = FlattenIntExtractor
+    return FlattenIntExtractor
+
+
+def algorithm_class(name: str) -> type:
+    """Return the SB3 / sb3-contrib class for an algorithm name in :data:`ALGORITHMS`."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"Unknown algorithm {name!r}; choose one of {sorted(ALGORITHMS)}.")
+    module, attribute = ALGORITHMS[name]
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except ImportError as error:
+        raise ImportError(
+            f"Algorithm {name!r} needs {module}: pip install 'agent-envs[sb3]'."
+        ) from error
+
+
+def sidecar_path(model_path: str | Path) -> Path:
+    """Return the JSON sidecar path for a model path (``model.zip`` -> ``model.json``)."""
+    path = Path(model_path)
+    return path.with_suffix(".json") if path.suffix == ".zip" else Path(f"{path}.json")
+
+
+def write_sidecar(model_path: str | Path, settings: dict[str, Any]) -> Path:
+    """Write ``settings`` (with :data:`SIDECAR_FORMAT`) next to the model; return its path."""
+    settings = {"format": SIDECAR_FORMAT, **settings}
+    missing = [key for key in _SIDECAR_KEYS if key not in settings]
+    if missing:
+        raise ValueError(f"A sidecar needs the keys {missing}.")
+    path = sidecar_path(model_path)
+    path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_sidecar(model_path: str | Path) -> dict[str, Any]:
+    """Read and check the sidecar of a model; raise ``ValueError`` with the reason if bad."""
+    path = sidecar_path(model_path)
+    try:
+        settings = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"No sidecar {path} next to the model: SB3Agent needs the settings file that "
+            "train-sb3 writes beside model.zip."
+        ) from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"Sidecar {path} is not valid JSON: {error}.") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"Sidecar {path} must hold a JSON object.")
+    missing = [key for key in _SIDECAR_KEYS if key not in settings]
+    if missing:
+        raise ValueError(f"Sidecar {path} lacks {missing}; was it written by train-sb3?")
+    if settings["format"] != SIDECAR_FORMAT:
+        raise ValueError(
+            f"Sidecar {path} has format {settings['format']!r}; this version reads "
+            f"{SIDECAR_FORMAT}."
+        )
+    if settings["algo"] not in ALGORITHMS:
+        raise ValueError(f"Sidecar {path} names unknown algorithm {settings['algo']!r}.")
+    vocabulary = settings["action_vocabulary"]
+    if not isinstance(vocabulary, list) or not all(isinstance(a, str) for a in vocabulary):
+        raise ValueError(f"Sidecar {path}: action_vocabulary must be a list of str.")
+    return settings
+
+
+class _Model:
+    """The loaded model, its encoder and vocabulary: shared by every agent of a factory."""
+
+    def __init__(self, path: str | Path, device: str) -> None:
+        self.settings = read_sidecar(path)
+        self.algo: str = self.settings["algo"]
+        self.model = algorithm_class(self.algo).load(str(path), device=device)
+        self.encoder = TextEncoder.from_config(self.settings["encoding"])
+        self.vocabulary: tuple[str, ...] = tuple(self.settings["action_vocabulary"])
+        self.index = {action_key(action): i for i, action in enumerate(self.vocabulary)}
+        if self.model.action_space.n != len(self.vocabulary):
+            raise ValueError(
+                f"The model has {self.model.action_space.n} actions but its sidecar lists "
+                f"{len(self.vocabulary)}; the files do not belong together."
+            )
+
+
+class SB3Agent:
+    """Act with a trained SB3 model, encoding observations exactly as in training.
+
+    Args:
+        path: the ``.zip`` written by ``train-sb3``; the sidecar ``.json`` must
+            sit next to it.
+        deterministic: act greedily (the distribution's mode, as SB3's
+            ``predict(deterministic=True)``) if ``True``; sample if ``False``.
+        seed: seeds sampling only when ``info`` has no ``episode_seed``.
+        device: torch device for the network.
+        threads: if given, ``torch.set_num_threads(threads)`` (a process-wide
+            setting; small networks run fastest on one thread).
+
+    Sampling draws from a generator derived from ``(episode_seed, turn)``,
+    not from torch's global generator, so results do not depend on batching
+    or episode order.  :meth:`act_batch` encodes the batch and makes one
+    forward pass for all of it.
+
+    Masks: a model trained with action masks (MaskablePPO) declares
+    ``required_info = ("admissible_actions",)``; the admissible actions are
+    mapped to vocabulary indices and the inadmissible ones are never chosen.
+    Models trained without masks act unmasked, as in training.
+
+    Budget: a model trained with a visible budget is ``budget_aware``.  If the
+    observation lacks the ``[Turns left: N of T]`` line, the agent appends it
+    from ``info["turns_left"]`` and ``info["budget"]``, exactly as
+    ``TurnBudget(visible=True)`` wrote it in training.
+
+    Recurrent models (RecurrentPPO) keep an LSTM state per episode.  Pass
+    :meth:`factory` to the evaluator, which builds one agent per episode; a
+    shared agent also keys its state by ``(info["episode_seed"],
+    info["budget"])`` and starts afresh when ``info["turn"] == 0``.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        deterministic: bool = True,
+        seed: int = 0,
+        device: str = "cpu",
+        threads: int | None = None,
+        _shared: _Model | None = None,
+    ) -> None:
+        if not isinstance(deterministic, bool):
+            raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}.")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}.")
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                raise ValueError(f"threads must be an int >= 1, got {threads!r}.")
+            import torch
+
+            torch.set_num_threads(threads)
+        self.path = str(path)
+        self.deterministic = deterministic
+        self.seed = seed
+        self.device = device
+        self._shared = _shared if _shared is not None else _Model(path, device)
+        settings = self._shared.settings
+        self.algo = self._shared.algo
+        self.masked = bool(settings["action_masks"])
+        self.recurrent = self.algo == "recurrent_ppo"
+        self.budget_aware = bool(settings["visible_budget"])
+        self.required_info: tuple[str, ...] = ("admissible_actions",) if self.masked else ()
+        self._rng = np.random.default_rng([_SAMPLING_STREAM, seed])
+        self._turns: dict[Any, int] = {}
+        self._lstm: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+
+    @classmethod
+    def factory(
+        cls, path: str, deterministic: bool = True, seed: int = 0, device: str = "cpu"
+    ) -> Any:
+        """Return a ``PerEpisode`` factory: a fresh agent per episode, one shared model.
+
+        This is the form for recurrent models: the evaluator builds one agent
+        per episode, so no LSTM state can leak between episodes.
+        """
+        from agent_envs.evaluation import PerEpisode
+
+        shared = _Model(path, device)
+
+        def make() -> SB3Agent:
+            return cls(path, deterministic=deterministic, seed=seed, device=device, _shared=shared)
+
+        return PerEpisode(make)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The training settings read from the sidecar."""
+        return dict(self._shared.settings)
+
+    @property
+    def model(self) -> Any:
+        """The loaded SB3 model."""
+        return self._shared.model
+
+    def reset(self) -> None:
+        """Forget all per-episode state (recurrent states and turn counters)."""
+        self._turns.clear()
+        self._lstm.clear()
+
+    # ------------------------------------------------------------ acting
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Return the action text for one observation."""
+        return self.act_batch([observation], [info])[0]
+
+    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+        """Return one action text per observation, with one forward pass for the batch."""
+        if len(observations) != len(infos):
+            raise ValueError(
+                f"act_batch got {len(observations)} observations but {len(infos)} infos."
+            )
+        if not observations:
+            return []
+        keys = [self._episode_key(info, position) for position, info in enumerate(infos)]
+        starts = [self._start_turn(key, info) for key, info in zip(keys, infos, strict=True)]
+        texts = [self._visible(obs, info) for obs, info in zip(observations, infos, strict=True)]
+        encoded = self._shared.encoder.encode_batch(texts)
+        masks = np.stack([self._mask(info) for info in infos]) if self.masked else None
+        probabilities = self._probabilities(encoded, masks, keys, starts)
+        actions = []
+        for row, key, info in zip(probabilities, keys, infos, strict=True):
+            actions.append(self._shared.vocabulary[self._choose(row, key, info)])
+        return actions
+
+    @staticmethod
+    def _episode_key(info: dict[str, Any], position: int) -> Any:
+        if "episode_seed" not in info:
+            # Without episode_seed, a batch position stands for the episode.
+            return ("position", position)
+        # With a visible budget the evaluator may play one seed under several
+        # budgets at once; the budget tells those episodes apart.
+        return (info["episode_seed"], info.get("budget"))
+
+    def _start_turn(self, key: Any, info: dict[str, Any]) -> bool:
+        """Record one more turn of episode ``key``; return True if it is the episode's first."""
+        start = key not in self._turns or info.get("turn") == 0
+        if start:
+            self._turns.pop(key, None)
+            self._lstm.pop(key, None)
+            if len(self._turns) >= _MAX_EPISODES:
+                for old in list(self._turns)[: _MAX_EPISODES // 2]:
+                    self._turns.pop(old, None)
+                    self._lstm.pop(old, None)
+            self._turns[key] = 0
+        else:
+            self._turns[key] += 1
+        return start
+
+    def _visible(self, observation: str, info: dict[str, Any]) -> str:
+        if not self.budget_aware or "budget" not in info or "turns_left" not in info:
+            return observation
+        line = budget_line(int(info["turns_left"]), int(info["budget"]))
+        return observation if observation.endswith(line) else f"{observation}\n{line}"
+
+    def _mask(self, info: dict[str, Any]) -> np.ndarray:
+        if "admissible_actions" not in info:
+            raise KeyError(
+                "This model was trained with action masks and needs info['admissible_actions']; "
+                "evaluate it through the agent_envs evaluator (it honours required_info) or "
+                "wrap the env with wrappers.ActionHints."
+            )
+        mask = np.zeros(len(self._shared.vocabulary), dtype=bool)
+        for action in info["admissible_actions"]:
+            index = self._shared.index.get(action_key(action))
+            if index is not None:
+                mask[index] = True
+        if not mask.any():
+            # Same rule as DiscreteActions.action_masks in training.
+            mask[:] = True
+        return mask
+
+    def _choose(self, probabilities: np.ndarray, key: Any, info: dict[str, Any]) -> int:
+        if self.deterministic:
+            return int(np.argmax(probabilities))
+        if "episode_seed" not in info:
+            rng = self._rng
+        else:
+            turn = info.get("turn", self._turns[key])
+            seed = int(info["episode_seed"]) % 2**63
+            rng = np.random.default_rng([_SAMPLING_STREAM, seed, int(turn)])
+        weights = probabilities.astype(np.float64)
+        return int(rng.choice(len(weights), p=weights / weights.sum()))
+
+    def _probabilities(
+        self,
+        encoded: np.ndarray,
+        masks: np.ndarray | None,
+        keys: list[Any],
+        starts: list[bool],
+    ) -> np.ndarray:
+        """Return the action probabilities of the policy (one forward pass)."""
+        import torch
+
+        model = self._shared.model
+        policy = model.policy
+        policy.set_training_mode(False)
+        observation, _ = policy.obs_to_tensor(encoded)
+        with torch.no_grad():
+            if self.algo == "dqn":
+                return self._dqn_probabilities(policy.q_net(observation).cpu().numpy(), masks)
+            if self.algo == "maskable_ppo":
+                distribution = policy.get_distribution(observation, action_masks=masks)
+            elif self.recurrent:
+                distribution = self._recurrent_distribution(policy, observation, keys, starts)
+            else:
+                distribution = policy.get_distribution(observation)
+            probabilities = distribution.distribution.probs.cpu().numpy()
+        if masks is not None:
+            # MaskablePPO already did this; it guards against float dust on masked actions.
+            probabilities = np.where(masks, probabilities, 0.0)
+        return probabilities
+
+    def _dqn_probabilities(self, q_values: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
+        """Epsilon-greedy probabilities with the model's final exploration rate."""
+        allowed = np.ones_like(q_values, dtype=bool) if masks is None else masks
+        greedy = np.argmax(np.where(allowed, q_values, -math.inf), axis=1)
+        probabilities = np.zeros_like(q_values, dtype=np.float64)
+        probabilities[np.arange(len(q_values)), greedy] = 1.0
+        if not self.deterministic:
+            epsilon = float(self._shared.model.exploration_rate)
+            uniform = allowed / allowed.sum(axis=1, keepdims=True)
+            probabilities = (1.0 - epsilon) * probabilities + epsilon * uniform
+        return probabilities
+
+    def _recurrent_distribution(
+        self, policy: Any, observation: Any, keys: list[Any], starts: list[bool]
+    ) -> Any:
+        import torch
+
+        shape = policy.lstm_hidden_state_shape  # (layers, 1, hidden)
+        zeros = np.zeros(shape, dtype=np.float32)
+        hidden = [self._lstm.get(key, (zeros, zeros)) for key in keys]
+        h = torch.as_tensor(np.concatenate([state[0] for state in hidden], axis=1))
+        c = torch.as_tensor(np.concatenate([state[1] for state in hidden], axis=1))
+        episode_starts = torch.as_tensor(np.asarray(starts, dtype=np.float32))
+        distribution, (h, c) = policy.get_distribution(observation, (h, c), episode_starts)
+        h, c = h.cpu().numpy(), c.cpu().numpy()
+        for column, key in enumerate(keys):
+            self._lstm[key] = (h[:, column : column + 1].copy(), c[:, column : column + 1].copy())
+        return distribution

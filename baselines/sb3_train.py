@@ -1,0 +1,566 @@
+"""Train a Stable-Baselines3 agent on an agent_envs env under a turn-budget regime.
+
+Read top to bottom: the hyperparameters, the env stack, training, saving, then
+the evaluation with the agent_envs evaluator.  Run it as a script or through
+the package CLI::
+
+    agent-envs train-sb3 agent_envs/FrozenLake-8x8-v0 --algo maskable_ppo \\
+        --timesteps 60000 --budget-mix 5,10,20,40 --out runs/lake-mix
+    python -m baselines.sb3_train agent_envs/FrozenLake-v0 --quick
+
+The run folder gets ``model.zip``, its JSON sidecar ``model.json`` (every
+setting needed to rebuild the observation encoder and the action mapping),
+``result.json`` (the evaluator's Pass@(K,T) surface) and ``episodes.jsonl``
+(the evaluator's resumable log).  ``SB3Agent(path="run/model.zip")`` reloads
+the policy; ``agent-envs eval --agent sb3 --agent-kwargs '{"path": ...}'``
+evaluates it again.
+
+The env stack, inside out: ``gym.make(env_id)`` -> ``ProcessReward`` (if
+``--process-reward``) -> ``TurnBudget`` or ``BudgetMix`` -> ``DiscreteActions``
+-> ``EncodeObservation`` -> SB3's ``Monitor``.  Training draws a fresh task
+for every episode unless ``--train-tasks N`` restricts it to task ids
+``F..F+N-1`` (``--train-first F``, default 0); evaluation uses task ids
+``--eval-first .. --eval-first + M - 1``, so with ``--eval-first`` past the
+training ids it measures held-out tasks.
+
+Needs the ``[sb3]`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from wrappers.budget_mix import BudgetMix
+from wrappers.discrete_actions import DiscreteActions
+from wrappers.encode_observation import MODES, EncodeObservation
+from wrappers.process_reward import ProcessReward
+from wrappers.turn_budget import TurnBudget
+
+__all__ = [
+    "HYPERPARAMETERS",
+    "TaskPool",
+    "TrainConfig",
+    "build_parser",
+    "evaluate_model",
+    "main",
+    "make_env",
+    "train",
+]
+
+# ---------------------------------------------------------------- hyperparameters
+#: Per-algorithm defaults, tuned for small text envs on one CPU thread: short
+#: rollouts over several envs, a small network, a little entropy bonus.
+#: ``--algo-kwargs '{"learning_rate": 1e-3}'`` overrides any of them.
+HYPERPARAMETERS: dict[str, dict[str, Any]] = {
+    "ppo": {"n_steps": 128, "batch_size": 256, "n_epochs": 4, "learning_rate": 5e-4,
+            "ent_coef": 0.01, "gae_lambda": 0.95},
+    "maskable_ppo": {"n_steps": 128, "batch_size": 256, "n_epochs": 4, "learning_rate": 5e-4,
+                     "ent_coef": 0.01, "gae_lambda": 0.95},
+    "recurrent_ppo": {"n_steps": 128, "batch_size": 256, "n_epochs": 4, "learning_rate": 5e-4,
+                      "ent_coef": 0.01, "gae_lambda": 0.95},
+    "a2c": {"n_steps": 16, "learning_rate": 7e-4, "ent_coef": 0.01},
+    "dqn": {"learning_rate": 5e-4, "buffer_size": 50_000, "learning_starts": 1_000,
+            "batch_size": 64, "train_freq": 4, "target_update_interval": 1_000,
+            "exploration_fraction": 0.3, "exploration_final_eps": 0.05},
+}  # fmt: skip
+#: The policy network: two hidden layers of 64 units (an LSTM of 64 for recurrent_ppo).
+NET_ARCH = [64, 64]
+POLICIES = {"recurrent_ppo": "MlpLstmPolicy"}
+#: ``--quick``: just enough steps and episodes to exercise every part once.
+QUICK = {"timesteps": 256, "n_envs": 2, "n_steps": 32, "eval_tasks": 2, "samples": 2}
+
+
+@dataclass
+class TrainConfig:
+    """Everything that decides a training run; saved verbatim in the sidecar.
+
+    ``budget_mix``, when given, replaces ``budget`` (BudgetMix instead of
+    TurnBudget).  ``train_tasks`` lists the task ids training draws from
+    (``None``: a fresh task every episode).
+    """
+
+    env_id: str
+    algo: str = "ppo"
+    timesteps: int = 50_000
+    budget: int | None = 20
+    budget_mix: tuple[int, ...] | None = None
+    weights: tuple[float, ...] | None = None
+    visible_budget: bool = False
+    process_reward: float | None = None
+    gamma: float = 0.99
+    seed: int = 0
+    n_envs: int = 8
+    vec: str = "dummy"
+    train_tasks: tuple[int, ...] | None = None
+    encoding: dict[str, Any] = field(default_factory=lambda: {"mode": "chars"})
+    algo_kwargs: dict[str, Any] = field(default_factory=dict)
+    threads: int = 1
+
+    def regime(self) -> str:
+        """Return a short name of the budget regime, e.g. ``mix5-10-20+pr0.1``."""
+        name = (
+            f"T{self.budget}"
+            if self.budget_mix is None
+            else "mix" + "-".join(str(budget) for budget in self.budget_mix)
+        )
+        if self.visible_budget:
+            name += "+visible"
+        if self.process_reward is not None:
+            name += f"+pr{self.process_reward:g}"
+        return name
+
+    def training_budgets(self) -> tuple[int, ...]:
+        """Return the budgets seen in training."""
+        return self.budget_mix if self.budget_mix is not None else (self.budget,)
+
+
+# --------------------------------------------------------------------- env stack
+class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Draw each episode's task uniformly from ``task_ids`` unless ``reset`` names one.
+
+    The draw uses the wrapper's own generator, re-seeded by ``reset(seed=...)``
+    like :class:`wrappers.BudgetMix`, so that vector sub-envs draw independently.
+    """
+
+    def __init__(self, env: gym.Env, task_ids: Sequence[int]) -> None:
+        task_ids = tuple(int(task) for task in task_ids)
+        if not task_ids or min(task_ids) < 0:
+            raise ValueError(f"task_ids must be non-empty and >= 0, got {task_ids!r}.")
+        gym.utils.RecordConstructorArgs.__init__(self, task_ids=task_ids)
+        gym.Wrapper.__init__(self, env)
+        self.task_ids = task_ids
+        self._rng = np.random.default_rng()
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        if seed is not None:
+            self._rng = np.random.default_rng([0x7A5C, seed])
+        if not options or "task_id" not in options:
+            task_id = self.task_ids[int(self._rng.integers(len(self.task_ids)))]
+            options = {**(options or {}), "task_id": task_id}
+        return self.env.reset(seed=seed, options=options)
+
+
+def make_env(config: TrainConfig) -> gym.Env:
+    """Build one training env: the text env under the budget regime, discrete and encoded."""
+    env = gym.make(config.env_id)
+    if config.train_tasks is not None:
+        env = TaskPool(env, config.train_tasks)
+    if config.process_reward is not None:
+        env = ProcessReward(env, coef=config.process_reward, gamma=config.gamma)
+    if config.budget_mix is not None:
+        env = BudgetMix(env, config.budget_mix, config.weights, visible=config.visible_budget)
+    else:
+        env = TurnBudget(env, config.budget, visible=config.visible_budget)
+    env = DiscreteActions(env)
+    return EncodeObservation(env, **_encoder_arguments(config.encoding))
+
+
+def _encoder_arguments(encoding: dict[str, Any]) -> dict[str, Any]:
+    arguments = dict(encoding)
+    if "ngram_range" in arguments:
+        arguments["ngram_range"] = tuple(arguments["ngram_range"])
+    return arguments
+
+
+def _vec_env(config: TrainConfig) -> Any:
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    # Observations are numeric after EncodeObservation, so SubprocVecEnv is safe
+    # here (Gymnasium's shared-memory AsyncVectorEnv would corrupt Text spaces).
+    vec_cls = SubprocVecEnv if config.vec == "subproc" else DummyVecEnv
+    return make_vec_env(
+        _EnvFactory(config),
+        n_envs=config.n_envs,
+        seed=config.seed,
+        vec_env_cls=vec_cls,
+        # Success, not reward, is the measure: shaped rewards make the return ambiguous.
+        monitor_kwargs={"info_keywords": ("success",)},
+    )
+
+
+class _EnvFactory:
+    """A picklable ``() -> env`` for SubprocVecEnv (a closure would pickle too, this is plainer)."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+
+    def __call__(self) -> gym.Env:
+        import agent_envs  # noqa: F401  (registers the ids in a fresh subprocess)
+
+        return make_env(self.config)
+
+
+# ------------------------------------------------------------------------ train
+def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _: None) -> Path:
+    """Train, save ``model.zip`` and its sidecar under ``out``; return the model path."""
+    import torch
+
+    from baselines.sb3_agent import algorithm_class, write_sidecar
+
+    torch.set_num_threads(config.threads)
+    probe = make_env(config)
+    vocabulary = list(probe.get_wrapper_attr("vocabulary"))
+    encoding = probe.get_wrapper_attr("encoder_config")()
+    probe.close()
+    kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
+    if "batch_size" in kwargs and "n_steps" in kwargs:
+        # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
+        kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
+    policy_kwargs: dict[str, Any] = {"net_arch": NET_ARCH}
+    if config.algo == "recurrent_ppo":
+        from baselines.sb3_agent import FlattenIntExtractor
+
+        policy_kwargs["lstm_hidden_size"] = 64
+        policy_kwargs["features_extractor_class"] = FlattenIntExtractor
+    vec_env = _vec_env(config)
+    try:
+        model = algorithm_class(config.algo)(
+            POLICIES.get(config.algo, "MlpPolicy"),
+            vec_env,
+            gamma=config.gamma,
+            seed=config.seed,
+            device="cpu",
+            verbose=0,
+            policy_kwargs=policy_kwargs,
+            **kwargs,
+        )
+        log(f"training {config.algo} on {config.env_id} ({config.regime()}, seed {config.seed})")
+        started = time.perf_counter()
+        model.learn(total_timesteps=config.timesteps)
+        seconds = time.perf_counter() - started
+    finally:
+        vec_env.close()
+    out.mkdir(parents=True, exist_ok=True)
+    model_path = out / "model.zip"
+    model.save(model_path)
+    write_sidecar(
+        model_path,
+        {
+            "algo": config.algo,
+            "encoding": encoding,
+            "action_vocabulary": vocabulary,
+            "action_masks": config.algo == "maskable_ppo",
+            "visible_budget": config.visible_budget,
+            "config": _jsonable(asdict(config)),
+            "hyperparameters": _jsonable(kwargs),
+            "net_arch": NET_ARCH,
+            "train_seconds": round(seconds, 2),
+            # Success over SB3's buffer of recent training episodes (up to 100).
+            "train_success_rate": _recent_success(model),
+            "steps_per_second": round(config.timesteps / max(seconds, 1e-9), 1),
+            "versions": _versions(),
+        },
+    )
+    log(
+        f"trained {config.timesteps} steps in {seconds:.1f} s (recent training success "
+        f"{_recent_success(model)}) -> {model_path}"
+    )
+    return model_path
+
+
+def _recent_success(model: Any) -> float | None:
+    episodes = [info for info in model.ep_info_buffer if "success" in info]
+    if not episodes:
+        return None
+    return round(float(np.mean([bool(info["success"]) for info in episodes])), 3)
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=lambda item: list(item)))
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as metadata
+
+    versions = {}
+    for package in (
+        "agent-envs",
+        "gymnasium",
+        "numpy",
+        "torch",
+        "stable-baselines3",
+        "sb3-contrib",
+    ):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+# --------------------------------------------------------------------- evaluate
+def evaluate_model(
+    model_path: Path,
+    *,
+    env_id: str,
+    budgets: Sequence[int],
+    ks: Sequence[int],
+    tasks: Sequence[int],
+    samples: int,
+    deterministic: bool = False,
+    seed: int = 0,
+    out: Path | None = None,
+) -> Any:
+    """Evaluate a saved model with the agent_envs evaluator; write ``result.json`` in ``out``.
+
+    The episode log goes to ``out/episodes.jsonl``, so a stopped evaluation
+    resumes.  Returns the :class:`agent_envs.evaluation.EvalResult`.
+    """
+    from agent_envs.evaluation import evaluate
+    from baselines.sb3_agent import SB3Agent
+
+    agent = SB3Agent(str(model_path), deterministic=deterministic)
+    result = evaluate(
+        agent,
+        env_id,
+        ks=list(ks),
+        budgets=list(budgets),
+        tasks=list(tasks),
+        samples=samples,
+        seed=seed,
+        visible_budget=agent.budget_aware,
+        log_path=None if out is None else out / "episodes.jsonl",
+        agent_name=f"sb3:{model_path}",
+    )
+    if out is not None:
+        result.save(out / "result.json")
+    return result
+
+
+# ------------------------------------------------------------------------- CLI
+class _UsageError(Exception):
+    """A bad command line; reported as one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line instead of usage + message
+        raise _UsageError(message)
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 5,10,20, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    return values
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers such as 1,1,2, got {text!r}"
+        ) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({error.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``train-sb3`` argument parser."""
+    from baselines.sb3_agent import ALGORITHMS
+
+    parser = _Parser(
+        prog="agent-envs train-sb3",
+        description="Train an SB3 agent on an agent_envs env under a turn-budget regime, "
+        "save it with a JSON sidecar, and evaluate its Pass@(K,T).",
+    )
+    parser.add_argument("env_id", help="e.g. agent_envs/FrozenLake-8x8-v0")
+    parser.add_argument("--algo", choices=sorted(ALGORITHMS), default="ppo")
+    parser.add_argument("--timesteps", type=_positive, default=50_000)
+    regime = parser.add_mutually_exclusive_group()
+    regime.add_argument("--budget", type=_positive, help="fixed turn budget T (default 20)")
+    regime.add_argument("--budget-mix", type=_int_list, help="BudgetMix budgets, e.g. 5,10,20,40")
+    parser.add_argument("--weights", type=_float_list, help="BudgetMix weights, e.g. 1,1,1,1")
+    parser.add_argument("--visible-budget", action="store_true", help="show turns left")
+    parser.add_argument(
+        "--process-reward", type=float, metavar="COEF", help="add ProcessReward with this coef"
+    )
+    parser.add_argument("--gamma", type=float, default=0.99)
+    parser.add_argument(
+        "--seed", type=_int_list, default=(0,), help="seed, or seeds 0,1,2 (one run each)"
+    )
+    parser.add_argument("--n-envs", type=_positive, default=8)
+    parser.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
+    parser.add_argument("--train-tasks", type=_positive, help="train on N task ids only")
+    parser.add_argument(
+        "--train-first", type=int, default=0, help="first training task id (with --train-tasks)"
+    )
+    parser.add_argument("--algo-kwargs", type=_json_object, default={}, help="JSON overrides")
+    parser.add_argument("--threads", type=_positive, default=1, help="torch threads (default 1)")
+    encoding = parser.add_argument_group("observation encoding")
+    encoding.add_argument("--encoding", choices=MODES, default="chars")
+    encoding.add_argument("--max-length", type=_positive, help="characters (tokens) kept")
+    encoding.add_argument("--keep", choices=("tail", "head"), default="tail")
+    encoding.add_argument("--view-only", action="store_true", help="encode the view only")
+    encoding.add_argument("--charset", help="characters indexed by chars mode (default: env's)")
+    encoding.add_argument("--dim", type=_positive, default=1024, help="hashing dimension")
+    encoding.add_argument("--tokenizer", help="tokenizer name or local path (tokens mode)")
+    evaluation = parser.add_argument_group("evaluation")
+    evaluation.add_argument("--eval-tasks", type=_positive, default=50)
+    evaluation.add_argument("--eval-first", type=int, default=0, help="first eval task id")
+    evaluation.add_argument("--samples", type=_positive, default=8, help="attempts per task (n)")
+    evaluation.add_argument("--k", type=_int_list, default=(1, 8), help="K values")
+    evaluation.add_argument("--eval-budgets", type=_int_list, help="T values (default: spread)")
+    evaluation.add_argument("--greedy", action="store_true", help="act greedily (default: sample)")
+    evaluation.add_argument("--no-eval", action="store_true", help="train and save only")
+    parser.add_argument("--out", type=Path, help="run folder (default runs/sb3/<env>-<regime>)")
+    parser.add_argument("--quick", action="store_true", help="tiny run that checks the plumbing")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
+    """Return the checked :class:`TrainConfig` for one seed of the parsed arguments."""
+    if args.weights is not None and args.budget_mix is None:
+        raise _UsageError("--weights needs --budget-mix")
+    if args.weights is not None and len(args.weights) != len(args.budget_mix):
+        raise _UsageError(
+            f"--weights has {len(args.weights)} values but --budget-mix has {len(args.budget_mix)}"
+        )
+    if not 0.0 < args.gamma <= 1.0:
+        raise _UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
+    encoding: dict[str, Any] = {"mode": args.encoding, "keep": args.keep}
+    if args.view_only:
+        encoding["view_only"] = True
+    if args.max_length is not None:
+        encoding["max_length"] = args.max_length
+    if args.encoding == "chars" and args.charset is not None:
+        encoding["charset"] = args.charset.replace("\\n", "\n")
+    if args.encoding == "hashing":
+        encoding["dim"] = args.dim
+    if args.encoding == "tokens":
+        if args.tokenizer is None:
+            raise _UsageError("--encoding tokens needs --tokenizer NAME_OR_PATH")
+        encoding["tokenizer"] = args.tokenizer
+    algo_kwargs = dict(args.algo_kwargs)
+    timesteps, n_envs = args.timesteps, args.n_envs
+    if args.quick:
+        timesteps, n_envs = QUICK["timesteps"], QUICK["n_envs"]
+        if args.algo != "dqn":
+            algo_kwargs.setdefault("n_steps", QUICK["n_steps"])
+        else:
+            algo_kwargs.setdefault("learning_starts", 64)
+    return TrainConfig(
+        env_id=args.env_id,
+        algo=args.algo,
+        timesteps=timesteps,
+        budget=None if args.budget_mix is not None else (args.budget or 20),
+        budget_mix=args.budget_mix,
+        weights=args.weights,
+        visible_budget=args.visible_budget,
+        process_reward=args.process_reward,
+        gamma=args.gamma,
+        seed=seed,
+        n_envs=n_envs,
+        vec=args.vec,
+        train_tasks=None
+        if args.train_tasks is None
+        else tuple(range(args.train_first, args.train_first + args.train_tasks)),
+        encoding=encoding,
+        algo_kwargs=algo_kwargs,
+        threads=args.threads,
+    )
+
+
+def default_eval_budgets(training: Sequence[int]) -> tuple[int, ...]:
+    """Return a T grid from half the shortest to twice the longest training budget."""
+    low, high = max(1, min(training) // 2), 2 * max(training)
+    grid = {low, high, *training}
+    grid.update(np.rint(np.geomspace(low, high, num=8)).astype(int).tolist())
+    return tuple(sorted(grid))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``train-sb3`` command; return the exit status."""
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except _UsageError as error:
+        print(f"agent-envs train-sb3: error: {error}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, FileNotFoundError, gym.error.Error) as error:
+        print(f"agent-envs train-sb3: error: {error}", file=sys.stderr)
+        return 1
+    except ImportError as error:
+        print(
+            f"agent-envs train-sb3: error: {error} (install the extra: pip install "
+            "'agent-envs[sb3]')",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    import agent_envs
+
+    if args.env_id not in agent_envs.env_ids():
+        raise _UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+    configs = [config_from_args(args, seed) for seed in args.seed]
+    # Build one env up front, so that a bad encoding or vocabulary fails in one line, not
+    # after the first rollout.
+    make_env(configs[0]).close()
+    for config in configs:
+        out = args.out or Path("runs/sb3") / (
+            f"{config.env_id.split('/')[-1]}-{config.algo}-{config.regime()}"
+        )
+        if len(configs) > 1:
+            out = out / f"seed{config.seed}"
+        model_path = train(config, out, log=print)
+        if args.no_eval:
+            continue
+        samples = QUICK["samples"] if args.quick else args.samples
+        ks = tuple(k for k in args.k if k <= samples) if args.quick else args.k
+        count = QUICK["eval_tasks"] if args.quick else args.eval_tasks
+        result = evaluate_model(
+            model_path,
+            env_id=config.env_id,
+            budgets=args.eval_budgets or default_eval_budgets(config.training_budgets()),
+            ks=ks or (1,),
+            tasks=list(range(args.eval_first, args.eval_first + count)),
+            samples=samples,
+            deterministic=args.greedy,
+            seed=config.seed,
+            out=out,
+        )
+        print(result.table())
+        print(f"wrote {out / 'result.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

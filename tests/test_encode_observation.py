@@ -1,0 +1,166 @@
+"""EncodeObservation / TextEncoder: deterministic, always inside the space, cut as documented."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import ENV_IDS, make_unwrapped
+from wrappers.encode_observation import EncodeObservation, TextEncoder
+from wrappers.turn_budget import TurnBudget
+
+ENCODERS = {
+    "chars": lambda: TextEncoder("chars", max_length=64, charset="abc .\n"),
+    "chars-head": lambda: TextEncoder("chars", max_length=64, keep="head", charset="abc"),
+    "hashing": lambda: TextEncoder("hashing", dim=128, max_length=300),
+    "hashing-view": lambda: TextEncoder("hashing", dim=32, view_only=True, ngram_range=(1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENCODERS))
+@given(text=st.text(max_size=400))
+def test_any_text_encodes_inside_the_space(name, text):
+    encoder = ENCODERS[name]()
+    array = encoder.encode(text)
+    assert encoder.space.contains(array)
+    assert np.array_equal(array, encoder.encode(text))
+
+
+@pytest.mark.parametrize("name", sorted(ENCODERS))
+def test_settings_round_trip_to_the_same_encoding(name):
+    encoder = ENCODERS[name]()
+    rebuilt = TextEncoder.from_config(encoder.config())
+    assert rebuilt.config() == encoder.config()
+    assert rebuilt.space == encoder.space
+    for text in ("", "abc", "You moved.\n\nab c\n[Turns left: 3 of 9]", "é" * 500):
+        assert np.array_equal(rebuilt.encode(text), encoder.encode(text))
+
+
+def test_chars_indices_padding_and_unknown_characters():
+    encoder = TextEncoder("chars", max_length=5, charset="ab")
+    # 0 pads, 1 is unknown, 2 + i is charset[i]; short text is right-aligned.
+    assert encoder.encode("ba").tolist() == [0, 0, 0, 3, 2]
+    assert encoder.encode("a\x00✓").tolist() == [0, 0, 2, 1, 1]
+    assert encoder.space == gym.spaces.MultiDiscrete([4] * 5)
+
+
+def test_overlong_text_keeps_the_tail_by_default_and_the_head_on_request():
+    tail = TextEncoder("chars", max_length=3, charset="abcdef")
+    head = TextEncoder("chars", max_length=3, keep="head", charset="abcdef")
+    assert tail.select("abcdef") == "def"
+    assert tail.encode("abcdef").tolist() == [5, 6, 7]
+    assert head.select("abcdef") == "abc"
+    assert head.encode("ab").tolist() == [2, 3, 0]  # left-aligned
+
+
+def test_view_only_keeps_the_text_after_the_last_blank_line():
+    encoder = TextEncoder("chars", max_length=40, view_only=True, charset="ab")
+    observation = "Intro line.\n\nMore intro.\n\nab\nba\n[Turns left: 2 of 5]"
+    assert encoder.select(observation) == "ab\nba\n[Turns left: 2 of 5]"
+    assert encoder.select("no blank line") == "no blank line"
+
+
+def test_hashing_is_normalised_and_case_insensitive():
+    encoder = TextEncoder("hashing", dim=256)
+    array = encoder.encode("The Secret is HIGHER.")
+    assert array.dtype == np.float32
+    assert np.isclose(np.linalg.norm(array), 1.0, atol=1e-5)
+    assert np.array_equal(array, encoder.encode("the secret is higher."))
+    assert not encoder.encode("").any()
+
+
+def test_hashing_is_stable_across_processes():
+    code = (
+        "from wrappers.encode_observation import TextEncoder; "
+        "print(TextEncoder('hashing', dim=64).encode('Go north, then east.').tobytes().hex())"
+    )
+    outputs = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+        )
+        outputs.add(done.stdout)
+    encoded = TextEncoder("hashing", dim=64).encode("Go north, then east.")
+    assert outputs == {encoded.tobytes().hex() + "\n"}
+
+
+def test_returned_arrays_are_private_copies():
+    encoder = TextEncoder("chars", max_length=4, charset="ab")
+    first = encoder.encode("ab")
+    first[:] = 0
+    assert encoder.encode("ab").tolist() == [0, 0, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"mode": "onehot"}, "mode must be one of"),
+        ({"mode": "chars", "charset": "ab", "keep": "middle"}, "keep must be"),
+        ({"mode": "chars", "charset": "ab", "max_length": 0}, "max_length must be"),
+        ({"mode": "chars"}, "needs charset"),
+        ({"mode": "hashing", "dim": 0}, "dim must be"),
+        ({"mode": "hashing", "ngram_range": (3, 2)}, "ngram_range"),
+        ({"mode": "tokens"}, "needs tokenizer"),
+    ],
+)
+def test_bad_settings_raise_clear_errors(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        TextEncoder(**arguments)
+
+
+def test_from_config_refuses_unknown_settings():
+    with pytest.raises(ValueError, match="Unknown encoder settings"):
+        TextEncoder.from_config({"mode": "chars", "charset": "a", "max_lenght": 3})
+
+
+@pytest.mark.parametrize("mode", ["chars", "hashing"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_wrapped_envs_pass_check_env(env_id, mode):
+    env = EncodeObservation(TurnBudget(make_unwrapped(env_id), 30, visible=True), mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*is different from the unwrapped version")
+        check_env(env, skip_render_check=True)
+
+
+def test_wrapper_defaults_to_the_env_charset_so_nothing_is_unknown():
+    env = EncodeObservation(gym.make("agent_envs/GuessNumber-v0"), max_length=400)
+    observation, _ = env.reset(seed=0, options={"task_id": 0})
+    assert 1 not in observation.tolist()  # 1 is the unknown index
+    assert env.encoder_config()["charset"] == "".join(
+        sorted(env.unwrapped.observation_space.character_set)
+    )
+
+
+def test_tokens_mode_with_a_local_tokenizer(tmp_path):
+    pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    words = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.WordLevelTrainer(special_tokens=["[UNK]"])
+    words.train_from_iterator(["the secret is higher", "the secret is lower"], trainer)
+    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]").save_pretrained(tmp_path)
+
+    encoder = TextEncoder("tokens", max_length=4, tokenizer=str(tmp_path))
+    assert encoder.space == gym.spaces.MultiDiscrete([len(words.get_vocab()) + 1] * 4)
+    array = encoder.encode("the secret is higher than that")
+    assert encoder.space.contains(array)
+    assert 0 not in array.tolist()  # six tokens cut to the last four: no padding
+    short = encoder.encode("lower")
+    assert short.tolist()[:3] == [0, 0, 0] and short[3] > 0
+    rebuilt = TextEncoder.from_config(encoder.config())
+    assert np.array_equal(
+        rebuilt.encode("the secret is lower"), encoder.encode("the secret is lower")
+    )

@@ -1,0 +1,134 @@
+"""DiscreteActions: act with an index into the env's action vocabulary."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["DiscreteActions", "action_key"]
+
+
+def action_key(action: str) -> str:
+    """Return the form under which actions are matched: lower case, single spaces.
+
+    The env's own parser is more lenient (it also drops a leading ``Action:``);
+    this light form is enough to match admissible actions, which envs already
+    list in canonical form, against the vocabulary.
+
+    >>> action_key("  Move   LEFT ")
+    'move left'
+    """
+    return " ".join(action.lower().split())
+
+
+def _vocabulary_of(env: gym.Env) -> tuple[str, ...]:
+    try:
+        vocabulary = env.get_wrapper_attr("action_vocabulary")
+    except AttributeError:
+        vocabulary = None
+    if vocabulary is None:
+        raise ValueError(
+            f"{type(env.unwrapped).__name__} has no action_vocabulary, so its actions cannot be "
+            "made discrete: its action set is open (free text). Use an env with a finite "
+            "vocabulary, or an agent that writes text."
+        )
+    vocabulary = tuple(vocabulary)
+    if not vocabulary or not all(isinstance(action, str) for action in vocabulary):
+        raise ValueError(
+            f"{type(env.unwrapped).__name__}.action_vocabulary must be a non-empty sequence of "
+            f"str, got {vocabulary!r:.80}."
+        )
+    keys = [action_key(action) for action in vocabulary]
+    if len(set(keys)) != len(keys):
+        raise ValueError(
+            f"{type(env.unwrapped).__name__}.action_vocabulary has actions that differ only in "
+            "case or spacing; each index must name a distinct action."
+        )
+    return vocabulary
+
+
+class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
+    """Turn a text action space into ``Discrete(len(action_vocabulary))``.
+
+    Action ``i`` is sent to the env as the text ``action_vocabulary[i]``.  The
+    vocabulary comes from ``env.get_wrapper_attr("action_vocabulary")``; an env
+    without one (``None``) is refused at construction with a clear error.
+
+    :meth:`action_masks` returns a boolean array with ``True`` for every
+    vocabulary action that ``env.unwrapped.admissible_actions()`` lists now,
+    which is the form sb3-contrib's ``MaskablePPO`` reads (it calls
+    ``action_masks()`` on the env, or ``env_method("action_masks")`` on a
+    vector env).  If no admissible action is in the vocabulary the mask is all
+    ``True``, because an all-``False`` mask leaves a masked sampler nothing to
+    choose; this never happens for envs whose admissible actions come from
+    their vocabulary.
+
+    An index outside the space, or anything that is not an integer, raises
+    ``ValueError``/``TypeError``: unlike free text from an agent, a bad index
+    is a programming error.
+
+    Example:
+        >>> import gymnasium as gym, agent_envs
+        >>> from wrappers.discrete_actions import DiscreteActions
+        >>> env = DiscreteActions(gym.make("agent_envs/GuessNumber-v0"))
+        >>> env.action_space
+        Discrete(100)
+        >>> _ = env.reset(seed=0, options={"task_id": 0})
+        >>> env.action_text(49), bool(env.action_masks()[49])
+        ('50', True)
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        vocabulary = _vocabulary_of(env)
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ActionWrapper.__init__(self, env)
+        self.vocabulary: tuple[str, ...] = vocabulary
+        self.action_space = spaces.Discrete(len(vocabulary))
+        self._index = {action_key(action): index for index, action in enumerate(vocabulary)}
+
+    def action(self, action: Any) -> str:
+        """Return the vocabulary text for index ``action``."""
+        return self.vocabulary[self._check_index(action)]
+
+    def action_text(self, index: Any) -> str:
+        """Return the text that index ``index`` stands for."""
+        return self.action(index)
+
+    def index_of(self, action: str) -> int | None:
+        """Return the index of a text action, or ``None`` if it is not in the vocabulary."""
+        return self._index.get(action_key(action))
+
+    def action_masks(self) -> np.ndarray:
+        """Return a ``bool`` array: ``True`` where the vocabulary action is admissible now."""
+        mask = np.zeros(len(self.vocabulary), dtype=bool)
+        for action in self.env.unwrapped.admissible_actions():
+            index = self._index.get(action_key(action))
+            if index is not None:
+                mask[index] = True
+        if not mask.any():
+            mask[:] = True
+        return mask
+
+    def _check_index(self, action: Any) -> int:
+        if isinstance(action, np.ndarray) and action.size == 1:
+            # Vector envs and predict() hand over 0-d or shape-(1,) arrays.
+            action = action.reshape(()).item()
+        try:
+            if isinstance(action, (bool, np.bool_, str)):
+                raise TypeError
+            index = operator.index(action)
+        except TypeError:
+            raise TypeError(
+                "DiscreteActions takes an integer index into the action vocabulary, got "
+                f"{type(action).__name__} {action!r:.40}. Send text to the unwrapped env instead."
+            ) from None
+        if not 0 <= index < len(self.vocabulary):
+            raise ValueError(
+                f"Action index {index} is outside Discrete({len(self.vocabulary)}); "
+                f"pass an int in [0, {len(self.vocabulary)})."
+            )
+        return index

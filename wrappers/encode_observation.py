@@ -1,0 +1,341 @@
+"""EncodeObservation: turn text observations into arrays that classic RL libraries accept.
+
+The encoding itself lives in :class:`TextEncoder`, a pure function of the text
+whose settings round-trip through :meth:`TextEncoder.config`.  A trained agent
+rebuilds the very same encoder from those settings, so that it sees at
+evaluation time exactly what the network saw in training.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["MODES", "EncodeObservation", "TextEncoder"]
+
+#: The encodings on offer; see :class:`TextEncoder`.
+MODES = ("chars", "hashing", "tokens")
+
+# Default text lengths per mode: characters for "chars" and "hashing", tokens for "tokens".
+_DEFAULT_LENGTH = {"chars": 256, "hashing": 4096, "tokens": 128}
+_PAD, _UNKNOWN = 0, 1
+_WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
+# Salts (crc32 start values) keep words and character n-grams in separate hash streams.
+_WORD_SALT, _NGRAM_SALT = zlib.crc32(b"word"), zlib.crc32(b"char-ngram")
+_CACHE_SIZE = 4096
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+class TextEncoder:
+    """Encode text as a fixed-size array, deterministically.
+
+    Modes:
+        ``"chars"``: the text as ``max_length`` character indices, a
+            ``MultiDiscrete([len(charset) + 2] * max_length)`` array that SB3
+            one-hot encodes.  Index 0 is padding, 1 is a character outside
+            ``charset`` (never an error), ``2 + i`` is ``charset[i]``.  It
+            keeps positions, so it suits grid envs; give a small ``charset``
+            (the characters of the grid) to keep the one-hot input small.
+        ``"hashing"``: a hashed bag of lower-cased words and character
+            n-grams (``ngram_range``, inclusive), ``Box(0, 1, (dim,), float32)``:
+            ``log1p`` counts, L2-normalised.  Hashing is ``crc32``, stable
+            across processes.  It ignores positions, so it suits free text.
+        ``"tokens"``: ``max_length`` token ids from a transformers tokenizer
+            (a name or local path, loaded lazily), shifted by one so that 0 is
+            padding: ``MultiDiscrete([len(tokenizer) + 1] * max_length)``.
+            SB3's default extractor one-hot encodes this, which only suits a
+            small vocabulary; with a large one, give the policy an embedding
+            feature extractor.
+
+    Cutting: with ``view_only=True`` only the text after the last blank line
+    is kept.  The env contract builds every observation as intro or feedback,
+    a blank line, then the current view (and a visible budget line, if any,
+    right after the view), so this keeps the view and the budget line and
+    drops the feedback.  Then text longer than ``max_length`` (characters; for
+    ``"tokens"``, tokens) is cut: ``keep="tail"`` (the default) keeps the end,
+    where the view is, and right-aligns short text so that the view sits at
+    fixed positions; ``keep="head"`` keeps the start and left-aligns.
+
+    Example:
+        >>> from wrappers.encode_observation import TextEncoder
+        >>> encoder = TextEncoder("chars", max_length=4, charset="ab")
+        >>> encoder.encode("abz").tolist()  # right-aligned, "z" is unknown
+        [0, 2, 3, 1]
+        >>> TextEncoder.from_config(encoder.config()).encode("abz").tolist()
+        [0, 2, 3, 1]
+    """
+
+    def __init__(
+        self,
+        mode: str = "chars",
+        *,
+        max_length: int | None = None,
+        keep: str = "tail",
+        view_only: bool = False,
+        charset: str | None = None,
+        dim: int = 1024,
+        ngram_range: Sequence[int] = (2, 4),
+        tokenizer: Any = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+        if keep not in ("tail", "head"):
+            raise ValueError(f"keep must be 'tail' or 'head', got {keep!r}.")
+        if not isinstance(view_only, bool):
+            raise TypeError(f"view_only must be a bool, got {type(view_only).__name__}.")
+        self.mode = mode
+        self.keep = keep
+        self.view_only = view_only
+        self.max_length = _check_int(
+            _DEFAULT_LENGTH[mode] if max_length is None else max_length, "max_length", 1
+        )
+        self.charset: str | None = None
+        self.dim: int | None = None
+        self.ngram_range: tuple[int, int] | None = None
+        self.tokenizer_name: str | None = None
+        self._cache: dict[str, np.ndarray] = {}
+        if mode == "chars":
+            self._init_chars(charset)
+        elif mode == "hashing":
+            self._init_hashing(dim, ngram_range)
+        else:
+            self._init_tokens(tokenizer)
+
+    # ------------------------------------------------------------ set-up
+    def _init_chars(self, charset: str | None) -> None:
+        if not isinstance(charset, str) or not charset:
+            raise ValueError(
+                "mode='chars' needs charset, a non-empty str of the characters to index "
+                "(EncodeObservation takes it from the env's Text space by default)."
+            )
+        # Duplicates would give one character two indices; keep the first.
+        self.charset = "".join(dict.fromkeys(charset))
+        largest = max(ord(char) for char in self.charset)
+        self._table = np.full(largest + 1, _UNKNOWN, dtype=np.int64)
+        for index, char in enumerate(self.charset):
+            self._table[ord(char)] = index + 2
+        self.space: spaces.Space = spaces.MultiDiscrete(
+            np.full(self.max_length, len(self.charset) + 2, dtype=np.int64)
+        )
+
+    def _init_hashing(self, dim: int, ngram_range: Sequence[int]) -> None:
+        self.dim = _check_int(dim, "dim", 1)
+        if (
+            isinstance(ngram_range, (str, bytes))
+            or not isinstance(ngram_range, Sequence)
+            or len(ngram_range) != 2
+        ):
+            raise ValueError(f"ngram_range must be (low, high), got {ngram_range!r}.")
+        low = _check_int(ngram_range[0], "ngram_range[0]", 1)
+        high = _check_int(ngram_range[1], "ngram_range[1]", low)
+        self.ngram_range = (low, high)
+        self.space = spaces.Box(0.0, 1.0, shape=(self.dim,), dtype=np.float32)
+
+    def _init_tokens(self, tokenizer: Any) -> None:
+        if isinstance(tokenizer, str):
+            # Lazy: importing wrappers must never import transformers.
+            from transformers import AutoTokenizer
+
+            self.tokenizer_name = tokenizer
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+        elif tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
+            raise ValueError(
+                "mode='tokens' needs tokenizer: a transformers tokenizer, or its name or "
+                "local path."
+            )
+        else:
+            name = getattr(tokenizer, "name_or_path", None)
+            self.tokenizer_name = name if isinstance(name, str) and name else None
+        self._tokenizer = tokenizer
+        self.space = spaces.MultiDiscrete(
+            np.full(self.max_length, len(tokenizer) + 1, dtype=np.int64)
+        )
+
+    # ---------------------------------------------------------- encoding
+    def select(self, text: str) -> str:
+        """Return the part of ``text`` that is encoded (before the length cut)."""
+        if not isinstance(text, str):
+            raise TypeError(f"TextEncoder encodes str, got {type(text).__name__}.")
+        if self.view_only:
+            text = text.rsplit("\n\n", 1)[-1]
+        if self.mode != "tokens" and len(text) > self.max_length:
+            text = text[-self.max_length :] if self.keep == "tail" else text[: self.max_length]
+        return text
+
+    def encode(self, text: str) -> np.ndarray:
+        """Return the array for ``text``; it always lies in :attr:`space`."""
+        cached = self._cache.get(text)
+        if cached is None:
+            if self.mode == "chars":
+                cached = self._encode_chars(self.select(text))
+            elif self.mode == "hashing":
+                cached = self._encode_hashing(self.select(text))
+            else:
+                cached = self._encode_tokens(self.select(text))
+            cached.setflags(write=False)
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            self._cache[text] = cached
+        return cached.copy()
+
+    def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Return the stacked arrays for ``texts``."""
+        return np.stack([self.encode(text) for text in texts])
+
+    def _place(self, values: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.max_length, dtype=np.int64)
+        if self.keep == "tail":
+            out[self.max_length - len(values) :] = values
+        else:
+            out[: len(values)] = values
+        return out
+
+    def _encode_chars(self, text: str) -> np.ndarray:
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        inside = codes < len(self._table)
+        values = np.full(len(codes), _UNKNOWN, dtype=np.int64)
+        values[inside] = self._table[codes[inside]]
+        return self._place(values)
+
+    def _encode_hashing(self, text: str) -> np.ndarray:
+        text = text.lower()
+        counts = np.zeros(self.dim, dtype=np.float64)
+        for word in _WORD.findall(text):
+            counts[zlib.crc32(word.encode(), _WORD_SALT) % self.dim] += 1.0
+        low, high = self.ngram_range
+        data = text.encode("utf-8", "replace")
+        for n in range(low, high + 1):
+            for start in range(len(data) - n + 1):
+                counts[zlib.crc32(data[start : start + n], _NGRAM_SALT) % self.dim] += 1.0
+        features = np.log1p(counts)
+        norm = float(np.linalg.norm(features))
+        if norm > 0:
+            features /= norm
+        # Rounding can push a lone feature a hair above 1.0, outside the Box.
+        return np.clip(features, 0.0, 1.0).astype(np.float32)
+
+    def _encode_tokens(self, text: str) -> np.ndarray:
+        ids = list(self._tokenizer.encode(text, add_special_tokens=False))
+        if len(ids) > self.max_length:
+            ids = ids[-self.max_length :] if self.keep == "tail" else ids[: self.max_length]
+        return self._place(np.asarray(ids, dtype=np.int64) + 1)
+
+    # ----------------------------------------------------------- settings
+    def config(self) -> dict[str, Any]:
+        """Return the JSON-serialisable settings that :meth:`from_config` rebuilds exactly."""
+        config: dict[str, Any] = {
+            "mode": self.mode,
+            "max_length": self.max_length,
+            "keep": self.keep,
+            "view_only": self.view_only,
+        }
+        if self.mode == "chars":
+            config["charset"] = self.charset
+        elif self.mode == "hashing":
+            config["dim"] = self.dim
+            config["ngram_range"] = list(self.ngram_range)
+        else:
+            if self.tokenizer_name is None:
+                raise ValueError(
+                    "This tokenizer has no name_or_path, so the encoding cannot be saved; "
+                    "pass the tokenizer as a name or local path."
+                )
+            config["tokenizer"] = self.tokenizer_name
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> TextEncoder:
+        """Rebuild an encoder from :meth:`config` output (for example, a JSON sidecar)."""
+        if not isinstance(config, dict) or "mode" not in config:
+            raise ValueError(f"An encoder config is a dict with a 'mode', got {config!r:.80}.")
+        known = {"mode", "max_length", "keep", "view_only", "charset", "dim", "ngram_range"}
+        unknown = set(config) - known - {"tokenizer"}
+        if unknown:
+            raise ValueError(f"Unknown encoder settings {sorted(unknown)}; known: {sorted(known)}.")
+        settings = dict(config)
+        if "ngram_range" in settings:
+            settings["ngram_range"] = tuple(settings["ngram_range"])
+        return cls(**settings)
+
+
+class EncodeObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Replace each text observation by :class:`TextEncoder`'s array.
+
+    The arguments are :class:`TextEncoder`'s.  For ``mode="chars"`` the
+    charset defaults to the env's ``Text`` observation charset (sorted), so
+    that no emitted character is unknown.  The encoder's settings are
+    :meth:`encoder_config`; an agent rebuilds the same encoder from them.
+
+    Example:
+        >>> import gymnasium as gym, agent_envs
+        >>> from wrappers.encode_observation import EncodeObservation
+        >>> env = EncodeObservation(gym.make("agent_envs/GuessNumber-v0"), "hashing", dim=64)
+        >>> observation, _ = env.reset(seed=0)
+        >>> observation.shape, observation.dtype
+        ((64,), dtype('float32'))
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        mode: str = "chars",
+        *,
+        max_length: int | None = None,
+        keep: str = "tail",
+        view_only: bool = False,
+        charset: str | None = None,
+        dim: int = 1024,
+        ngram_range: Sequence[int] = (2, 4),
+        tokenizer: Any = None,
+    ) -> None:
+        if mode == "chars" and charset is None:
+            inner = env.observation_space
+            if not isinstance(inner, spaces.Text):
+                raise ValueError(
+                    "mode='chars' needs charset= when the observation space is not Text, "
+                    f"got {inner}."
+                )
+            charset = "".join(sorted(inner.character_set))
+        encoder = TextEncoder(
+            mode,
+            max_length=max_length,
+            keep=keep,
+            view_only=view_only,
+            charset=charset,
+            dim=dim,
+            ngram_range=ngram_range,
+            tokenizer=tokenizer,
+        )
+        gym.utils.RecordConstructorArgs.__init__(
+            self,
+            mode=mode,
+            max_length=max_length,
+            keep=keep,
+            view_only=view_only,
+            charset=charset,
+            dim=dim,
+            ngram_range=tuple(ngram_range),
+            tokenizer=tokenizer,
+        )
+        gym.ObservationWrapper.__init__(self, env)
+        self.encoder = encoder
+        self.observation_space = encoder.space
+
+    def observation(self, observation: str) -> np.ndarray:
+        """Return the encoded observation."""
+        return self.encoder.encode(observation)
+
+    def encoder_config(self) -> dict[str, Any]:
+        """Return the encoder's JSON-serialisable settings (see :meth:`TextEncoder.config`)."""
+        return self.encoder.config()
