@@ -1,8 +1,9 @@
 """Train a Stable-Baselines3 agent on an agent_envs env under a turn-budget regime.
 
-Read top to bottom: the hyperparameters, the env stack, training, saving, then
-the evaluation with the agent_envs evaluator.  Run it as a script or through
-the package CLI::
+Read top to bottom: the hyperparameters, training, saving, then the
+evaluation with the agent_envs evaluator; the settings (:class:`TrainConfig`)
+and the env stack they build live in :mod:`baselines.sb3_env`.  Run it as a
+script or through the package CLI::
 
     agent-envs train-sb3 agent_envs/FrozenLake-8x8-v0 --algo maskable_ppo \\
         --timesteps 60000 --budget-mix 5,10,20,40 --out runs/lake-mix
@@ -15,13 +16,13 @@ setting needed to rebuild the observation encoder and the action mapping),
 the policy; ``agent-envs eval --agent sb3 --agent-kwargs '{"path": ...}'``
 evaluates it again.
 
-The env stack, inside out: ``gym.make(env_id)`` -> ``ProcessReward`` (if
-``--process-reward``) -> ``TurnBudget`` or ``BudgetMix`` -> ``DiscreteActions``
--> ``EncodeObservation`` -> SB3's ``Monitor``.  Training draws a fresh task
-for every episode unless ``--train-tasks N`` restricts it to task ids
-``F..F+N-1`` (``--train-first F``, default 0); evaluation uses task ids
-``--eval-first .. --eval-first + M - 1``, so with ``--eval-first`` past the
-training ids it measures held-out tasks.
+The env stack (:mod:`baselines.sb3_env`), inside out: ``gym.make(env_id)``
+-> ``ProcessReward`` (if ``--process-reward``) -> ``TurnBudget`` or
+``BudgetMix`` -> ``DiscreteActions`` -> ``EncodeObservation`` -> SB3's
+``Monitor``.  Training draws a fresh task for every episode unless
+``--train-tasks N`` restricts it to task ids ``F..F+N-1`` (``--train-first F``,
+default 0); evaluation uses task ids ``--eval-first .. --eval-first + M - 1``,
+so with ``--eval-first`` past the training ids it measures held-out tasks.
 
 Needs the ``[sb3]`` extra.
 """
@@ -33,18 +34,15 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from wrappers.budget_mix import BudgetMix
-from wrappers.discrete_actions import DiscreteActions
-from wrappers.encode_observation import MODES, EncodeObservation
-from wrappers.process_reward import ProcessReward
-from wrappers.turn_budget import TurnBudget
+from baselines.sb3_env import TaskPool, TrainConfig, _vec_env, make_env
+from wrappers.encode_observation import MODES
 
 __all__ = [
     "HYPERPARAMETERS",
@@ -78,129 +76,6 @@ NET_ARCH = [64, 64]
 POLICIES = {"recurrent_ppo": "MlpLstmPolicy"}
 #: ``--quick``: just enough steps and episodes to exercise every part once.
 QUICK = {"timesteps": 256, "n_envs": 2, "n_steps": 32, "eval_tasks": 2, "samples": 2}
-
-
-@dataclass
-class TrainConfig:
-    """Everything that decides a training run; saved verbatim in the sidecar.
-
-    ``budget_mix``, when given, replaces ``budget`` (BudgetMix instead of
-    TurnBudget).  ``train_tasks`` lists the task ids training draws from
-    (``None``: a fresh task every episode).
-    """
-
-    env_id: str
-    algo: str = "ppo"
-    timesteps: int = 50_000
-    budget: int | None = 20
-    budget_mix: tuple[int, ...] | None = None
-    weights: tuple[float, ...] | None = None
-    visible_budget: bool = False
-    process_reward: float | None = None
-    gamma: float = 0.99
-    seed: int = 0
-    n_envs: int = 8
-    vec: str = "dummy"
-    train_tasks: tuple[int, ...] | None = None
-    encoding: dict[str, Any] = field(default_factory=lambda: {"mode": "chars"})
-    algo_kwargs: dict[str, Any] = field(default_factory=dict)
-    threads: int = 1
-
-    def regime(self) -> str:
-        """Return a short name of the budget regime, e.g. ``mix5-10-20+pr0.1``."""
-        name = (
-            f"T{self.budget}"
-            if self.budget_mix is None
-            else "mix" + "-".join(str(budget) for budget in self.budget_mix)
-        )
-        if self.visible_budget:
-            name += "+visible"
-        if self.process_reward is not None:
-            name += f"+pr{self.process_reward:g}"
-        return name
-
-    def training_budgets(self) -> tuple[int, ...]:
-        """Return the budgets seen in training."""
-        return self.budget_mix if self.budget_mix is not None else (self.budget,)
-
-
-# --------------------------------------------------------------------- env stack
-class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Draw each episode's task uniformly from ``task_ids`` unless ``reset`` names one.
-
-    The draw uses the wrapper's own generator, re-seeded by ``reset(seed=...)``
-    like :class:`wrappers.BudgetMix`, so that vector sub-envs draw independently.
-    """
-
-    def __init__(self, env: gym.Env, task_ids: Sequence[int]) -> None:
-        task_ids = tuple(int(task) for task in task_ids)
-        if not task_ids or min(task_ids) < 0:
-            raise ValueError(f"task_ids must be non-empty and >= 0, got {task_ids!r}.")
-        gym.utils.RecordConstructorArgs.__init__(self, task_ids=task_ids)
-        gym.Wrapper.__init__(self, env)
-        self.task_ids = task_ids
-        self._rng = np.random.default_rng()
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        if seed is not None:
-            self._rng = np.random.default_rng([0x7A5C, seed])
-        if not options or "task_id" not in options:
-            task_id = self.task_ids[int(self._rng.integers(len(self.task_ids)))]
-            options = {**(options or {}), "task_id": task_id}
-        return self.env.reset(seed=seed, options=options)
-
-
-def make_env(config: TrainConfig) -> gym.Env:
-    """Build one training env: the text env under the budget regime, discrete and encoded."""
-    env = gym.make(config.env_id)
-    if config.train_tasks is not None:
-        env = TaskPool(env, config.train_tasks)
-    if config.process_reward is not None:
-        env = ProcessReward(env, coef=config.process_reward, gamma=config.gamma)
-    if config.budget_mix is not None:
-        env = BudgetMix(env, config.budget_mix, config.weights, visible=config.visible_budget)
-    else:
-        env = TurnBudget(env, config.budget, visible=config.visible_budget)
-    env = DiscreteActions(env)
-    return EncodeObservation(env, **_encoder_arguments(config.encoding))
-
-
-def _encoder_arguments(encoding: dict[str, Any]) -> dict[str, Any]:
-    arguments = dict(encoding)
-    if "ngram_range" in arguments:
-        arguments["ngram_range"] = tuple(arguments["ngram_range"])
-    return arguments
-
-
-def _vec_env(config: TrainConfig) -> Any:
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    # Observations are numeric after EncodeObservation, so SubprocVecEnv is safe
-    # here (Gymnasium's shared-memory AsyncVectorEnv would corrupt Text spaces).
-    vec_cls = SubprocVecEnv if config.vec == "subproc" else DummyVecEnv
-    return make_vec_env(
-        _EnvFactory(config),
-        n_envs=config.n_envs,
-        seed=config.seed,
-        vec_env_cls=vec_cls,
-        # Success, not reward, is the measure: shaped rewards make the return ambiguous.
-        monitor_kwargs={"info_keywords": ("success",)},
-    )
-
-
-class _EnvFactory:
-    """A picklable ``() -> env`` for SubprocVecEnv (a closure would pickle too, this is plainer)."""
-
-    def __init__(self, config: TrainConfig) -> None:
-        self.config = config
-
-    def __call__(self) -> gym.Env:
-        import agent_envs  # noqa: F401  (registers the ids in a fresh subprocess)
-
-        return make_env(self.config)
 
 
 # ------------------------------------------------------------------------ train
@@ -350,16 +225,21 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _int_list(text: str) -> tuple[int, ...]:
+def _int_list(text: str, minimum: int = 1) -> tuple[int, ...]:
     try:
         values = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers such as 5,10,20, got {text!r}"
         ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    if not values or min(values) < minimum:
+        raise argparse.ArgumentTypeError(f"expected integers >= {minimum}, got {text!r}")
     return values
+
+
+def _seed_list(text: str) -> tuple[int, ...]:
+    # Seeds start at 0 (the default), unlike budgets and K.
+    return _int_list(text, minimum=0)
 
 
 def _float_list(text: str) -> tuple[float, ...]:
@@ -413,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--gamma", type=float, default=0.99)
     parser.add_argument(
-        "--seed", type=_int_list, default=(0,), help="seed, or seeds 0,1,2 (one run each)"
+        "--seed", type=_seed_list, default=(0,), help="seed, or seeds 0,1,2 (one run each)"
     )
     parser.add_argument("--n-envs", type=_positive, default=8)
     parser.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")

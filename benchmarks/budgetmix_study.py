@@ -103,7 +103,7 @@ class Job:
 
 
 def _config(job: Job) -> Any:
-    from baselines.sb3_train import TrainConfig
+    from baselines.sb3_env import TrainConfig
 
     plan = PLANS[job.env_id]
     budget = plan.short if job.regime == "short" else plan.long

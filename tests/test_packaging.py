@@ -15,10 +15,7 @@ HEAVY = ("torch", "transformers", "stable_baselines3", "sb3_contrib", "matplotli
 
 @pytest.mark.parametrize("package", ["agent_envs", "wrappers", "baselines"])
 def test_import_pulls_in_no_heavy_dependency(package):
-    code = (
-        f"import sys, {package}; "
-        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
-    )
+    code = f"import sys, {package}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 

@@ -18,7 +18,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from agent_envs.evaluation import PerEpisode, evaluate
 from baselines.sb3_agent import SB3Agent, algorithm_class, sidecar_path
-from baselines.sb3_train import TrainConfig, _EnvFactory, main, make_env, train
+from baselines.sb3_env import TrainConfig, _EnvFactory, make_env
+from baselines.sb3_train import main, train
 from tests.sb3_fixtures import CorridorEnv, RandomPolicy
 from wrappers.discrete_actions import action_key
 
@@ -213,7 +214,8 @@ def test_train_sb3_cli_runs_end_to_end_in_quick_form(tmp_path, capsys):
     out = tmp_path / "run"
     status = cli_main(
         ["train-sb3", "agent_envs/FrozenLake-v0", "--algo", "maskable_ppo", "--quick",
-         "--budget-mix", "4,8", "--view-only", "--charset", "FHSG@", "--out", str(out)]
+         "--budget-mix", "4,8", "--view-only", "--charset", "FHSG@", "--seed", "0",
+         "--out", str(out)]
     )  # fmt: skip
     assert status == 0
     sidecar = json.loads(sidecar_path(out / "model.zip").read_text())
@@ -250,6 +252,7 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
         (["agent_envs/FrozenLake-v0", "--encoding", "tokens"], "needs --tokenizer"),
         (["agent_envs/FrozenLake-v0", "--algo", "sac"], "invalid choice"),
         (["agent_envs/FrozenLake-v0", "--gamma", "2"], "--gamma must be in"),
+        (["agent_envs/FrozenLake-v0", "--seed", "-1"], "expected integers >= 0"),
     ],
 )
 def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys):

@@ -1,0 +1,129 @@
+"""The prompting and parsing code both LLM agents share (``baselines.llm_prompting``)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from baselines.llm_prompting import (
+    build_messages,
+    derive_seed,
+    drop_oldest_exchanges,
+    parse_action,
+    plain_prompt,
+    turn_of,
+)
+from wrappers.chat_history import ChatHistory
+
+
+# ----------------------------------------------------------- shared parsing
+@pytest.mark.parametrize(
+    ("generation", "action"),
+    [
+        ("Action: up", "up"),
+        ("I will go up.\nAction: up", "up"),
+        ("Action: left\nHmm, no.\nAction: right", "right"),  # the last Action line wins
+        ("**Action:** push box", "push box"),
+        ("> ACTION : 42  ", "42"),
+        ("- action: go to cabinet 1", "go to cabinet 1"),
+        ("Action:\n  guess 50\n", "guess 50"),  # the action on the next line
+        ("The answer is \\boxed{37}.", "37"),
+        ("\\boxed{a} then \\boxed{b}", "b"),
+        ("\\boxed{f(\\{x\\})}", "f(\\{x\\})"),
+        ("\\boxed{cut off", "\\boxed{cut off"),  # unbalanced: falls through to the first line
+        ("Action: up\n\\boxed{down}", "up"),  # an Action line beats a box
+        ("\n\n  go north  \nbecause it is open", "go north"),
+        ("Transaction: 5\nfoo", "Transaction: 5"),  # not an Action line
+    ],
+)
+def test_parse_action(generation, action):
+    assert parse_action(generation) == action
+
+
+@pytest.mark.parametrize("generation", ["", "   ", "\n\n"])
+def test_an_empty_generation_is_passed_on_as_is(generation):
+    assert parse_action(generation) == generation
+
+
+def test_build_messages():
+    assert build_messages("obs", {}, "sys") == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "obs"},
+    ]
+    assert build_messages("obs", {}, None) == [{"role": "user", "content": "obs"}]
+    history = [{"role": "system", "content": "wrapper"}, {"role": "user", "content": "task"}]
+    messages = build_messages("task", {"messages": history}, "agent")
+    assert messages == history  # the wrapper's system message wins
+    messages[0]["content"] = "changed"
+    assert history[0]["content"] == "wrapper"  # a fresh copy
+    with pytest.raises(TypeError, match="messages"):
+        build_messages("obs", {"messages": "not a list"}, None)
+
+
+def test_the_current_observation_is_always_the_last_message():
+    """Wrappers outside ChatHistory (ShowActions, a visible budget) add to the observation."""
+    from wrappers import TurnBudget
+    from wrappers.show_actions import ShowActions
+
+    env = ShowActions(TurnBudget(ChatHistory(gym.make("agent_envs/GuessNumber-v0")), 5, True))
+    observation, info = env.reset(seed=0, options={"task_id": 0})
+    observation, _, _, _, info = env.step("50")
+    messages = build_messages(observation, info, None)
+    assert messages[-1] == {"role": "user", "content": observation}
+    assert "Admissible actions: 1, 2" in messages[-1]["content"]
+    assert messages[:-1] == info["messages"][:-1]
+    # A history that ends with the agent's turn gets the observation appended.
+    ending = [{"role": "user", "content": "task"}, {"role": "assistant", "content": "a"}]
+    assert build_messages("now", {"messages": ending}, None)[-1] == {
+        "role": "user",
+        "content": "now",
+    }
+
+
+def dialogue(exchanges, system=True):
+    messages = [{"role": "system", "content": "S"}] if system else []
+    messages.append({"role": "user", "content": "task"})
+    for index in range(exchanges):
+        messages += [
+            {"role": "assistant", "content": f"a{index}"},
+            {"role": "user", "content": f"o{index}"},
+        ]
+    return messages
+
+
+@pytest.mark.parametrize("system", [True, False])
+@pytest.mark.parametrize("limit", [1, 3, 4, 5, 7, 9, 30])
+def test_drop_oldest_exchanges_drops_as_few_as_needed(system, limit):
+    messages = dialogue(6, system)
+    kept = drop_oldest_exchanges(messages, lambda candidate: len(candidate) <= limit)
+    head = 2 if system else 1
+    # Brute force: the fewest whole exchanges to drop; the latest exchange always stays.
+    fewest = next((d for d in range(6) if len(messages) - 2 * d <= limit), 5)
+    assert kept == messages[:head] + messages[head + 2 * fewest :]
+    assert kept[-2:] == messages[-2:]
+    assert [m["role"] for m in kept[head:]] == ["assistant", "user"] * (6 - fewest)
+
+
+def test_plain_prompt_format():
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "U"},
+        {"role": "assistant", "content": "A"},
+        {"role": "user", "content": "V"},
+    ]
+    assert plain_prompt(messages) == "System: S\n\nUser: U\n\nAssistant: A\n\nUser: V\n\nAssistant:"
+
+
+def test_derive_seed_depends_on_every_input():
+    base = derive_seed(0, 7, 1, "p")
+    assert base == derive_seed(0, 7, 1, "p")
+    assert 0 <= base < 2**31
+    others = {derive_seed(1, 7, 1, "p"), derive_seed(0, 8, 1, "p"), derive_seed(0, 7, 2, "p")}
+    assert base not in others and len(others) == 3
+    assert derive_seed(0, 7, 1, "q") != base
+
+
+def test_turn_of():
+    assert turn_of({"turn": 4}) == 4
+    assert turn_of({"messages": dialogue(3)}) == 3
+    assert turn_of({}) == 0
