@@ -86,8 +86,9 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
             + "  ".join(f"{_fmt(item['success_rate'])} (n={item['episodes']})" for item in recovery)
         )
         for horizon, item in (diagnostics.get("by_horizon") or {}).items():
+            tasks = f"{item['tasks']} task" + ("" if item["tasks"] == 1 else "s")
             lines.append(
-                f"  oracle horizon {horizon:>3} ({item['tasks']} tasks), success per T: "
+                f"  oracle horizon {horizon:>3} ({tasks}), success per T: "
                 + "  ".join(_fmt(value) for value in item["success_rate"])
             )
         turns = diagnostics.get("turns") or {}
