@@ -23,7 +23,7 @@ and the command), ``results.json``, per env and regime a heatmap
 from ``agent_envs.evaluation.compare``; the per-run models and logs go to
 ``--work`` (default ``runs/budgetmix``), and a rerun reuses finished runs.
 
-    python benchmarks/budgetmix_study.py              # the full study (~30 min, 2 cores)
+    python benchmarks/budgetmix_study.py              # the full study (~22 min, 2 cores)
     python benchmarks/budgetmix_study.py --quick      # plumbing check for CI (~1 min)
 """
 
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 # ------------------------------------------------------------------ settings
-TIMESTEPS = 40_000
+TIMESTEPS = 100_000
 SEEDS = (0, 1, 2, 3, 4)
 TASKS_PER_SEED = 4
 SAMPLES = 16  # attempts per task (n); Pass@8 needs n >= 8
