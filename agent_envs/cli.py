@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "oracle_turn_range"]
 
 _PROG = "agent-envs"
 
@@ -66,7 +66,11 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 # ----------------------------------------------------------------- commands
-def _oracle_range(env_id: str, tasks: int) -> str:
+def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
+    """Return the (min, max) of ``oracle_turns()`` at reset over task ids ``0..tasks-1``.
+
+    ``None`` when the env has no oracle or no task is solvable.
+    """
     import gymnasium as gym
 
     env = gym.make(env_id).unwrapped
@@ -78,11 +82,26 @@ def _oracle_range(env_id: str, tasks: int) -> str:
             if value is not None:
                 turns.append(value)
     except (AttributeError, NotImplementedError):
+        return None
+    return (min(turns), max(turns)) if turns else None
+
+
+def _oracle_range(env_id: str, tasks: int) -> str:
+    span = oracle_turn_range(env_id, tasks)
+    if span is None:
         return "-"
-    if not turns:
-        return "-"
-    low, high = min(turns), max(turns)
+    low, high = span
     return str(low) if low == high else f"{low}-{high}"
+
+
+def _write_outputs(result: Any, args: argparse.Namespace) -> None:
+    """Save ``result`` (an EvalResult or CompareResult) where --out/--plot ask."""
+    if args.out:
+        result.save(args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.plot:
+        result.plot(args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -156,12 +175,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         env_name=env_name,
     )
     print(result.table())
-    if args.out:
-        result.save(args.out)
-        print(f"wrote {args.out}", file=sys.stderr)
-    if args.plot:
-        result.plot(args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+    _write_outputs(result, args)
     return 0
 
 
@@ -171,12 +185,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     _check_outputs(args)
     difference = compare(EvalResult.load(args.a), EvalResult.load(args.b))
     print(difference.table())
-    if args.out:
-        difference.save(args.out)
-        print(f"wrote {args.out}", file=sys.stderr)
-    if args.plot:
-        difference.plot(args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+    _write_outputs(difference, args)
     return 0
 
 

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-import gymnasium as gym
-
 import agent_envs
+from agent_envs.cli import oracle_turn_range
 
 
 def oracle_range(env_id: str, tasks: int) -> str:
-    env = gym.make(env_id).unwrapped
-    turns = []
-    for task_id in range(tasks):
-        env.reset(seed=0, options={"task_id": task_id})
-        turns.append(env.oracle_turns())
-    low, high = min(turns), max(turns)
+    low, high = oracle_turn_range(env_id, tasks)
     return str(low) if low == high else f"{low}..{high}"
 
 
