@@ -1,4 +1,4 @@
-"""The ``agent-envs`` command line: list, eval, compare, play and train-sb3.
+"""The ``agent-envs`` command line: list, eval, compare, play, train-sb3 and train-llm.
 
 Every user error ends in one line on stderr and exit status 2 (pass
 ``--traceback`` before the command to see the full trace instead).
@@ -119,11 +119,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> tuple[Any, str]:
+def _with_history(
+    env_id: str, window: int, max_budget: int, visible: bool, record: str = "action"
+) -> tuple[Any, str]:
     """Return an env factory whose ``info["messages"]`` holds the dialogue, and its id.
 
     The history goes outside the turn budget, so that with a visible budget the
-    messages an LLM agent reads carry the turns-left line too.
+    messages an LLM agent reads carry the turns-left line too.  ``record`` is
+    ``ChatHistory``'s: ``"raw"`` keeps an LLM's whole replies, the format a
+    model trained with ``train-llm`` was trained on.
     """
     from agent_envs.evaluation.runner import resolve_env
     from wrappers import TurnBudget
@@ -135,7 +139,7 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
 
     def build() -> Any:
         budget = TurnBudget(make_env(), max_turns=max_budget, visible=visible)
-        return ChatHistory(budget, window=window or None)
+        return ChatHistory(budget, window=window or None, record=record)
 
     return build, name
 
@@ -153,7 +157,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     env: Any = args.env_id
     env_name = None
     if args.history is not None:
-        env, env_name = _with_history(args.env_id, args.history, max(budgets), args.visible_budget)
+        env, env_name = _with_history(
+            args.env_id, args.history, max(budgets), args.visible_budget, args.history_record
+        )
     result = evaluate(
         agent,
         env,
@@ -236,17 +242,22 @@ def _cmd_play(args: argparse.Namespace) -> int:
             return 0
 
 
-def _train_sb3(argv: list[str]) -> int:
+_TRAIN_COMMANDS = {
+    "train-sb3": ("baselines.sb3_train", "sb3"),
+    "train-llm": ("baselines.llm_train", "rl"),
+}
+
+
+def _train(command: str, argv: list[str]) -> int:
+    name, extra = _TRAIN_COMMANDS[command]
     try:
-        module = importlib.import_module("baselines.sb3_train")
+        module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name in ("baselines", "baselines.sb3_train"):
-            raise CLIError(
-                "train-sb3 is not available: baselines.sb3_train is not installed."
-            ) from None
+        if exc.name in ("baselines", name):
+            raise CLIError(f"{command} is not available: {name} is not installed.") from None
         raise CLIError(
-            f"train-sb3 needs the [sb3] extra ({exc.name} is missing): "
-            "pip install 'agent-envs[sb3]'."
+            f"{command} needs the [{extra}] extra ({exc.name} is missing): "
+            f"pip install 'agent-envs[{extra}]'."
         ) from None
     return int(module.main(argv) or 0)
 
@@ -297,6 +308,13 @@ def _parser() -> argparse.ArgumentParser:
         help="give the agent the dialogue in info['messages'] (wrappers.ChatHistory); "
         "WINDOW keeps the last exchanges only",
     )
+    ev.add_argument(
+        "--history-record",
+        choices=("action", "raw"),
+        default="action",
+        help="what the history keeps of each reply: the parsed action (default) or the whole "
+        "raw reply (the format train-llm trains on)",
+    )
     ev.add_argument("--transcripts", action="store_true", help="log observations and actions")
     ev.add_argument("--retry-errors", action="store_true", help="on resume, redo error episodes")
     ev.add_argument("--max-error-rate", type=float, default=0.2)
@@ -327,6 +345,10 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "train-sb3", help="train a Stable-Baselines3 agent (arguments go to baselines.sb3_train)"
     )
+    commands.add_parser(
+        "train-llm",
+        help="train a causal LM with a warm start and GRPO (arguments go to baselines.llm_train)",
+    )
     return parser
 
 
@@ -337,8 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if show_traceback:
         argv = argv[1:]
     try:
-        if argv[:1] == ["train-sb3"]:
-            return _train_sb3(argv[1:])
+        if argv[:1] and argv[0] in _TRAIN_COMMANDS:
+            return _train(argv[0], argv[1:])
         args = _parser().parse_args(argv)
         return args.run(args)
     except KeyboardInterrupt:
