@@ -336,7 +336,13 @@ def evaluate(
         episodes=len(records),
         errors=len(errors),
         error_examples=list(dict.fromkeys(errors))[:5],
-        diagnostics=summarize(records, settings.budgets, settings.mode, settings.diagnostics),
+        diagnostics=summarize(
+            records,
+            settings.budgets,
+            settings.mode,
+            settings.diagnostics,
+            privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
+        ),
         settings={
             "visible_budget": visible_budget,
             "diagnostics": settings.diagnostics,
