@@ -19,14 +19,32 @@ from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
 from agent_envs.evaluation.policies import PolicyAdapter, describe_error
 
 __all__ = [
+    "TRANSCRIPT_TEXT_LIMIT",
     "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
     "RunOptions",
+    "clip_text",
     "episode_seed",
     "run_lockstep",
     "run_sequential",
 ]
+
+
+#: The most characters one transcript field (an observation, an action, a raw
+#: reply) keeps.  Design decision: a transcript is for reading what happened,
+#: and an agent's reply is unbounded (a server may send megabytes), so a field
+#: is cut here with a note of how much was dropped, and a log line stays small.
+TRANSCRIPT_TEXT_LIMIT = 16_384
+
+
+def clip_text(text: str, limit: int = TRANSCRIPT_TEXT_LIMIT) -> str:
+    """Return ``text``, or its first ``limit`` characters and how many were dropped.
+
+    >>> clip_text("abcdef", 3)
+    'abc...[3 more characters]'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}...[{len(text) - limit} more characters]"
 
 
 def episode_seed(base_seed: int, task_id: int, sample: int) -> int:
@@ -222,7 +240,7 @@ class EpisodeRun:
         if self.diagnose:
             self._distance = self.record.oracle_turns = self._oracle_turns()
         if self.transcript is not None:
-            self.transcript.update(observation=observation, steps=[])
+            self.transcript.update(observation=clip_text(observation), steps=[])
         return observation, self.policy_info(info)
 
     def _oracle_turns(self) -> int | None:
@@ -256,10 +274,14 @@ class EpisodeRun:
         if self.diagnose:
             self._judge(action, valid, turn, info["success"])
         if self.transcript is not None:
-            step = {"action": str(action), "observation": observation, "valid": valid}
+            step = {
+                "action": clip_text(str(action)),
+                "observation": clip_text(observation),
+                "valid": valid,
+            }
             raw = getattr(action, "raw", None)
             if raw is not None and raw != action:
-                step["raw"] = raw
+                step["raw"] = clip_text(str(raw))
             self.transcript["steps"].append(step)
         return done
 
