@@ -47,7 +47,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import EPISODE_SEED, AgentAction
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
     build_messages,
@@ -58,6 +58,7 @@ from baselines.llm_prompting import (
     to_agent_action,
     turn_of,
 )
+from wrappers.validators import check_int, check_number
 
 __all__ = ["ChatCompletionError", "OpenAIChatAgent"]
 
@@ -169,20 +170,12 @@ class OpenAIChatAgent:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty str, got {model!r}.")
         check_sampling(temperature, top_p, max_tokens, "max_tokens")
-        for name, value, low in (
-            ("timeout", timeout, 0.0),
-            ("backoff", backoff, 0.0),
-            ("max_backoff", max_backoff, 0.0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
-                raise ValueError(f"{name} must be a number >= {low}, got {value!r}.")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}.")
-        for name, value, low in (("max_retries", max_retries, 0), ("concurrency", concurrency, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {seed!r}.")
+        check_number(timeout, "timeout (seconds)", 0.0, open_low=True)
+        check_number(backoff, "backoff", 0.0)
+        check_number(max_backoff, "max_backoff", 0.0)
+        check_int(max_retries, "max_retries", 0)
+        check_int(concurrency, "concurrency", 1)
+        check_int(seed, "seed")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
         if extra_body is not None and not isinstance(extra_body, dict):
@@ -267,7 +260,7 @@ class OpenAIChatAgent:
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "n": 1,
-            "seed": derive_seed(self.seed, info.get("episode_seed"), turn_of(info), prompt_key),
+            "seed": derive_seed(self.seed, info.get(EPISODE_SEED), turn_of(info), prompt_key),
             **self.extra_body,
         }
 
