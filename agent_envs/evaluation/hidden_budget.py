@@ -1,11 +1,12 @@
-"""Hidden budgets: take the budget out of ``info``, and warn a policy that looks for it.
+"""Hidden budgets: warn a policy that looks for the budget it cannot have.
 
 In hidden mode every episode runs at max(T) while the surface reads each T off
-it, so the policy must not learn the budget: ``budget`` and ``turns_left`` are
-removed from the ``info`` it gets (``turn`` stays: it reveals no budget).  A
-policy that reads them anyway would silently get nothing and be measured as
-if it had no budget sense at all; :class:`HiddenBudgetInfo` tells it so, once
-per run, with the fix.
+it, so the policy must not learn the budget: the budget's one owner
+(``wrappers.budget``) then leaves ``budget`` and ``turns_left`` out of
+``info`` (``turn`` stays: it reveals no budget).  A policy that reads them
+anyway would silently get nothing and be measured as if it had no budget
+sense at all; :class:`HiddenBudgetInfo` tells it so, once per run, with the
+fix.
 
 The check costs nothing on the hot path of a policy that never asks: plain
 lookups of present keys go through ``dict`` itself, and only a miss
@@ -17,10 +18,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from agent_envs.protocol import BUDGET, TURNS_LEFT
+
 __all__ = ["HIDDEN_BUDGET_KEYS", "BudgetReads", "HiddenBudgetInfo"]
 
 #: The ``info`` keys that reveal the budget; removed in hidden mode.
-HIDDEN_BUDGET_KEYS = ("budget", "turns_left")
+HIDDEN_BUDGET_KEYS = (BUDGET, TURNS_LEFT)
 _HIDDEN = frozenset(HIDDEN_BUDGET_KEYS)
 
 
@@ -53,8 +56,8 @@ class HiddenBudgetInfo(dict):
 
     def __init__(self, info: dict[str, Any], reads: BudgetReads) -> None:
         super().__init__(info)
-        self.pop("budget", None)
-        self.pop("turns_left", None)
+        for key in HIDDEN_BUDGET_KEYS:  # absent already when the budget owner hides it
+            self.pop(key, None)
         self.reads = reads
 
     def __missing__(self, key: Any) -> Any:

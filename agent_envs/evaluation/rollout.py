@@ -17,6 +17,16 @@ import numpy as np
 from agent_envs.core import normalize_action
 from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
 from agent_envs.evaluation.policies import PolicyAdapter, describe_error
+from agent_envs.protocol import (
+    BUDGET,
+    DEAD_END,
+    EPISODE_SEED,
+    ORACLE_ACTIONS,
+    SUCCESS,
+    TASK_ID,
+    VALID_ACTION,
+    ActionParser,
+)
 
 __all__ = [
     "TRANSCRIPT_TEXT_LIMIT",
@@ -167,18 +177,14 @@ class RunOptions:
     Attributes:
         diagnose: ask the oracle before every action (diagnostics).
         transcripts: keep every observation and action.
-        hide_budget: drop ``budget`` and ``turns_left`` from the policy's
-            ``info``; in hidden mode the run's budget is max(T), not the T
-            being measured, so a policy must not see it.
-        budget_reads: the run's record of a policy reading a hidden budget
-            key (it warns once per run).
-        parsed_oracle: the run's cache of ``_parse`` of oracle actions.
+        hidden_budget: the run's record of a policy reading a hidden budget
+            key (it warns once per run), or ``None`` when the budget is visible.
+        parsed_oracle: the run's cache of ``parse_action`` of oracle actions.
     """
 
     diagnose: bool = False
     transcripts: bool = False
-    hide_budget: bool = False
-    budget_reads: BudgetReads = field(default_factory=BudgetReads, compare=False)
+    hidden_budget: BudgetReads | None = None
     parsed_oracle: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -205,14 +211,16 @@ class EpisodeRun:
         self.key = key
         self.base = base
         self.diagnose = options.diagnose
-        self.budget_reads = options.budget_reads if options.hide_budget else None
+        self.budget_reads = options.hidden_budget
         self.record = EpisodeRecord(key.task_id, key.sample, key.seed, key.budget)
         if self.diagnose:
             self.record.judged = self.record.judged_valid = self.record.optimal = 0
             self.record.oracle_errors = []
         self.transcript: dict[str, Any] | None = {} if options.transcripts else None
         self._oracle: Sequence[str] = ()
-        self._parse = getattr(base, "_parse", None)
+        self._parse = (
+            base.parse_action if self.diagnose and isinstance(base, ActionParser) else None
+        )
         # oracle_turns() of the current state; in a deterministic env an
         # oracle move lowers it by exactly one, so it is asked for only after
         # other moves (an env that does not say it is deterministic is asked
@@ -226,7 +234,7 @@ class EpisodeRun:
 
     def policy_info(self, info: dict[str, Any]) -> dict[str, Any]:
         """Return ``info`` as the policy may see it (no budget keys when it is hidden)."""
-        info["episode_seed"] = self.key.seed
+        info[EPISODE_SEED] = self.key.seed
         if self.budget_reads is None:
             return info
         return HiddenBudgetInfo(info, self.budget_reads)
@@ -235,7 +243,7 @@ class EpisodeRun:
         """Reset ``env`` to this episode and return the first observation and the policy's info."""
         key = self.key
         observation, info = env.reset(
-            seed=key.seed, options={"task_id": key.task_id, "budget": key.budget}
+            seed=key.seed, options={TASK_ID: key.task_id, BUDGET: key.budget}
         )
         if self.diagnose:
             self._distance = self.record.oracle_turns = self._oracle_turns()
@@ -252,7 +260,7 @@ class EpisodeRun:
         """Note the oracle's actions in the state the policy is about to act in."""
         if self.diagnose:
             # ActionHints already asked the oracle when the policy wanted it.
-            oracle = dict.get(info, "oracle_actions")
+            oracle = dict.get(info, ORACLE_ACTIONS)
             self._oracle = self.base.oracle_actions() if oracle is None else oracle
 
     def after_step(self, action: str, observation: str, done: bool, info: dict[str, Any]) -> bool:
@@ -261,18 +269,18 @@ class EpisodeRun:
         record.turns += 1
         turn = record.turns
         # .get: envs outside agent_envs may not report these contract keys.
-        valid = info.get("valid_action", True)
+        valid = info.get(VALID_ACTION, True)
         if valid:
             record.valid += 1
         else:
             record.invalid += 1
-        if info["success"] and record.first_success_turn is None:
+        if info[SUCCESS] and record.first_success_turn is None:
             record.first_success_turn = turn
             record.success = True
-        if record.dead_end_turn is None and info.get("dead_end", False):
+        if record.dead_end_turn is None and info.get(DEAD_END, False):
             record.dead_end_turn = turn
         if self.diagnose:
-            self._judge(action, valid, turn, info["success"])
+            self._judge(action, valid, turn, info[SUCCESS])
         if self.transcript is not None:
             step = {
                 "action": clip_text(str(action)),
@@ -337,10 +345,9 @@ class EpisodeRun:
         if text in oracle:  # oracle actions are usually canonical already
             return True
         # Envs accept several spellings of one move ("guess 50" for "50", "move
-        # up" or "u" for "up"): compare what the env parses them to.  Only
-        # TextEnv has _parse (a pure function of the text, so the oracle's
-        # parses are cached for the run); other envs are judged by the
-        # normalised text alone.
+        # up" or "u" for "up"): compare what the env parses them to (a pure
+        # function of the text, so the oracle's parses are cached for the run).
+        # Envs without the ActionParser API are judged by the normalised text.
         parse = self._parse
         if parse is None:
             return any(text == normalize_action(move) for move in oracle)
@@ -350,7 +357,7 @@ class EpisodeRun:
         parsed = self._parsed_oracle
         for name in oracle:
             if name not in parsed:
-                parsed[name] = parse(normalize_action(name))
+                parsed[name] = parse(name)
             if parsed[name] == move:
                 return True
         return False
