@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from agent_envs.protocol import SUCCESS, TASK_ID, TURN
+from wrappers.validators import parse_int_list
 
 __all__ = ["main", "oracle_turn_range"]
 
@@ -25,15 +27,8 @@ class CLIError(Exception):
 
 
 def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise CLIError(
-            f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}."
-        ) from None
-    if not values:
-        raise CLIError(f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}.")
-    return values
+    # Only parsed here: evaluate() checks the values, with the same message as in Python.
+    return list(parse_int_list(text, flag, minimum=None))
 
 
 def _tasks(text: str) -> int | list[int]:
@@ -43,7 +38,7 @@ def _tasks(text: str) -> int | list[int]:
             start, stop = (int(part) for part in text.split(":"))
             return list(range(start, stop))
         if "," in text:
-            return _ints(text, "--tasks")
+            return list(parse_int_list(text, "--tasks", minimum=0))
         return int(text)
     except ValueError:
         raise CLIError(
@@ -77,7 +72,7 @@ def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
     turns = []
     try:
         for task_id in range(tasks):
-            env.reset(seed=0, options={"task_id": task_id})
+            env.reset(seed=0, options={TASK_ID: task_id})
             value = env.oracle_turns()
             if value is not None:
                 turns.append(value)
@@ -130,7 +125,7 @@ def _with_history(
     model trained with ``train-llm`` was trained on.
     """
     from agent_envs.evaluation.runner import resolve_env
-    from wrappers import TurnBudget
+    from wrappers.budget import resolve_budget
     from wrappers.chat_history import ChatHistory
 
     if window < 0:
@@ -138,20 +133,34 @@ def _with_history(
     make_env, name = resolve_env(env_id, None)
 
     def build() -> Any:
-        budget = TurnBudget(make_env(), max_turns=max_budget, visible=visible)
-        return ChatHistory(budget, window=window or None, record=record)
+        budget = resolve_budget(make_env(), max_budget, visible=visible)
+        return ChatHistory(budget.env, window=window or None, record=record)
 
     return build, name
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agent_envs.agents import make_agent, parse_agent_kwargs
+    from agent_envs.agents import parse_agent_kwargs
+    from agent_envs.redaction import scrub, secret_values
+
+    kwargs = parse_agent_kwargs(args.agent_kwargs)
+    secrets = secret_values(kwargs)
+    try:
+        return _run_eval(args, kwargs)
+    except Exception as exc:
+        # Whatever raised (the agent, a library), its message must not show a secret.
+        if any(secret in str(exc) for secret in secrets):
+            raise CLIError(scrub(str(exc), secrets)) from None
+        raise
+
+
+def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
+    from agent_envs.agents import describe_agent, make_agent
     from agent_envs.evaluation import evaluate
 
     _check_outputs(args)
-    kwargs = parse_agent_kwargs(args.agent_kwargs)
     agent = make_agent(args.agent, kwargs)
-    name = args.agent + (f" {json.dumps(kwargs, sort_keys=True)}" if kwargs else "")
+    name = describe_agent(args.agent, kwargs)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     budgets = _ints(args.t, "--t")
     env: Any = args.env_id
@@ -207,7 +216,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
     make_env, env_id = resolve_env(args.env_id, None)
     env = TurnBudget(make_env(), max_turns=args.budget, visible=True)
-    observation, _ = env.reset(seed=args.seed, options={"task_id": args.task})
+    observation, _ = env.reset(seed=args.seed, options={TASK_ID: args.task})
     base: Any = env.unwrapped
     print(f"{env_id}, task {args.task}, {args.budget} turns. {_PLAY_HELP}\n")
     print(observation)
@@ -232,8 +241,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
             continue
         observation, _, terminated, truncated, info = env.step(action)
         print(observation)
-        if info.get("success"):
-            print(f"Solved in {info['turn']} turns.")
+        if info.get(SUCCESS):
+            print(f"Solved in {info[TURN]} turns.")
         elif terminated:
             print("Failed: the episode ended without success.")
         elif truncated:
@@ -368,13 +377,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         from agent_envs.evaluation import RunAborted
+        from agent_envs.redaction import redact_url
 
         user_error = (CLIError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
         if show_traceback or not isinstance(exc, user_error):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         # One line, even when a policy's or library's message spans several.
-        print(f"{_PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        text = redact_url(" ".join(str(message).split()))
+        print(f"{_PROG}: error: {text}", file=sys.stderr)
         return 2
 
 

@@ -53,6 +53,12 @@ import torch
 from transformers import GenerationConfig, LogitsProcessorList
 
 from agent_envs.evaluation.rollout import episode_seed
+from agent_envs.protocol import (
+    EPISODE_SEED,
+    SUCCESS,
+    TASK_ID,
+    VALID_ACTION,
+)
 from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
@@ -60,7 +66,7 @@ from baselines.llm_prompting import (
     derive_seed,
     to_agent_action,
 )
-from wrappers import TurnBudget
+from wrappers.budget import StackBudget, resolve_budget
 from wrappers.chat_history import ChatHistory
 from wrappers.process_reward import ProcessReward
 
@@ -197,8 +203,9 @@ def make_chat_env(
     """Return the env stack an LLM agent plays: the env, its budget, and the dialogue.
 
     ``gym.make(env_id)`` -> ``ProcessReward(coef=1, gamma=1)`` (only with
-    ``process_reward``; it changes no observation) -> ``TurnBudget(max_budget,
-    visible)`` -> ``ChatHistory(window, record="raw")``.  ``record="raw"``
+    ``process_reward``; it changes no observation) -> the turn budget from
+    :func:`wrappers.budget.resolve_budget` (a ``TurnBudget(max_budget,
+    visible)``) -> ``ChatHistory(window, record="raw")``.  ``record="raw"``
     keeps the model's whole reply as its message, so that the next prompt
     extends the tokens it generated.  Evaluate a trained model on this same
     stack (``agent-envs eval ... --history --history-record raw``, or
@@ -208,8 +215,8 @@ def make_chat_env(
     env: gym.Env = gym.make(env_id)
     if process_reward:
         env = ProcessReward(env, coef=1.0, gamma=1.0)
-    env = TurnBudget(env, max_turns=max_budget, visible=visible)
-    return ChatHistory(env, window=window, record="raw")
+    budget = resolve_budget(env, max_budget, visible=visible)
+    return ChatHistory(budget.env, window=window, record="raw")
 
 
 @dataclass
@@ -268,7 +275,7 @@ def play_episodes(
 
     ``decode`` turns a reply's tokens (without the end token) into its text.
     Returns ``episodes``, each with its sequence, masks and outcome filled in
-    and its env closed.
+    (and its ``env`` reference dropped).
     """
     live = [episode for episode in episodes if episode.end_reason is None]
     while live:
@@ -283,9 +290,7 @@ def play_episodes(
                 still_live.append(episode)
         live = still_live
     for episode in episodes:
-        if episode.env is not None:
-            episode.env.close()
-            episode.env = None
+        episode.env = None  # the env belongs to the caller, which reuses it
     return episodes
 
 
@@ -297,9 +302,9 @@ def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -
     text = decode(reply.token_ids)
     observation, _, terminated, truncated, info = episode.env.step(to_agent_action(text))
     episode.turns += 1
-    episode.invalid_actions += not info.get("valid_action", True)
+    episode.invalid_actions += not info.get(VALID_ACTION, True)
     episode.process_return += float(info.get("process_reward", 0.0))
-    if info.get("success") and episode.first_success_turn is None:
+    if info.get(SUCCESS) and episode.first_success_turn is None:
         episode.first_success_turn = episode.turns
         episode.success = True
     if terminated or truncated:
@@ -322,10 +327,15 @@ def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -
 
 
 def start_episode(
-    env: gym.Env, encoder: PromptEncoder, task_id: int, seed: int, budget: int
+    stack: StackBudget, encoder: PromptEncoder, task_id: int, seed: int, budget: int
 ) -> Episode:
-    """Reset ``env`` to one attempt and return the episode with its first prompt."""
-    observation, info = env.reset(seed=seed, options={"task_id": task_id, "budget": budget})
+    """Reset ``stack.env`` to one attempt under ``budget`` turns; return it with its first prompt.
+
+    ``info`` carries ``episode_seed`` as in the evaluator.
+    """
+    env = stack.env
+    observation, info = env.reset(seed=seed, options=stack.options(budget, **{TASK_ID: task_id}))
+    info[EPISODE_SEED] = seed
     episode = Episode(task_id, seed, budget, env, observation, info)
     episode.prompt_ids = encoder.full_ids(observation, info)
     if not encoder.fits(episode.prompt_ids):
@@ -389,7 +399,7 @@ class EpisodeRollout:
         self.batch_size = batch_size
         self._budget_rng = np.random.default_rng([self.seed, 0x42554447])
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
-        self._envs: list[gym.Env] = []
+        self._stacks: list[StackBudget] = []
         self.last_stats: dict[str, float] = {}
 
     # ------------------------------------------------------------- TRL entry
@@ -428,7 +438,7 @@ class EpisodeRollout:
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
             seed = episode_seed(self.seed, task_id, sample)
-            episodes.append(start_episode(self._env(index), encoder, task_id, seed, group_budget))
+            episodes.append(start_episode(self._stack(index), encoder, task_id, seed, group_budget))
         play_episodes(episodes, encoder, generate, decode, keep_prompts)
         self.last_stats = summarize(episodes)
         return episodes
@@ -438,19 +448,18 @@ class EpisodeRollout:
         context = _context_length(model, tokenizer, None)
         return PromptEncoder(tokenizer, self.system_prompt, context, self.max_new_tokens)
 
-    def _env(self, index: int) -> gym.Env:
+    def _stack(self, index: int) -> StackBudget:
         # Envs are reused across steps: building a stack costs more than a reset.
-        while len(self._envs) <= index:
-            self._envs.append(
-                make_chat_env(
-                    self.env_id,
-                    self.budget.max_budget,
-                    self.budget.visible,
-                    self.window,
-                    self.process_reward,
-                )
+        while len(self._stacks) <= index:
+            env = make_chat_env(
+                self.env_id,
+                self.budget.max_budget,
+                self.budget.visible,
+                self.window,
+                self.process_reward,
             )
-        return self._envs[index]
+            self._stacks.append(resolve_budget(env, self.budget.max_budget))
+        return self._stacks[index]
 
     @staticmethod
     def to_trl(episodes: list[Episode]) -> dict[str, list]:

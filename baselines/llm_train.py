@@ -370,12 +370,15 @@ def evaluate_model(
     batch_size: int = 64,
     log_path: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    step_quality: int = 0,
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
     The env stack is :func:`baselines.llm_rollout.make_chat_env` and the agent
     an ``HFAgent`` with the training settings, so every prompt is built as in
-    training.  Returns the :class:`agent_envs.evaluation.EvalResult`.
+    training.  ``step_quality`` (where the evaluator has it) also judges the
+    model on that many shared reference states per task.  Returns the
+    :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
     from baselines.hf_agent import HFAgent
@@ -391,6 +394,7 @@ def evaluate_model(
         device="cpu",
     )
     visible = config.budget.visible
+    extra = {"step_quality": step_quality} if step_quality else {}
     return evaluate(
         agent,
         lambda: make_chat_env(config.env_id, max(budgets), visible),
@@ -405,6 +409,7 @@ def evaluate_model(
         progress=progress,
         agent_name=f"hf {Path(path).name}",
         env_name=config.env_id,
+        **extra,
     )
 
 

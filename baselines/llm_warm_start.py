@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 from baselines.hf_agent import _eos_ids
 from baselines.llm_prompting import PromptEncoder
 from baselines.llm_rollout import (
@@ -54,10 +55,10 @@ class OracleReplies:
         for episode in episodes:
             base = episode.env.unwrapped
             info = {
-                "episode_seed": episode.episode_seed,
-                "turn": episode.turns,
-                "admissible_actions": base.admissible_actions(),
-                "oracle_actions": base.oracle_actions(),
+                EPISODE_SEED: episode.episode_seed,
+                TURN: episode.turns,
+                ADMISSIBLE_ACTIONS: base.admissible_actions(),
+                ORACLE_ACTIONS: base.oracle_actions(),
             }
             action = self.agent.act(episode.observation, info)
             text = REPLY_FORMAT.format(action=action)

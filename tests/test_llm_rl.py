@@ -55,7 +55,10 @@ def load(path):
     return AutoModelForCausalLM.from_pretrained(path), tokenizer
 
 
-def rollout(budget=BudgetSpec.fixed(8), **kwargs):
+T8 = BudgetSpec.fixed(8)
+
+
+def rollout(budget=T8, **kwargs):
     return EpisodeRollout(GUESS, budget, seed=kwargs.pop("seed", 0), max_new_tokens=8, **kwargs)
 
 
@@ -71,7 +74,7 @@ def warm_path(tiny_path, tmp_path_factory):
     return path
 
 
-def play(path, tasks, budget=BudgetSpec.fixed(8), keep_prompts=False, **kwargs):
+def play(path, tasks, budget=T8, keep_prompts=False, **kwargs):
     model, tokenizer = load(path)
     runner = rollout(budget, **kwargs)
     eos = _eos_ids(model, tokenizer)
@@ -130,7 +133,9 @@ def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
         feedback = [tokenizer.decode(ids) for mask, ids in runs if mask == 0]
         assert len(replies) == episode.turns == len(feedback) + 1  # ends on a reply
         assert all(r.startswith("Action: ") and r.endswith("<|im_end|>") for r in replies)
-        assert all("The secret is between" in text and "<|im_start|>user" in text for text in feedback)
+        assert all(
+            "The secret is between" in text and "<|im_start|>user" in text for text in feedback
+        )
         assert not any("Action:" in text for text in feedback)
         # Model tokens carry log-probs slots; env tokens carry 0.
         assert len(episode.logprobs) == len(episode.completion_ids)
