@@ -45,6 +45,10 @@ class GuessNumberEnv(TextEnv[int]):
     ## Starting State
     The secret is drawn uniformly from ``1..N`` by the task id.
 
+    ## Task supply
+    Finite: one task per secret, ``task_supply`` (``N``) in all.  Since the
+    task id draws the secret, fewer task ids than that can already share one.
+
     ## Rewards
     ``1.0`` on the step that guesses the secret, ``0.0`` otherwise.
 
@@ -80,6 +84,7 @@ class GuessNumberEnv(TextEnv[int]):
         if isinstance(max_number, bool) or not isinstance(max_number, int) or max_number < 2:
             raise ValueError(f"max_number must be an int >= 2, got {max_number!r}.")
         self.max_number = max_number
+        self.task_supply = max_number
         # One canonical action per guess, so discrete-action libraries can play.
         self.action_vocabulary = tuple(str(number) for number in range(1, max_number + 1))
         super().__init__(render_mode=render_mode)
