@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs import install_hint
+
 try:
     import torch
     from transformers import (
@@ -58,9 +60,7 @@ try:
         LogitsProcessorList,
     )
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "HFAgent needs torch and transformers: pip install 'agent-envs[llm]'."
-    ) from error
+    raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.policy import AgentAction
 from baselines.llm_prompting import (
