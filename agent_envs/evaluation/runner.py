@@ -16,6 +16,7 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
+from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import (
@@ -321,7 +322,11 @@ def evaluate(
         diagnostics=diagnostics and has_oracle,
     )
     run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
-    options = RunOptions(settings.diagnostics, transcripts)
+    # The budget owner keeps budget keys out of a hidden run's info; a policy
+    # that asks for them anyway is told so once (see hidden_budget).
+    options = RunOptions(
+        settings.diagnostics, transcripts, hidden_budget=None if visible else BudgetReads()
+    )
     with run:
         if adapter.batched:
             slots = min(batch_size, max(len(run.todo), 1))
@@ -355,7 +360,13 @@ def evaluate(
         errors=len(errors),
         error_examples=list(error_counts)[:5],
         error_counts=list(error_counts.values())[:5],
-        diagnostics=summarize(records, settings.budgets, settings.mode, settings.diagnostics),
+        diagnostics=summarize(
+            records,
+            settings.budgets,
+            settings.mode,
+            settings.diagnostics,
+            privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
+        ),
         settings={
             "wrappers": list(settings.wrappers),
             "visible_budget": visible_budget,
