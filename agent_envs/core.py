@@ -18,6 +18,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+
 __all__ = [
     "CHARSET",
     "MAX_TASK_ID",
@@ -141,6 +143,10 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: False in a family whose task is plain arithmetic on ``task_id``: its
     #: ``_make_task`` gets ``rng=None``, which saves building a generator per reset.
     uses_task_rng: ClassVar[bool] = True
+    #: True when the oracle reads what the agent cannot see (a hidden map, hidden
+    #: object locations): its figures then measure access to information as
+    #: much as decision making, and the evaluator marks them.
+    privileged_oracle: ClassVar[bool] = False
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -189,6 +195,16 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     def _is_dead_end(self) -> bool:
         return self._is_failure()
 
+    def parse_action(self, action: str) -> Any | None:
+        """Return the move the env reads in ``action``, or ``None`` if it reads none.
+
+        A pure function of the text (the state is not consulted), so that two
+        spellings of one move compare equal: the evaluator's diagnostics use it
+        to judge "guess 50" as the oracle's "50".  Part of the
+        :class:`~agent_envs.protocol.ActionParser` API.
+        """
+        return self._parse(normalize_action(action))
+
     def admissible_actions(self) -> list[str]:
         """Return the legal actions in the current state."""
         raise NotImplementedError
@@ -219,7 +235,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        task_id = (options or {}).get("task_id")
+        task_id = (options or {}).get(TASK_ID)
         if task_id is None:
             task_id = int(self.np_random.integers(0, MAX_TASK_ID))
         elif isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)):
@@ -237,7 +253,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self._success = False
         self._last_feedback = ""
         observation = f"{self._intro()}\n\n{self._view()}"
-        return observation, {"task_id": task_id, "success": False}
+        return observation, {TASK_ID: task_id, SUCCESS: False}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if not isinstance(action, str):
@@ -263,21 +279,21 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
             reward = 1.0
         self._last_feedback = feedback
         info = {
-            "task_id": self.task_id,
-            "success": success,
-            "valid_action": valid,
-            "dead_end": not success and self._is_dead_end(),
+            TASK_ID: self.task_id,
+            SUCCESS: success,
+            VALID_ACTION: valid,
+            DEAD_END: not success and self._is_dead_end(),
         }
         terminated = success or self._is_failure()
         return f"{feedback}\n\n{self._view()}", reward, terminated, False, info
 
     def _parse_new(self, action: str) -> Any | None:
-        """Parse an action not seen lately and remember its move."""
+        """Parse an action not seen lately (see :meth:`parse_action`) and remember its move."""
         if len(action) > self.action_space.max_length:
             return None
         if len(self._moves) >= _MOVE_MEMO_SIZE:
             self._moves.clear()
-        move = self._moves[action] = self._parse(normalize_action(action))
+        move = self._moves[action] = self.parse_action(action)
         return move
 
     def _unparsable_feedback(self, action: str) -> str:

@@ -9,6 +9,7 @@ from functools import cache
 import numpy as np
 
 from agent_envs.core import TextEnv
+from wrappers.validators import check_bool, check_int
 
 __all__ = ["PEG_PAIRS", "HanoiEnv", "HanoiTask", "hanoi_plan", "random_start_positions"]
 
@@ -181,12 +182,8 @@ class HanoiEnv(TextEnv[HanoiTask]):
     def __init__(
         self, n_disks: int = 3, random_start: bool = False, render_mode: str | None = None
     ) -> None:
-        if isinstance(n_disks, bool) or not isinstance(n_disks, int) or not 1 <= n_disks <= 12:
-            raise ValueError(f"n_disks must be an int from 1 to 12, got {n_disks!r}.")
-        if not isinstance(random_start, bool):
-            raise TypeError(f"random_start must be a bool, got {type(random_start).__name__}.")
-        self.n_disks = n_disks
-        self.random_start = random_start
+        self.n_disks = check_int(n_disks, "n_disks", 1, 12)
+        self.random_start = check_bool(random_start, "random_start")
         self.task_supply = 3**n_disks - 1 if random_start else len(PEG_PAIRS)
         super().__init__(render_mode=render_mode)
 
