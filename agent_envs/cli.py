@@ -182,6 +182,7 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
         progress=progress,
         agent_name=name,
         env_name=env_name,
+        step_quality=args.step_quality,
     )
     print(result.table())
     _write_outputs(result, args)
@@ -192,7 +193,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from agent_envs.evaluation import EvalResult, compare
 
     _check_outputs(args)
-    difference = compare(EvalResult.load(args.a), EvalResult.load(args.b))
+    sides = []
+    for files in (args.a, args.b):
+        # a,b,c: one result per training seed, compared at the seed level.
+        paths = [path for path in files.split(",") if path]
+        results = [EvalResult.load(path) for path in paths]
+        sides.append(results if len(paths) > 1 or files.endswith(",") else results[0])
+    difference = compare(*sides)
     print(difference.table())
     _write_outputs(difference, args)
     return 0
@@ -312,6 +319,13 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=int, default=None, help="lockstep episodes for act_batch")
     ev.add_argument("--n-bootstrap", type=int, default=1000)
     ev.add_argument(
+        "--step-quality",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also judge the agent on N shared reference states per task (default 0: off)",
+    )
+    ev.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -320,8 +334,10 @@ def _parser() -> argparse.ArgumentParser:
     ev.set_defaults(run=_cmd_eval)
 
     cmp = commands.add_parser("compare", help="difference surface A - B of two results")
-    cmp.add_argument("a", help="result JSON of agent A")
-    cmp.add_argument("b", help="result JSON of agent B")
+    cmp.add_argument(
+        "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
+    )
+    cmp.add_argument("b", help="result JSON of agent B, or one per training seed")
     cmp.add_argument("--plot", default=None, help="write a diverging heatmap PNG here")
     cmp.add_argument("--out", default=None, help="write the comparison JSON here")
     cmp.set_defaults(run=_cmd_compare)
