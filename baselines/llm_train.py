@@ -538,11 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agent-envs train-llm: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     except ImportError as error:
-        print(
-            f"agent-envs train-llm: error: {error} (install the extra: pip install "
-            "'agent-envs[rl]')",
-            file=sys.stderr,
-        )
+        from agent_envs import install_hint
+
+        print(f"agent-envs train-llm: error: {error} ({install_hint('rl')})", file=sys.stderr)
         return 2
 
 

@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import time
+import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,7 +29,7 @@ from agent_envs.evaluation.rollout import (
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings, check_tasks
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
-from wrappers import ActionHints
+from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.validators import (
     check_bool,
@@ -37,7 +39,7 @@ from wrappers.validators import (
     check_probability,
 )
 
-__all__ = ["evaluate", "resolve_env"]
+__all__ = ["build_stack", "describe_wrappers", "evaluate", "resolve_env"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +74,7 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
 _GRID = "the evaluator's T grid (budgets=...)"
 
 
-def _build(
+def build_stack(
     make_env: Callable[[], gym.Env],
     max_budget: int,
     visible: bool,
@@ -113,6 +115,48 @@ def _env_name(base: gym.Env) -> str:
     return f"{spec.id} {json.dumps(changed, sort_keys=True, default=repr)}"
 
 
+# gym.make adds these for every id alike; the evaluator adds ActionHints for the
+# policy's required_info and drives any TurnBudget/BudgetMix itself.
+_UNDESCRIBED = (
+    gym.wrappers.PassiveEnvChecker,
+    gym.wrappers.OrderEnforcing,
+    gym.wrappers.TimeLimit,
+    TurnBudget,
+    ActionHints,
+)
+
+
+def describe_wrappers(env: gym.Env) -> tuple[str, ...]:
+    """Return the wrappers of ``env``'s stack that change what an episode does, outermost first.
+
+    Each is ``Name`` or ``Name {"arg": value}`` with the arguments it recorded
+    (``gymnasium.utils.RecordConstructorArgs``).  They belong to the resume
+    check: a run with ``ChatHistory(window=2)`` shows the agent other prompts
+    than one without it, so its episodes must not be mixed into the same log.
+    The budget wrappers are left out (the evaluator sets T per episode and
+    their visibility is the run's ``mode``), as are the wrappers ``gym.make``
+    adds to every env and ``ActionHints`` (a consequence of the policy).
+
+    >>> import gymnasium as gym, agent_envs
+    >>> from wrappers import ChatHistory
+    >>> describe_wrappers(ChatHistory(gym.make("agent_envs/GuessNumber-v0"), window=2))
+    ('ChatHistory {"record": "action", "system_prompt": null, "window": 2}',)
+    """
+    names = []
+    while isinstance(env, gym.Wrapper):
+        if not isinstance(env, _UNDESCRIBED):
+            recorded = dict(getattr(env, "_saved_kwargs", None) or {})
+            recorded.pop("env", None)
+            # An argument JSON cannot hold (a callable, say) is named by its type:
+            # its repr may hold a memory address, which would differ every run.
+            arguments = json.dumps(
+                recorded, sort_keys=True, default=lambda value: type(value).__qualname__
+            )
+            names.append(type(env).__name__ + (f" {arguments}" if recorded else ""))
+        env = env.env
+    return tuple(names)
+
+
 def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     """Check the env reports success; return whether it has a working oracle."""
     _, info = env.reset(seed=0, options={TASK_ID: task_id, BUDGET: budget})
@@ -125,6 +169,18 @@ def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     except (AttributeError, NotImplementedError):
         return False
     return True
+
+
+def _warn_if_tasks_repeat(base: gym.Env, n_tasks: int, name: str) -> None:
+    """Warn when more tasks are asked for than the env has distinct instances."""
+    supply = getattr(base, "task_supply", None)
+    if supply is not None and n_tasks > supply:
+        warnings.warn(
+            f"{name} has only {supply} distinct tasks, so {n_tasks} tasks repeat instances "
+            f"and the interval over tasks comes out too narrow; ask for at most {supply}.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) -> np.ndarray:
@@ -176,6 +232,7 @@ def evaluate(
     progress: bool = False,
     agent_name: str | None = None,
     env_name: str | None = None,
+    step_quality: int = 0,
 ) -> EvalResult:
     """Measure the Pass@(K,T) surface of ``policy`` on ``env``.
 
@@ -220,6 +277,10 @@ def evaluate(
         n_bootstrap, confidence: the bootstrap interval over tasks.
         progress: show a tqdm progress bar (if tqdm is installed).
         agent_name, env_name: names to record instead of the derived ones.
+        step_quality: also judge the policy on this many shared reference
+            states per task (``diagnostics["step_quality"]``, see
+            :func:`~agent_envs.evaluation.step_quality`); 0 (default) skips it.
+            Needs the oracle; the states are seeded by ``seed``.
 
     Returns:
         An :class:`EvalResult`.
@@ -241,6 +302,7 @@ def evaluate(
     budget_grid = check_grid(budgets, "budgets (T)")
     task_ids = check_tasks(tasks)
     _check_options(visible_budget, diagnostics, max_error_rate, n_bootstrap, confidence)
+    check_int(step_quality, "step_quality", 0)
     if transcripts and log_path is None:
         raise ValueError("transcripts are written to the run log: pass log_path as well.")
     adapter = adapt_policy(policy)
@@ -251,22 +313,24 @@ def evaluate(
         batch_size = check_int(batch_size, "batch_size", 1)
 
     wants = adapter.required_info
-    probe, probe_budget = _build(make_env, max(budget_grid), visible_budget, wants, _GRID)
+    probe, probe_budget = build_stack(make_env, max(budget_grid), visible_budget, wants, _GRID)
     name = name or _env_name(probe.unwrapped)
     visible = visible_budget or adapter.budget_aware or probe_budget.visible
     # Hidden: episodes run at max(T), a budget the policy must not see.
     probe_budget.report(visible)
 
     def build() -> gym.Env:
-        env, budget = _build(make_env, max(budget_grid), visible_budget, wants)
+        env, budget = build_stack(make_env, max(budget_grid), visible_budget, wants)
         budget.report(visible)
         return env
 
     has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
+    _warn_if_tasks_repeat(probe.unwrapped, len(task_ids), name)
     if diagnostics and not has_oracle:
         logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
     settings = EvalSettings.build(
         env=name,
+        wrappers=describe_wrappers(probe),
         agent=agent_name or adapter.name,
         ks=ks,
         budgets=budget_grid,
@@ -291,10 +355,32 @@ def evaluate(
         else:
             run_sequential(adapter, probe, run.todo, options, run.finish)
     records = run.records()
+    diagnosed = summarize(
+        records,
+        settings.budgets,
+        settings.mode,
+        settings.diagnostics,
+        privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
+    )
+    if step_quality and has_oracle:
+        # Imported here: step_quality builds its stacks with this module's build_stack.
+        from agent_envs.evaluation.step_quality import step_quality as judge_steps
+
+        diagnosed["step_quality"] = judge_steps(
+            policy,
+            env,
+            tasks=task_ids,
+            states_per_task=step_quality,
+            seed=seed,
+            max_turns=max(budget_grid),
+            visible_budget=visible_budget,
+            batch_size=batch_size,
+        )
     counts = _success_counts(settings, records)
     values = EvalResult.per_task(settings.samples, counts, ks)
     surface, low, high = EvalResult.surface_and_interval(values, n_bootstrap, seed, confidence)
     errors = [record.error for record in records if record.error is not None]
+    error_counts = Counter(errors)  # in first-seen order
     elapsed = time.perf_counter() - started
     return EvalResult(
         env_id=name,
@@ -313,17 +399,14 @@ def evaluate(
         n_bootstrap=n_bootstrap,
         episodes=len(records),
         errors=len(errors),
-        error_examples=list(dict.fromkeys(errors))[:5],
-        diagnostics=summarize(
-            records,
-            settings.budgets,
-            settings.mode,
-            settings.diagnostics,
-            privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
-        ),
+        error_examples=list(error_counts)[:5],
+        error_counts=list(error_counts.values())[:5],
+        diagnostics=diagnosed,
         settings={
+            "wrappers": list(settings.wrappers),
             "visible_budget": visible_budget,
             "diagnostics": settings.diagnostics,
+            "step_quality": step_quality if has_oracle else 0,
             "batch_size": batch_size if adapter.batched else 1,
             "max_error_rate": max_error_rate,
         },
