@@ -52,11 +52,11 @@ import numpy as np
 # ------------------------------------------------------------------ settings
 SEEDS = (0, 1, 2)
 TRAIN_TASKS = tuple(range(64))
-EVAL_TASKS = tuple(range(10_000, 10_100))
+EVAL_TASKS = tuple(range(10_000, 10_050))
 EVAL_SAMPLES = 4
 KS = (1, 2, 4)
-WARM_START_STEPS = 200
-GRPO_STEPS = 40
+WARM_START_STEPS = 150
+GRPO_STEPS = 30
 LEARNING_RATE = 1e-3
 K = 8  # attempts per task in a GRPO group
 TASKS_PER_STEP = 4  # so 32 episodes per GRPO step
@@ -215,17 +215,15 @@ def _recovery(result: Any, budget: int) -> tuple[int, int]:
     return int(entry.get("recovered") or 0), int(entry.get("recoverable") or 0)
 
 
-def _step_quality(result: Any) -> float | None:
-    quality = (result.diagnostics or {}).get("step_quality")
-    if not quality:
-        return None
-    for key in ("optimal_rate", "rate", "overall"):
-        value = quality.get(key)
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, dict) and isinstance(value.get("rate"), (int, float)):
-            return float(value["rate"])
-    return None
+def _step_quality(group: list[Any], prefix: str) -> str:
+    """Return one pooled step-quality figure of a regime, e.g. ``prefix="recovery_"``."""
+    hits = states = 0.0
+    for result in group:
+        quality = (result.diagnostics or {}).get("step_quality") or {}
+        rate, count = quality.get(f"{prefix}optimal_rate"), quality.get(f"{prefix}states") or 0
+        if rate is not None and count:
+            hits, states = hits + rate * count, states + count
+    return f"{hits / states:.3f} (n={int(states)})" if states else "n/a"
 
 
 def report(
@@ -235,8 +233,8 @@ def report(
     from agent_envs.evaluation import compare
     from agent_envs.evaluation.plotting import plot_grid
 
-    plan = PLANS[env_id]
-    budgets = list(plan.eval_budgets)
+    budgets = list(results[names[0]][0].budgets)
+    ks = list(results[names[0]][0].ks)
     slug = _slug(env_id)
     lines = [f"## {env_id}", ""]
     summary: dict[str, Any] = {"regimes": {}, "versus_warm": {}}
@@ -251,7 +249,7 @@ def report(
         header = "| K \\ T | " + " | ".join(f"T={t}" for t in budgets) + " |"
         lines += [f"**{name}** ({len(results[name])} seeds)", "", header]
         lines.append("|" + "---|" * (len(budgets) + 1))
-        for i, k in enumerate(KS):
+        for i, k in enumerate(ks):
             cells = [
                 _cell(surface["mean"][i, j], surface["low"][i, j], surface["high"][i, j])
                 for j in range(len(budgets))
@@ -261,12 +259,13 @@ def report(
         plot_grid(
             out / f"{slug}-{name}.png",
             surface["mean"],
-            KS,
+            ks,
             budgets,
             title=f"{slug} {name}: Pass@(K,T), mean of {len(results[name])} seeds",
             vmin=0.0,
             vmax=1.0,
             cmap="viridis",
+            label="Pass@(K,T)",
         )
     seed_level = _compare_takes_lists()
     lines += ["### Each regime minus warm start, Pass@(1,T), seed level", ""]
@@ -283,17 +282,16 @@ def report(
             summary["versus_warm"][name] = data
             cells = [
                 _cell(
-                    difference.surface[0, j],
+                    difference.diff[0, j],
                     difference.ci_low[0, j],
                     difference.ci_high[0, j],
                     True,
                 )
                 for j in range(len(budgets))
             ]
-            p_values = data.get("p_values") or data.get("p_value")
             p_text = "n/a"
-            if p_values is not None:
-                p_text = f"{np.asarray(p_values)[0, -1]:.3f}"
+            if difference.p_value is not None:
+                p_text = f"{difference.p_value[0, -1]:.3f} (min {difference.min_p_value:.3f})"
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {p_text} |")
             difference.plot(out / f"{slug}-{name}-minus-warm.png")
         lines += [""]
@@ -306,7 +304,7 @@ def report(
                 summary[f"mix_minus_{other}"] = difference.to_dict()
                 cells = [
                     _cell(
-                        difference.surface[0, j],
+                        difference.diff[0, j],
                         difference.ci_low[0, j],
                         difference.ci_high[0, j],
                         True,
@@ -318,33 +316,36 @@ def report(
     lines += [
         "### Diagnostics (pooled over seeds)",
         "",
-        "| regime | invalid-action rate | decision quality | step quality (shared states) | "
+        "Step quality: the optimal-action rate on one shared set of reference states "
+        "(from noisy-oracle trajectories), all of them, those right after a reference "
+        "mistake (recovery) and the others (on path).  Recovery per T: of the "
+        "recoverable errors (valid non-optimal actions), the share after which the "
+        "agent regained its pre-error oracle distance within T.",
+        "",
+        "| regime | invalid-action rate | decision quality | step quality | "
+        "step quality, recovery states | step quality, on path | "
         + " | ".join(f"recovery T={t}" for t in budgets)
         + " |",
-        "|" + "---|" * (len(budgets) + 4),
+        "|" + "---|" * (len(budgets) + 6),
     ]
     for name in names:
         group = results[name]
         invalid = np.mean([(r.diagnostics or {}).get("invalid_action_rate") or 0.0 for r in group])
         quality = [(r.diagnostics or {}).get("decision_quality") for r in group]
         quality = [q for q in quality if isinstance(q, (int, float))]
-        steps = [q for q in (_step_quality(r) for r in group) if q is not None]
-        cells = []
+        cells = [
+            f"{invalid:.3f}",
+            f"{np.mean(quality):.3f}" if quality else "n/a",
+            _step_quality(group, ""),
+            _step_quality(group, "recovery_"),
+            _step_quality(group, "on_path_"),
+        ]
         for t in budgets:
             counts = np.array([_recovery(r, t) for r in group])
             recovered, recoverable = counts.sum(axis=0) if len(counts) else (0, 0)
-            cells.append(
-                f"{recovered / recoverable:.2f} (n={recoverable})" if recoverable else "n/a"
-            )
-        lines.append(
-            f"| {name} | {invalid:.3f} | "
-            + (f"{np.mean(quality):.3f}" if quality else "n/a")
-            + " | "
-            + (f"{np.mean(steps):.3f}" if steps else "n/a")
-            + " | "
-            + " | ".join(cells)
-            + " |"
-        )
+            rate = f"{recovered / recoverable:.2f} (n={recoverable})" if recoverable else "n/a"
+            cells.append(rate)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
         summary["regimes"][name]["diagnostics"] = [r.diagnostics for r in group]
     lines += [""]
     return lines, summary
