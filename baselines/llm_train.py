@@ -95,7 +95,7 @@ class LLMTrainConfig:
     warm_start: int = 300
     warm_start_episodes: int = 4
     warm_start_epsilon: float = 0.25
-    warm_start_lr: float = 3e-3
+    warm_start_lr: float = 1e-2
     process_reward: float = 0.0
     seed: int = 0
     max_new_tokens: int = 8

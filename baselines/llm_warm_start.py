@@ -104,7 +104,7 @@ def warm_start(
     rows: list[dict[str, list[int]]],
     steps: int,
     *,
-    learning_rate: float = 3e-3,
+    learning_rate: float = 1e-2,
     batch_size: int = 16,
     seed: int = 0,
     output_dir: str = "warm-start",

@@ -55,7 +55,8 @@ TRAIN_TASKS = tuple(range(64))
 EVAL_TASKS = tuple(range(10_000, 10_050))
 EVAL_SAMPLES = 4
 KS = (1, 2, 4)
-WARM_START_STEPS = 150
+WARM_START_STEPS = 120
+WARM_START_LR = 1e-2
 GRPO_STEPS = 30
 LEARNING_RATE = 1e-3
 K = 8  # attempts per task in a GRPO group
@@ -116,7 +117,13 @@ def warm_start_job(env_id: str, work: Path, steps: int, tasks: tuple[int, ...]) 
         return str(out)
     plan = PLANS[env_id]
     config = LLMTrainConfig(
-        env_id, BudgetSpec.fixed(plan.long), tasks=tasks, warm_start=steps, steps=0, seed=0
+        env_id,
+        BudgetSpec.fixed(plan.long),
+        tasks=tasks,
+        warm_start=steps,
+        warm_start_lr=WARM_START_LR,
+        steps=0,
+        seed=0,
     )
     train_llm(config, out, log=lambda line: print(f"[{_slug(env_id)} warm] {line}", flush=True))
     return str(out)
@@ -452,7 +459,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Wall time: {total / 60:.1f} min with {args.workers} worker processes, 1 torch thread "
         "each, on a 2-core machine shared with other jobs (an upper bound of what it needs).",
         "",
-        f"Settings: seeds {list(seeds)}; warm start {warm_steps} steps on training task ids "
+        f"Settings: seeds {list(seeds)}; warm start {warm_steps} steps (lr {WARM_START_LR}) on "
+        "training task ids "
         f"{train_tasks[0]}..{train_tasks[-1]}; GRPO {grpo_steps} steps, K={K}, {TASKS_PER_STEP} "
         f"tasks a step, lr {LEARNING_RATE}; evaluation on held-out task ids "
         f"{eval_tasks[0]}..{eval_tasks[-1]}, {samples} attempts each at temperature 1, "
