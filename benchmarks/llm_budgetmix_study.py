@@ -57,13 +57,13 @@ EVAL_SAMPLES = 4
 KS = (1, 2, 4)
 WARM_START_STEPS = 120
 WARM_START_LR = 1e-2
-GRPO_STEPS = 30
+GRPO_STEPS = 15
 LEARNING_RATE = 1e-3
 K = 8  # attempts per task in a GRPO group
 TASKS_PER_STEP = 4  # so 32 episodes per GRPO step
 PROCESS_REWARD_COEF = 0.3
 STEP_QUALITY_STATES = 2  # reference states per evaluation task
-WORKERS = 2
+WORKERS = 3
 
 
 @dataclass(frozen=True)
