@@ -62,11 +62,22 @@ def rollout(budget=T8, **kwargs):
     return EpisodeRollout(GUESS, budget, seed=kwargs.pop("seed", 0), max_new_tokens=8, **kwargs)
 
 
+#: Two tasks whose secrets the oracle finds in 2 turns: GRPO can improve on them in
+#: a few dozen cheap steps (episodes of at most 4 turns).
+SHORT_TASKS = (10, 83)
+
+
 @pytest.fixture(scope="module")
 def warm_path(tiny_path, tmp_path_factory):
-    """The tiny model after a short warm start: it plays GuessNumber in the right format."""
+    """The tiny model after a short warm start on mostly random replies (epsilon 0.7).
+
+    It writes well-formed replies (a few percent invalid) but rarely solves a task, which
+    leaves GRPO room to improve.
+    """
     model, tokenizer = load(tiny_path)
-    rows = demonstrations(model, tokenizer, rollout(), range(16), 2)
+    rows = demonstrations(
+        model, tokenizer, rollout(BudgetSpec.fixed(6)), SHORT_TASKS, 16, epsilon=0.7
+    )
     model = warm_start(model, tokenizer, rows, 60, batch_size=8, output_dir=str(tiny_path / "ws"))
     path = tmp_path_factory.mktemp("llm") / "warm"
     model.save_pretrained(path)
@@ -320,27 +331,28 @@ def test_process_return_counts_turns_of_progress(tiny_path):
 def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_path):
     from baselines.llm_train import LLMTrainConfig, train_llm
 
-    tasks = (0, 1, 2, 3)
-    probe = [task for task in tasks for _ in range(16)]
-    before, _, _ = play(warm_path, probe, seed=99)
+    short = BudgetSpec.fixed(4)
+    probe = [task for task in SHORT_TASKS for _ in range(32)]
+    before, _, _ = play(warm_path, probe, short, seed=99)
     config = LLMTrainConfig(
         GUESS,
-        BudgetSpec.fixed(8),
+        short,
         model=str(warm_path),
-        tasks=tasks,
+        tasks=SHORT_TASKS,
         k=8,
         tasks_per_step=2,
-        steps=30,
-        learning_rate=2e-3,
+        steps=20,
+        learning_rate=1e-3,
         warm_start=0,
     )
     out = train_llm(config, tmp_path / "run", log=lambda line: None)
-    after, _, _ = play(out, probe, seed=99)
+    after, _, _ = play(out, probe, short, seed=99)
     rate = lambda episodes: sum(e.success for e in episodes) / len(episodes)  # noqa: E731
+    # Measured here: 0.00 before, 0.27 after (64 episodes, seeds fixed).
     assert rate(after) >= rate(before) + 0.15, (rate(before), rate(after))
     sidecar = json.loads((out / "train_llm.json").read_text())
-    assert sidecar["config"]["budget"]["budgets"] == [8]
-    assert len(sidecar["log"]) == 30
+    assert sidecar["config"]["budget"]["budgets"] == [4]
+    assert len(sidecar["log"]) == 20
 
 
 def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
