@@ -17,7 +17,7 @@ from agent_envs.evaluation.rollout import EpisodeRecord, episode_seed
 from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
-from agent_envs.evaluation.settings import HIDDEN, VISIBLE
+from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 
 __all__ = [
     "HIDDEN",
@@ -25,6 +25,7 @@ __all__ = [
     "CompareResult",
     "EpisodeRecord",
     "EvalResult",
+    "EvalSettings",
     "PerEpisode",
     "RunAborted",
     "RunLogLocked",

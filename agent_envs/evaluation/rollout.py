@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -27,12 +27,14 @@ from agent_envs.protocol import (
     ActionParser,
 )
 
+if TYPE_CHECKING:  # settings.py imports this module for EpisodeKey
+    from agent_envs.evaluation.settings import EvalSettings
+
 __all__ = [
     "TRANSCRIPT_TEXT_LIMIT",
     "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
-    "RunOptions",
     "clip_text",
     "episode_seed",
     "run_lockstep",
@@ -157,19 +159,6 @@ class EpisodeRecord:
         return cls(**{attr: data[name] for name, attr in cls._JSON_KEYS})
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """How episodes are played and recorded.
-
-    Attributes:
-        diagnose: ask the oracle before every action (diagnostics).
-        transcripts: keep every observation and action.
-    """
-
-    diagnose: bool = False
-    transcripts: bool = False
-
-
 class EpisodeRun:
     """The bookkeeping of one episode in progress (hot loop: keep it lean)."""
 
@@ -183,14 +172,14 @@ class EpisodeRun:
         "transcript",
     )
 
-    def __init__(self, key: EpisodeKey, base: Any, options: RunOptions) -> None:
+    def __init__(self, key: EpisodeKey, base: Any, settings: EvalSettings) -> None:
         self.key = key
         self.base = base
-        self.diagnose = options.diagnose
+        self.diagnose = settings.diagnostics
         self.record = EpisodeRecord(key.task_id, key.sample, key.seed, key.budget)
         if self.diagnose:
             self.record.judged = self.record.optimal = 0
-        self.transcript: dict[str, Any] | None = {} if options.transcripts else None
+        self.transcript: dict[str, Any] | None = {} if settings.transcripts else None
         self._oracle: frozenset[str] = frozenset()
         self._parse_action = (
             base.parse_action if self.diagnose and isinstance(base, ActionParser) else None
@@ -288,14 +277,14 @@ def run_sequential(
     adapter: PolicyAdapter,
     env: gym.Env,
     keys: Iterable[EpisodeKey],
-    options: RunOptions,
+    settings: EvalSettings,
     finish: Finish,
 ) -> None:
     """Play ``keys`` one after another on ``env``, calling ``finish`` after each."""
     base = env.unwrapped
-    diagnose = options.diagnose
+    diagnose = settings.diagnostics
     for key in keys:
-        run = EpisodeRun(key, base, options)
+        run = EpisodeRun(key, base, settings)
         # Reset first, so that an episode whose factory fails still records its
         # task's oracle horizon (diagnostics group episodes by it).
         observation, info = run.reset(env)
@@ -325,7 +314,7 @@ def run_lockstep(
     adapter: PolicyAdapter,
     envs: list[gym.Env],
     keys: Iterable[EpisodeKey],
-    options: RunOptions,
+    settings: EvalSettings,
     finish: Finish,
 ) -> None:
     """Play ``keys`` on ``len(envs)`` slots at once, one ``act_batch`` call per turn.
@@ -340,7 +329,7 @@ def run_lockstep(
     def refill(env: gym.Env) -> None:
         key = next(pending, None)
         if key is not None:
-            run = EpisodeRun(key, env.unwrapped, options)
+            run = EpisodeRun(key, env.unwrapped, settings)
             live.append([env, run, *run.reset(env)])
 
     for env in envs:
