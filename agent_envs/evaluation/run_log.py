@@ -32,8 +32,9 @@ from agent_envs.evaluation.settings import EvalSettings
 
 __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
-#: /2: the header holds the whole EvalSettings; resuming compares its episode fields.
-LOG_FORMAT = "agent-envs-runlog/2"
+# /2: episodes record every judged turn and the per-error recovery (oracle_errors).
+# /3: the header holds the whole EvalSettings; resuming compares its episode fields.
+LOG_FORMAT = "agent-envs-runlog/3"
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -49,6 +50,32 @@ def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
         if old.get(key) != new.get(key)
     ]
     return "; ".join(changes) or "unknown difference"
+
+
+def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
+    """Refuse a log that is not one, is of another format, or was written for other episodes."""
+    fmt = header.get("format") if isinstance(header, dict) else None
+    old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
+    if old and fmt != LOG_FORMAT:
+        raise ValueError(
+            f"{path} is an older run log ({fmt}, this version writes "
+            f"{LOG_FORMAT}) whose episodes lack today's diagnostics; pass a new --log path."
+        )
+    if not isinstance(header, dict) or fmt != LOG_FORMAT:
+        raise ValueError(
+            f"{path} is not an agent-envs run log (no header line); "
+            "pass a new --log path or delete the file."
+        )
+    # Only the fields that change what an episode does must match.
+    wanted = settings.episode_key()
+    logged = header.get("settings") if isinstance(header.get("settings"), dict) else {}
+    logged = {key: logged.get(key) for key in wanted}
+    if logged != wanted:
+        raise ValueError(
+            f"{path} was written with different settings "
+            f"({_describe_difference(logged, wanted)}); "
+            "use another --log path, or the same settings to resume."
+        )
 
 
 class RunLogLocked(OSError):
@@ -125,25 +152,7 @@ class RunLog:
             header = json.loads(body[0]) if body else None
         except (UnicodeDecodeError, json.JSONDecodeError):
             header = None
-        if not isinstance(header, dict) or header.get("type") != "header":
-            raise ValueError(
-                f"{path} is not an agent-envs run log (no header line); "
-                "pass a new --log path or delete the file."
-            )
-        if header.get("format") != LOG_FORMAT:
-            raise ValueError(
-                f"{path} was written by another version of agent-envs (format "
-                f"{header.get('format')!r}, this one reads {LOG_FORMAT!r}); pass a new --log path."
-            )
-        wanted = settings.episode_key()
-        logged = header.get("settings") if isinstance(header.get("settings"), dict) else {}
-        logged = {key: logged.get(key) for key in wanted}
-        if logged != wanted:
-            raise ValueError(
-                f"{path} was written with different settings "
-                f"({_describe_difference(logged, wanted)}); "
-                "use another --log path, or the same settings to resume."
-            )
+        _check_header(path, header, settings)
         records: dict[tuple, EpisodeRecord] = {}
         budgets, tasks = set(settings.budgets), set(settings.tasks)
         for number, line in enumerate(body[1:], start=2):

@@ -14,9 +14,15 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
+from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
-from agent_envs.evaluation.rollout import EpisodeRecord, run_lockstep, run_sequential
+from agent_envs.evaluation.rollout import (
+    EpisodeRecord,
+    RunContext,
+    run_lockstep,
+    run_sequential,
+)
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
@@ -169,13 +175,17 @@ class _Run:
         """Play every episode the log does not hold yet; return the run's bookkeeping."""
         settings, adapter = self.settings, self.adapter
         run = RunState(settings)
+        # The budget owner keeps budget keys out of a hidden run's info; a policy
+        # that asks for them anyway is told so once (see hidden_budget).
+        reads = None if settings.mode == VISIBLE else BudgetReads()
+        context = RunContext(settings, hidden_budget=reads)
         with run:
             if adapter.batched:
                 slots = min(settings.batch_size, max(len(run.todo), 1))
                 envs = [self.probe] + [self.build() for _ in range(slots - 1)]
-                run_lockstep(adapter, envs, run.todo, settings, run.finish)
+                run_lockstep(adapter, envs, run.todo, context, run.finish)
             else:
-                run_sequential(adapter, self.probe, run.todo, settings, run.finish)
+                run_sequential(adapter, self.probe, run.todo, context, run.finish)
         return run
 
     def result(self, run: RunState, elapsed: float) -> EvalResult:
@@ -188,7 +198,13 @@ class _Run:
             values, settings.n_bootstrap, settings.seed, settings.confidence
         )
         errors = [record.error for record in records if record.error is not None]
-        diagnostics = summarize(records, settings.budgets, settings.mode, settings.diagnostics)
+        diagnostics = summarize(
+            records,
+            settings.budgets,
+            settings.mode,
+            settings.diagnostics,
+            privileged=bool(getattr(self.probe.unwrapped, "privileged_oracle", False)),
+        )
         return EvalResult(
             settings=settings,
             surface=surface,
