@@ -18,6 +18,7 @@ from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
+from agent_envs.evaluation.step_quality import NoisyOracleReference, step_quality
 
 __all__ = [
     "HIDDEN",
@@ -26,6 +27,7 @@ __all__ = [
     "EpisodeRecord",
     "EvalResult",
     "EvalSettings",
+    "NoisyOracleReference",
     "PerEpisode",
     "RunAborted",
     "RunLogLocked",
@@ -33,4 +35,5 @@ __all__ = [
     "episode_seed",
     "evaluate",
     "pass_at_k",
+    "step_quality",
 ]

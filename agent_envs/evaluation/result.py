@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.evaluation.formatting import write_json
+from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
 from agent_envs.evaluation.settings import EvalSettings
 
@@ -24,6 +25,34 @@ RESULT_FORMAT = "agent-envs-result/2"
 # Salts the bootstrap stream so that it never reuses the episodes' seeds.
 _BOOTSTRAP_STREAM = 0xB0075
 _ARRAYS = ("surface", "ci_low", "ci_high")
+
+
+_RESULT_FORMAT_1 = "agent-envs-result/1"
+# Format 1 kept the settings as top-level fields (old name -> EvalSettings field)
+# plus a loose "settings" dict.
+_FORMAT_1_FIELDS = {
+    "env_id": "env_name",
+    "agent": "agent_name",
+    "mode": "mode",
+    "ks": "ks",
+    "budgets": "budgets",
+    "task_ids": "tasks",
+    "samples": "samples",
+    "seed": "seed",
+    "confidence": "confidence",
+    "n_bootstrap": "n_bootstrap",
+}
+
+
+def _from_format_1(data: dict[str, Any]) -> dict[str, Any]:
+    """Return a format-1 result dict in today's layout: its settings become one object."""
+    data = dict(data)
+    settings = {new: data.pop(old) for old, new in _FORMAT_1_FIELDS.items() if old in data}
+    loose = data.pop("settings", None)
+    known = {item.name for item in dataclasses.fields(EvalSettings)}
+    if isinstance(loose, dict):
+        settings.update({key: value for key, value in loose.items() if key in known})
+    return {**data, "format": RESULT_FORMAT, "settings": settings}
 
 
 def bootstrap_rng(seed: int) -> np.random.Generator:
@@ -50,7 +79,8 @@ class EvalResult:
         surface, ci_low, ci_high: arrays of shape ``(len(ks), len(budgets))``.
         success_counts: int array of shape ``(len(task_ids), len(budgets))``.
         episodes: episodes counted; errors: how many of them the policy broke.
-        error_examples: up to five distinct error messages.
+        error_examples: up to five distinct error messages, first seen first.
+        error_counts: how many episodes ended in each of ``error_examples``.
         diagnostics: see :mod:`agent_envs.evaluation.diagnostics`, or ``None``.
         timing: wall time, episodes run and resumed, env steps, policy calls.
         version: the ``agent_envs`` version that produced the result.
@@ -64,6 +94,7 @@ class EvalResult:
     episodes: int = 0
     errors: int = 0
     error_examples: list[str] = field(default_factory=list)
+    error_counts: list[int] = field(default_factory=list)
     diagnostics: dict[str, Any] | None = None
     timing: dict[str, Any] = field(default_factory=dict)
     version: str = ""
@@ -118,7 +149,12 @@ class EvalResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalResult:
-        """Rebuild a result from :meth:`to_dict` output, with a clear error if it is not one."""
+        """Rebuild a result from :meth:`to_dict` output, with a clear error if it is not one.
+
+        Results written in the first format (``agent-envs-result/1``) load too.
+        """
+        if isinstance(data, dict) and data.get("format") == _RESULT_FORMAT_1:
+            data = _from_format_1(data)
         if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
             raise ValueError(
                 f"not an agent-envs result (expected format {RESULT_FORMAT!r}); "
@@ -132,15 +168,79 @@ class EvalResult:
         try:
             for name in _ARRAYS:
                 fields[name] = np.asarray(fields[name], dtype=float)
-            fields["success_counts"] = np.asarray(fields["success_counts"], dtype=np.int64)
+            counts = np.asarray(fields["success_counts"], dtype=float)
+            if not np.array_equal(counts, np.round(counts)):
+                raise ValueError("success_counts must hold whole numbers")
+            fields["success_counts"] = counts.astype(np.int64)
             fields["settings"] = EvalSettings.from_json(fields["settings"])
             result = cls(**fields)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed result ({exc}).") from None
-        shape = (len(result.ks), len(result.budgets))
-        if any(getattr(result, name).shape != shape for name in _ARRAYS):
-            raise ValueError(f"malformed result: the surface is not {shape[0]}x{shape[1]} (K x T).")
+        problem = result._inconsistency()
+        if problem:
+            raise ValueError(f"malformed result: {problem}.")
         return result
+
+    def _inconsistency(self) -> str:
+        """Return what makes this result self-contradictory, or ``""`` if nothing does.
+
+        Design decision: a loaded result is checked against itself, not only
+        for its shape: the surface must be what its ``success_counts`` give,
+        so that :func:`compare` (which resamples the counts) and the table
+        (which shows the surface) can never disagree.
+        """
+
+        def ints(values: Any, minimum: int) -> bool:
+            return isinstance(values, list) and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in values
+            )
+
+        if not (ints(self.ks, 1) and ints(self.budgets, 1) and self.ks and self.budgets):
+            return "ks and budgets must be non-empty lists of ints >= 1"
+        if self.ks != sorted(set(self.ks)) or self.budgets != sorted(set(self.budgets)):
+            return "ks and budgets must be sorted and distinct"
+        if not ints(self.task_ids, 0) or not self.task_ids:
+            return "task_ids must be a non-empty list of ints >= 0"
+        if len(set(self.task_ids)) != len(self.task_ids):
+            return "task_ids must be distinct"
+        if not ints([self.samples], max(self.ks)):
+            return f"samples must be an int >= max(K) = {max(self.ks)}"
+        if not ints([self.episodes, self.errors], 0) or self.errors > self.episodes:
+            return "episodes and errors must be ints with errors <= episodes"
+        if self.mode not in ("hidden", "visible"):
+            return f"mode must be 'hidden' or 'visible', got {self.mode!r}"
+        grid = (len(self.ks), len(self.budgets))
+        for name in _ARRAYS:
+            values = getattr(self, name)
+            if values.shape != grid:
+                return f"{name} is not {grid[0]}x{grid[1]} (K x T)"
+            if not np.all(np.isfinite(values)) or values.min() < 0 or values.max() > 1:
+                return f"{name} must hold numbers in [0, 1]"
+        counts = self.success_counts
+        if counts.shape != (len(self.task_ids), len(self.budgets)):
+            return (
+                f"success_counts is not {len(self.task_ids)}x{len(self.budgets)} (tasks x T), "
+                f"it is {'x'.join(str(n) for n in counts.shape)}"
+            )
+        if counts.size and (counts.min() < 0 or counts.max() > self.samples):
+            return f"success_counts must lie in [0, samples={self.samples}]"
+        if not np.allclose(self.per_task_values().mean(axis=0), self.surface, atol=1e-9):
+            return "the surface is not what its success_counts give"
+        if np.any(self.ci_low > self.ci_high):
+            return "ci_low exceeds ci_high"
+        return ""
+
+    def error_summary(self) -> str:
+        """Return ``"E of N episodes ended in a policy error: 3x '...'; ..."``, or ``""``."""
+        if not self.errors:
+            return ""
+        counts = self.error_counts if len(self.error_counts) == len(self.error_examples) else []
+        kinds = error_summary(zip(self.error_examples, counts, strict=True)) if counts else ""
+        if not kinds and self.error_examples:
+            kinds = f"first: {self.error_examples[0]!r}"
+        return f"{self.errors} of {self.episodes} episodes ended in a policy error" + (
+            f": {kinds}" if kinds else ""
+        )
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_dict` as JSON to ``path``, creating its folder."""
@@ -180,18 +280,22 @@ class EvalResult:
             interval = f"{self.confidence:.0%} bootstrap interval over tasks"
             lines.append(f"[{interval}, {self.n_bootstrap} resamples]")
         if self.errors:
-            lines.append(f"{self.errors} of {self.episodes} episodes ended in a policy error.")
+            lines.append(self.error_summary() + ".")
         if self.diagnostics:
             from agent_envs.evaluation.formatting import diagnostics_lines
 
             lines.extend(diagnostics_lines(self.diagnostics, self.budgets))
         return "\n".join(lines)
 
-    def plot(self, path: str | os.PathLike[str]) -> None:
-        """Write the surface as a heatmap PNG (needs the ``[plot]`` extra: matplotlib)."""
+    def plot(self, path: str | os.PathLike[str]) -> Path:
+        """Write the surface as a heatmap (needs the ``[plot]`` extra); return the path written.
+
+        ``.png`` is added to a path without a suffix (see
+        :func:`~agent_envs.evaluation.plotting.plot_path`).
+        """
         from agent_envs.evaluation.plotting import plot_grid
 
-        plot_grid(
+        return plot_grid(
             path,
             self.surface,
             self.ks,
@@ -200,6 +304,7 @@ class EvalResult:
             vmin=0.0,
             vmax=1.0,
             cmap="viridis",
+            label="Pass@(K,T)",
         )
 
     def __repr__(self) -> str:

@@ -31,12 +31,15 @@ from agent_envs.protocol import (
 if TYPE_CHECKING:  # settings.py imports this module for EpisodeKey
     from agent_envs.evaluation.settings import EvalSettings
 
+# Spelled here, not imported: settings.py imports this module.
+_VISIBLE = "visible"
+
 __all__ = [
     "TRANSCRIPT_TEXT_LIMIT",
     "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
-    "RunContext",
+    "RunOptions",
     "clip_text",
     "episode_seed",
     "run_lockstep",
@@ -174,20 +177,32 @@ class EpisodeRecord:
 
 
 @dataclass(frozen=True)
-class RunContext:
-    """What every episode of one run shares: its settings and the run's own state.
+class RunOptions:
+    """How the episodes of one run are played and recorded.
+
+    The evaluator derives them from its settings in one place,
+    :meth:`for_settings`; step quality builds its own for reference rollouts.
 
     Attributes:
-        settings: the run's resolved :class:`EvalSettings` (diagnostics and
-            transcripts are read from it).
+        diagnose: ask the oracle before every action (diagnostics).
+        transcripts: keep every observation and action.
         hidden_budget: the run's record of a policy reading a hidden budget
             key (it warns once per run), or ``None`` when the budget is visible.
         parsed_oracle: the run's cache of ``parse_action`` of oracle actions.
     """
 
-    settings: EvalSettings
+    diagnose: bool = False
+    transcripts: bool = False
     hidden_budget: BudgetReads | None = None
     parsed_oracle: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def for_settings(cls, settings: EvalSettings) -> RunOptions:
+        """Return the options a run with these (resolved) settings plays with."""
+        # The budget owner keeps budget keys out of a hidden run's info; a policy
+        # that asks for them anyway is told so once (see hidden_budget).
+        reads = None if settings.mode == _VISIBLE else BudgetReads()
+        return cls(settings.diagnostics, settings.transcripts, hidden_budget=reads)
 
 
 class EpisodeRun:
@@ -209,16 +224,16 @@ class EpisodeRun:
         "transcript",
     )
 
-    def __init__(self, key: EpisodeKey, base: Any, context: RunContext) -> None:
+    def __init__(self, key: EpisodeKey, base: Any, options: RunOptions) -> None:
         self.key = key
         self.base = base
-        self.diagnose = context.settings.diagnostics
-        self.budget_reads = context.hidden_budget
+        self.diagnose = options.diagnose
+        self.budget_reads = options.hidden_budget
         self.record = EpisodeRecord(key.task_id, key.sample, key.seed, key.budget)
         if self.diagnose:
             self.record.judged = self.record.judged_valid = self.record.optimal = 0
             self.record.oracle_errors = []
-        self.transcript: dict[str, Any] | None = {} if context.settings.transcripts else None
+        self.transcript: dict[str, Any] | None = {} if options.transcripts else None
         self._oracle: Sequence[str] = ()
         self._parse = (
             base.parse_action if self.diagnose and isinstance(base, ActionParser) else None
@@ -232,7 +247,7 @@ class EpisodeRun:
         # Unrecovered non-fatal errors: (oracle_turns() before, its record entry).
         self._pending: list[tuple[int, list[Any]]] = []
         self._ceiling = -1  # the largest distance limit among the pending errors
-        self._parsed_oracle = context.parsed_oracle
+        self._parsed_oracle = options.parsed_oracle
 
     def policy_info(self, info: dict[str, Any]) -> dict[str, Any]:
         """Return ``info`` as the policy may see it (no budget keys when it is hidden)."""
@@ -382,14 +397,14 @@ def run_sequential(
     adapter: PolicyAdapter,
     env: gym.Env,
     keys: Iterable[EpisodeKey],
-    context: RunContext,
+    options: RunOptions,
     finish: Finish,
 ) -> None:
     """Play ``keys`` one after another on ``env``, calling ``finish`` after each."""
     base = env.unwrapped
-    diagnose = context.settings.diagnostics
+    diagnose = options.diagnose
     for key in keys:
-        run = EpisodeRun(key, base, context)
+        run = EpisodeRun(key, base, options)
         # Reset first, so that an episode whose factory fails still records its
         # task's oracle horizon (diagnostics group episodes by it).
         observation, info = run.reset(env)
@@ -420,7 +435,7 @@ def run_lockstep(
     adapter: PolicyAdapter,
     envs: list[gym.Env],
     keys: Iterable[EpisodeKey],
-    context: RunContext,
+    options: RunOptions,
     finish: Finish,
 ) -> None:
     """Play ``keys`` on ``len(envs)`` slots at once, one ``act_batch`` call per turn.
@@ -435,7 +450,7 @@ def run_lockstep(
     def refill(env: gym.Env) -> None:
         key = next(pending, None)
         if key is not None:
-            run = EpisodeRun(key, env.unwrapped, context)
+            run = EpisodeRun(key, env.unwrapped, options)
             live.append([env, run, *run.reset(env)])
 
     for env in envs:

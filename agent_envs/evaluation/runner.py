@@ -6,6 +6,7 @@ import difflib
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,22 +15,21 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
-from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import (
     EpisodeRecord,
-    RunContext,
+    RunOptions,
     run_lockstep,
     run_sequential,
 )
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
-from wrappers import ActionHints
+from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget, resolve_budget
 
-__all__ = ["evaluate", "resolve_env"]
+__all__ = ["build_stack", "describe_wrappers", "evaluate", "resolve_env"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
 _GRID = "the evaluator's T grid (budgets=...)"
 
 
-def _build(
+def build_stack(
     make_env: Callable[[], gym.Env],
     max_budget: int,
     visible: bool,
@@ -105,6 +105,48 @@ def _env_name(base: gym.Env) -> str:
     return f"{spec.id} {json.dumps(changed, sort_keys=True, default=repr)}"
 
 
+# gym.make adds these for every id alike; the evaluator adds ActionHints for the
+# policy's required_info and drives any TurnBudget/BudgetMix itself.
+_UNDESCRIBED = (
+    gym.wrappers.PassiveEnvChecker,
+    gym.wrappers.OrderEnforcing,
+    gym.wrappers.TimeLimit,
+    TurnBudget,
+    ActionHints,
+)
+
+
+def describe_wrappers(env: gym.Env) -> tuple[str, ...]:
+    """Return the wrappers of ``env``'s stack that change what an episode does, outermost first.
+
+    Each is ``Name`` or ``Name {"arg": value}`` with the arguments it recorded
+    (``gymnasium.utils.RecordConstructorArgs``).  They belong to the resume
+    check: a run with ``ChatHistory(window=2)`` shows the agent other prompts
+    than one without it, so its episodes must not be mixed into the same log.
+    The budget wrappers are left out (the evaluator sets T per episode and
+    their visibility is the run's ``mode``), as are the wrappers ``gym.make``
+    adds to every env and ``ActionHints`` (a consequence of the policy).
+
+    >>> import gymnasium as gym, agent_envs
+    >>> from wrappers import ChatHistory
+    >>> describe_wrappers(ChatHistory(gym.make("agent_envs/GuessNumber-v0"), window=2))
+    ('ChatHistory {"record": "action", "system_prompt": null, "window": 2}',)
+    """
+    names = []
+    while isinstance(env, gym.Wrapper):
+        if not isinstance(env, _UNDESCRIBED):
+            recorded = dict(getattr(env, "_saved_kwargs", None) or {})
+            recorded.pop("env", None)
+            # An argument JSON cannot hold (a callable, say) is named by its type:
+            # its repr may hold a memory address, which would differ every run.
+            arguments = json.dumps(
+                recorded, sort_keys=True, default=lambda value: type(value).__qualname__
+            )
+            names.append(type(env).__name__ + (f" {arguments}" if recorded else ""))
+        env = env.env
+    return tuple(names)
+
+
 def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     """Check the env reports success; return whether it has a working oracle."""
     _, info = env.reset(seed=0, options={TASK_ID: task_id, BUDGET: budget})
@@ -139,11 +181,12 @@ class _Run:
     """One evaluation in progress: the policy, the env builder and the resolved settings."""
 
     def __init__(self, policy: Any, env: Any, settings: EvalSettings) -> None:
+        self.policy, self.env = policy, env
         self.adapter = adapt_policy(policy)
         self.make_env, name = resolve_env(env, settings.env_name)
         self.wants = self.adapter.required_info
         max_budget = max(settings.budgets)
-        self.probe, budget = _build(
+        self.probe, budget = build_stack(
             self.make_env, max_budget, settings.visible_budget, self.wants, _GRID
         )
         name = name or _env_name(self.probe.unwrapped)
@@ -154,9 +197,11 @@ class _Run:
         if settings.diagnostics and not has_oracle:
             logger.info("%s has no oracle: diagnostics cover invalid actions and dead ends.", name)
         default_batch = DEFAULT_BATCH_SIZE if self.adapter.batched else 1
+        self.has_oracle = has_oracle
         self.settings = settings.resolved(
             env_name=name,
             agent_name=settings.agent_name or self.adapter.name,
+            wrappers=describe_wrappers(self.probe),
             mode=VISIBLE if visible else HIDDEN,
             diagnostics=settings.diagnostics and has_oracle,
             batch_size=(settings.batch_size or default_batch) if self.adapter.batched else 1,
@@ -165,7 +210,7 @@ class _Run:
     def build(self) -> gym.Env:
         """Build one more env slot, its budget driven exactly as the probe's."""
         settings = self.settings
-        env, budget = _build(
+        env, budget = build_stack(
             self.make_env, max(settings.budgets), settings.visible_budget, self.wants
         )
         budget.report(settings.mode == VISIBLE)
@@ -175,18 +220,32 @@ class _Run:
         """Play every episode the log does not hold yet; return the run's bookkeeping."""
         settings, adapter = self.settings, self.adapter
         run = RunState(settings)
-        # The budget owner keeps budget keys out of a hidden run's info; a policy
-        # that asks for them anyway is told so once (see hidden_budget).
-        reads = None if settings.mode == VISIBLE else BudgetReads()
-        context = RunContext(settings, hidden_budget=reads)
+        options = RunOptions.for_settings(settings)
         with run:
             if adapter.batched:
                 slots = min(settings.batch_size, max(len(run.todo), 1))
                 envs = [self.probe] + [self.build() for _ in range(slots - 1)]
-                run_lockstep(adapter, envs, run.todo, context, run.finish)
+                run_lockstep(adapter, envs, run.todo, options, run.finish)
             else:
-                run_sequential(adapter, self.probe, run.todo, context, run.finish)
+                run_sequential(adapter, self.probe, run.todo, options, run.finish)
         return run
+
+    def step_quality(self) -> dict[str, Any]:
+        """Judge the policy on the shared reference states (``settings.step_quality`` per task)."""
+        # Imported here: step_quality builds its stacks with this module's build_stack.
+        from agent_envs.evaluation.step_quality import step_quality
+
+        settings = self.settings
+        return step_quality(
+            self.policy,
+            self.env,
+            tasks=settings.tasks,
+            states_per_task=settings.step_quality,
+            seed=settings.seed,
+            max_turns=max(settings.budgets),
+            visible_budget=settings.visible_budget,
+            batch_size=settings.batch_size,
+        )
 
     def result(self, run: RunState, elapsed: float) -> EvalResult:
         """Count the finished episodes into the surface, its interval and the diagnostics."""
@@ -197,7 +256,7 @@ class _Run:
         surface, low, high = EvalResult.surface_and_interval(
             values, settings.n_bootstrap, settings.seed, settings.confidence
         )
-        errors = [record.error for record in records if record.error is not None]
+        error_counts = Counter(record.error for record in records if record.error is not None)
         diagnostics = summarize(
             records,
             settings.budgets,
@@ -205,6 +264,8 @@ class _Run:
             settings.diagnostics,
             privileged=bool(getattr(self.probe.unwrapped, "privileged_oracle", False)),
         )
+        if settings.step_quality and self.has_oracle:
+            diagnostics["step_quality"] = self.step_quality()
         return EvalResult(
             settings=settings,
             surface=surface,
@@ -212,8 +273,9 @@ class _Run:
             ci_high=high,
             success_counts=counts,
             episodes=len(records),
-            errors=len(errors),
-            error_examples=list(dict.fromkeys(errors))[:5],
+            errors=sum(error_counts.values()),
+            error_examples=list(error_counts)[:5],  # in first-seen order
+            error_counts=list(error_counts.values())[:5],
             diagnostics=diagnostics,
             timing={
                 "wall_s": elapsed,

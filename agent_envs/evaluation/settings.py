@@ -17,21 +17,33 @@ from wrappers.validators import (
     check_probability,
 )
 
-__all__ = ["HIDDEN", "VISIBLE", "EvalSettings", "check_tasks"]
+__all__ = ["HIDDEN", "MAX_EPISODES", "VISIBLE", "EvalSettings", "check_tasks"]
 
 #: One run at max(T); first success turns give every T.
 HIDDEN = "hidden"
 #: One run per T, because the policy can know the budget.
 VISIBLE = "visible"
 
+#: The most episodes one run may plan (tasks x samples x budgets run).  Design
+#: decision: the plan is a list held in memory (resume and the log check need
+#: it), so its size is bounded up front with a clear error instead of a
+#: ``MemoryError`` or a hang: a million episodes is far beyond any study run
+#: on one machine; split a larger one into runs over task ranges.
+MAX_EPISODES = 1_000_000
+
 
 def check_tasks(tasks: Any) -> tuple[int, ...]:
-    """Return the task ids: ``range(tasks)`` for a count, else the distinct ids given."""
+    """Return the task ids: ``range(tasks)`` for a count, else the distinct ids given.
+
+    At most :data:`MAX_EPISODES` tasks, checked before any list is built.
+    """
     if isinstance(tasks, (str, bytes)) or not isinstance(tasks, (Sequence, range)):
         count = check_int(tasks, "tasks (a count)", 1)
-        if count > MAX_TASK_ID:
-            raise ValueError(f"tasks must be at most {MAX_TASK_ID}, got {count}.")
+        if count > MAX_EPISODES:
+            raise ValueError(f"tasks must be at most {MAX_EPISODES:,} per run, got {count:,}.")
         return tuple(range(count))
+    if len(tasks) > MAX_EPISODES:
+        raise ValueError(f"a run takes at most {MAX_EPISODES:,} task ids, got {len(tasks):,}.")
     ids = [check_int(task, "every task id", 0) for task in tasks]
     if not ids:
         raise ValueError("tasks must not be empty: pass a count or a list of task ids.")
@@ -59,9 +71,15 @@ class EvalSettings:
 
     Fields marked ``episodes`` decide which episodes run and what they do:
     two runs whose :meth:`episode_key` is equal play exactly the same
-    episodes, which is what lets a run log be resumed.  The others (``ks``,
-    the bootstrap, batching, logging, progress) change only how episodes are
-    played or counted, never what they do.
+    episodes, which is what lets a run log be resumed.  Design decision: every
+    setting that changes what an episode does is one of them, so the resume
+    check refuses to mix episodes played differently: the env (with its
+    arguments), the wrappers around it that change what the agent sees
+    (``wrappers``, e.g. ``ChatHistory`` and its window), the agent (with its
+    arguments, secrets masked), the grid, the seed and the budget's
+    visibility.  The others (``ks``, the bootstrap, batching, logging,
+    progress, step quality) change only how episodes are played or counted,
+    so a resumed run may change them.
 
     >>> settings = EvalSettings(ks=[1, 2], budgets=[10, 5], tasks=3)
     >>> settings.budgets, settings.tasks, settings.samples
@@ -84,8 +102,12 @@ class EvalSettings:
             this run's episodes (and at least 5) raised in the policy.
         n_bootstrap, confidence: the bootstrap interval over tasks.
         progress: show a tqdm progress bar (if tqdm is installed).
+        step_quality: reference states per task for the step-quality
+            diagnostic (0: off); see :mod:`agent_envs.evaluation.step_quality`.
         env_name, agent_name: names to record; the evaluator derives them if
             ``None``.
+        wrappers: the wrappers of the env stack that change what an episode
+            does (``runner.describe_wrappers``); set by the evaluator.
         mode: ``"hidden"`` or ``"visible"``; set by the evaluator (``None`` before).
     """
 
@@ -98,6 +120,7 @@ class EvalSettings:
     diagnostics: bool = _setting(True, episodes=True)
     env_name: str | None = _setting(None, episodes=True)
     agent_name: str | None = _setting(None, episodes=True)
+    wrappers: tuple[str, ...] = _setting((), episodes=True)
     mode: str | None = _setting(None, episodes=True)
     batch_size: int | None = _setting(None)
     log_path: str | None = _setting(None)
@@ -107,6 +130,7 @@ class EvalSettings:
     n_bootstrap: int = _setting(1000)
     confidence: float = _setting(0.95)
     progress: bool = _setting(False)
+    step_quality: int = _setting(0)
 
     def __post_init__(self) -> None:
         ks = check_grid(self.ks, "ks (K)")
@@ -133,6 +157,8 @@ class EvalSettings:
             "samples": samples,
             "seed": check_int(self.seed, "seed", 0),
             "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1),
+            "step_quality": check_int(self.step_quality, "step_quality", 0),
+            "wrappers": tuple(str(wrapper) for wrapper in self.wrappers),
             "batch_size": None
             if self.batch_size is None
             else check_int(self.batch_size, "batch_size", 1),
@@ -140,6 +166,15 @@ class EvalSettings:
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)  # frozen: normalise once, here
+        # Before the evaluator knows the mode, count as hidden (the fewest episodes).
+        per_task = samples * (len(self.budgets) if self.mode == VISIBLE else 1)
+        episodes = len(self.tasks) * per_task
+        if episodes > MAX_EPISODES:
+            raise ValueError(
+                f"this run would play {episodes:,} episodes (tasks x samples"
+                f"{' x budgets' if self.mode == VISIBLE else ''}), more than the {MAX_EPISODES:,} "
+                "one run may plan; lower samples or split the tasks over several runs."
+            )
 
     def resolved(self, **found: Any) -> EvalSettings:
         """Return a copy with what the run found filled in (names, mode, diagnostics)."""
@@ -185,4 +220,9 @@ class EvalSettings:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"settings have unknown fields {unknown}.")
-        return cls(**data)
+        settings = cls(**data)
+        # Stored grids are already normal: rows and columns of stored arrays follow them.
+        for name in ("ks", "budgets"):
+            if list(getattr(settings, name)) != data.get(name):
+                raise ValueError(f"settings {name} must be sorted and distinct, got {data[name]}.")
+        return settings
