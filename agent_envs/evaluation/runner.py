@@ -6,6 +6,7 @@ import difflib
 import json
 import logging
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -161,6 +162,18 @@ def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     return True
 
 
+def _warn_if_tasks_repeat(base: gym.Env, n_tasks: int, name: str) -> None:
+    """Warn when more tasks are asked for than the env has distinct instances."""
+    supply = getattr(base, "task_supply", None)
+    if supply is not None and n_tasks > supply:
+        warnings.warn(
+            f"{name} has only {supply} distinct tasks, so {n_tasks} tasks repeat instances "
+            f"and the interval over tasks comes out too narrow; ask for at most {supply}.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) -> np.ndarray:
     """Return c[task, T]: attempts that succeeded within each budget."""
     row = {task: index for index, task in enumerate(settings.tasks)}
@@ -194,6 +207,7 @@ class _Run:
         # Hidden: episodes run at max(T), a budget the policy must not see.
         budget.report(visible)
         has_oracle = _probe(self.probe, settings.tasks[0], max_budget, name)
+        _warn_if_tasks_repeat(self.probe.unwrapped, len(settings.tasks), name)
         if settings.diagnostics and not has_oracle:
             logger.info("%s has no oracle: diagnostics cover invalid actions and dead ends.", name)
         default_batch = DEFAULT_BATCH_SIZE if self.adapter.batched else 1
