@@ -16,9 +16,10 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AGENTS", "make_agent", "parse_agent_kwargs", "resolve_agent"]
+__all__ = ["AGENTS", "AgentSpec", "make_agent", "parse_agent_kwargs", "resolve_agent"]
 
 #: Short name -> ``"module:Class"``.
 AGENTS: dict[str, str] = {
@@ -113,3 +114,25 @@ def make_agent(spec: str, kwargs: Mapping[str, Any] | None = None) -> Any:
         return factory(**kwargs)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cannot build agent {spec!r} with {kwargs}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """An agent named by its spec and kwargs, built where it is used.
+
+    ``evaluate`` accepts one wherever it accepts a policy and builds it with
+    :func:`make_agent`.  On the Ray backend each worker builds its own agent
+    from the spec, so an agent that cannot be pickled (an open HTTP client, a
+    model on a GPU) never has to travel.
+
+    >>> spec = AgentSpec("module.path:MyAgent", {"temperature": 0.7})
+    >>> spec.name, dict(spec.kwargs)
+    ('module.path:MyAgent', {'temperature': 0.7})
+    """
+
+    name: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self) -> Any:
+        """Return a new agent: ``make_agent(name, kwargs)``."""
+        return make_agent(self.name, self.kwargs)

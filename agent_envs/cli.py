@@ -140,13 +140,29 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
     return build, name
 
 
+def _backend(args: argparse.Namespace) -> Any:
+    """Return ``"local"`` or the ``RayBackend`` that --backend and its options ask for."""
+    if args.backend == "local":
+        for flag, value in (("--ray-address", args.ray_address), ("--workers", args.workers)):
+            if value is not None:
+                raise CLIError(f"{flag} needs --backend ray.")
+        if args.gpus_per_worker:
+            raise CLIError("--gpus-per-worker needs --backend ray.")
+        return "local"
+    from agent_envs.evaluation.ray_backend import RayBackend
+
+    return RayBackend(address=args.ray_address, workers=args.workers, num_gpus=args.gpus_per_worker)
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agent_envs.agents import make_agent, parse_agent_kwargs
+    from agent_envs.agents import AgentSpec, make_agent, parse_agent_kwargs
     from agent_envs.evaluation import evaluate
 
     _check_outputs(args)
     kwargs = parse_agent_kwargs(args.agent_kwargs)
-    agent = make_agent(args.agent, kwargs)
+    backend = _backend(args)
+    # On Ray each worker builds its own agent from the spec; locally one is built here.
+    agent = make_agent(args.agent, kwargs) if backend == "local" else AgentSpec(args.agent, kwargs)
     name = args.agent + (f" {json.dumps(kwargs, sort_keys=True)}" if kwargs else "")
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     budgets = _ints(args.t, "--t")
@@ -173,6 +189,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         progress=progress,
         agent_name=name,
         env_name=env_name,
+        backend=backend,
     )
     print(result.table())
     _write_outputs(result, args)
@@ -302,6 +319,23 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-error-rate", type=float, default=0.2)
     ev.add_argument("--batch-size", type=int, default=None, help="lockstep episodes for act_batch")
     ev.add_argument("--n-bootstrap", type=int, default=1000)
+    ev.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="play episodes in this process or on Ray actors (needs [ray]); same numbers",
+    )
+    ev.add_argument(
+        "--ray-address",
+        default=None,
+        help="join a Ray cluster: auto or ray://host:10001 (default: start a local one)",
+    )
+    ev.add_argument(
+        "--workers", type=int, default=None, help="Ray actors (default: one per cluster CPU)"
+    )
+    ev.add_argument(
+        "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves"
+    )
     ev.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

@@ -21,6 +21,7 @@ __all__ = [
     "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
+    "Finish",
     "RunOptions",
     "episode_seed",
     "run_lockstep",
@@ -254,7 +255,8 @@ class EpisodeRun:
         self.record.first_success_turn = None
 
 
-Finish = Callable[[EpisodeRun], None]
+#: Called once per finished episode with its record and transcript (``None`` when off).
+Finish = Callable[[EpisodeRecord, dict[str, Any] | None], None]
 
 
 def _non_str(action: Any) -> TypeError:
@@ -280,7 +282,7 @@ def run_sequential(
             act = adapter.episode_actor()
         except Exception as exc:  # a failing factory is the policy's error
             run.fail(exc)
-            finish(run)
+            finish(run.record, run.transcript)
             continue
         while True:
             if diagnose:
@@ -295,7 +297,7 @@ def run_sequential(
             observation, _, terminated, truncated, info = env.step(action)
             if run.after_step(action, observation, terminated or truncated, info):
                 break
-        finish(run)
+        finish(run.record, run.transcript)
 
 
 def run_lockstep(
@@ -341,7 +343,7 @@ def run_lockstep(
                 slot[2], slot[3] = observation, info
                 done = run.after_step(action, observation, terminated or truncated, info)
             if done:
-                finish(run)
+                finish(run.record, run.transcript)
                 freed.append(env)
             else:
                 still_live.append(slot)

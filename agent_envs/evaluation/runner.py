@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -15,14 +17,10 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
+from agent_envs.evaluation.executor import EpisodeExecutor, LocalExecutor, PlaySpec
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
-from agent_envs.evaluation.rollout import (
-    EpisodeRecord,
-    RunOptions,
-    run_lockstep,
-    run_sequential,
-)
+from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import (
     HIDDEN,
@@ -53,7 +51,8 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
             raise ValueError(
                 f"Unknown env id {env!r}.{hint} Run `agent-envs list` for the registered ids."
             )
-        return (lambda: gym.make(env_id)), env_name or env_id
+        # A partial, not a lambda: it pickles by reference for Ray workers.
+        return functools.partial(gym.make, env_id), env_name or env_id
     if isinstance(env, gym.Env):
         raise TypeError(
             "env must be a registered id or a function that builds the env (e.g. "
@@ -92,25 +91,42 @@ def _find_budget(env: gym.Env, max_budget: int) -> TurnBudget | None:
     return budgets[0] if budgets else None
 
 
-def _build(
-    make_env: Callable[[], gym.Env], max_budget: int, visible: bool, wants: frozenset[str]
-) -> gym.Env:
-    env = make_env()
-    if not isinstance(env, gym.Env):
-        raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
-    budget = _find_budget(env, max_budget)
-    if budget is None:
-        env = TurnBudget(env, max_turns=max_budget, visible=visible)
-    elif visible and not budget.visible:
-        raise ValueError(
-            "visible_budget=True, but the env already has a hidden TurnBudget; build it "
-            "with visible=True or leave the budget to the evaluator."
-        )
-    if wants:
-        env = ActionHints(
-            env, admissible="admissible_actions" in wants, oracle="oracle_actions" in wants
-        )
-    return env
+@dataclass(frozen=True)
+class EnvStack:
+    """Builds the env stack that episodes run in; picklable, so workers build their own.
+
+    Attributes:
+        make_env: the user's env factory.
+        max_budget: max(T); the budget wrapper added when the env has none.
+        visible: show the turns left (``visible_budget``).
+        wants: the ``required_info`` keys of the policy (``ActionHints``).
+    """
+
+    make_env: Callable[[], gym.Env]
+    max_budget: int
+    visible: bool
+    wants: frozenset[str]
+
+    def __call__(self) -> gym.Env:
+        """Build one stack: the env, a budget wrapper, and the action hints asked for."""
+        env = self.make_env()
+        if not isinstance(env, gym.Env):
+            raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
+        budget = _find_budget(env, self.max_budget)
+        if budget is None:
+            env = TurnBudget(env, max_turns=self.max_budget, visible=self.visible)
+        elif self.visible and not budget.visible:
+            raise ValueError(
+                "visible_budget=True, but the env already has a hidden TurnBudget; build it "
+                "with visible=True or leave the budget to the evaluator."
+            )
+        if self.wants:
+            env = ActionHints(
+                env,
+                admissible="admissible_actions" in self.wants,
+                oracle="oracle_actions" in self.wants,
+            )
+        return env
 
 
 def _env_name(base: gym.Env) -> str:
@@ -186,6 +202,19 @@ def _check_options(
         raise ValueError(f"n_bootstrap must be an int >= 1, got {n_bootstrap!r}.")
 
 
+def _executor(
+    backend: Any, policy: Any, adapter: Any, spec: PlaySpec, probe: gym.Env
+) -> EpisodeExecutor:
+    """Return the executor that ``backend`` names; Ray is imported only when asked for."""
+    if backend == "local":
+        return LocalExecutor(adapter, spec, [probe])
+    from agent_envs.evaluation import ray_backend
+
+    return ray_backend.RayExecutor(
+        ray_backend.RayBackend.of(backend), policy, spec, adapter.batched
+    )
+
+
 def evaluate(
     policy: Any,
     env: str | Callable[[], gym.Env],
@@ -207,6 +236,7 @@ def evaluate(
     progress: bool = False,
     agent_name: str | None = None,
     env_name: str | None = None,
+    backend: str | Any = "local",
 ) -> EvalResult:
     """Measure the Pass@(K,T) surface of ``policy`` on ``env``.
 
@@ -251,6 +281,10 @@ def evaluate(
         n_bootstrap, confidence: the bootstrap interval over tasks.
         progress: show a tqdm progress bar (if tqdm is installed).
         agent_name, env_name: names to record instead of the derived ones.
+        backend: where episodes are played: ``"local"`` (this process) or
+            ``"ray"`` / a :class:`~agent_envs.evaluation.ray_backend.RayBackend`
+            (Ray actors; needs the ``[ray]`` extra).  The numbers, the log and
+            resume do not depend on it; see ``docs/distributed.md``.
 
     Returns:
         An :class:`EvalResult`.
@@ -280,10 +314,7 @@ def evaluate(
         batch_size = DEFAULT_BATCH_SIZE if adapter.batched else 1
     elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}.")
-
-    def build() -> gym.Env:
-        return _build(make_env, max(budget_grid), visible_budget, adapter.required_info)
-
+    build = EnvStack(make_env, max(budget_grid), visible_budget, adapter.required_info)
     probe = build()
     name = name or _env_name(probe.unwrapped)
     stack_visible = _find_budget(probe, max(budget_grid)).visible
@@ -303,15 +334,11 @@ def evaluate(
         visible_budget=visible_budget,
         diagnostics=diagnostics and has_oracle,
     )
-    run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
     options = RunOptions(settings.diagnostics, transcripts, settings.mode == HIDDEN)
+    executor = _executor(backend, policy, adapter, PlaySpec(build, options, batch_size), probe)
+    run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
     with run:
-        if adapter.batched:
-            slots = min(batch_size, max(len(run.todo), 1))
-            envs = [probe] + [build() for _ in range(slots - 1)]
-            run_lockstep(adapter, envs, run.todo, options, run.finish)
-        else:
-            run_sequential(adapter, probe, run.todo, options, run.finish)
+        executor.run(run.todo, run.finish)
     records = run.records()
     counts = _success_counts(settings, records)
     values = EvalResult.per_task(settings.samples, counts, ks)
@@ -348,7 +375,9 @@ def evaluate(
             "episodes_run": len(run.fresh),
             "episodes_resumed": len(run.done),
             "env_steps": run.turns,
-            "policy_calls": adapter.calls,
+            "policy_calls": executor.policy_calls,
+            "backend": executor.name,
+            "workers": executor.workers,
             "episodes_per_s": len(run.fresh) / elapsed if elapsed > 0 else None,
         },
         version=__version__,
