@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import agent_envs
-from agent_envs.envs._grid import OPPOSITE
+from agent_envs.envs.common.grid import OPPOSITE
 from agent_envs.envs.maze import MazeEnv, draw_maze, generate_maze, min_exit_distance
 
 gym.register_envs(agent_envs)

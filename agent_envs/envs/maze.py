@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.envs._grid import (
+from agent_envs.envs.common.grid import (
     DOWN,
     LEFT,
     OPPOSITE,
@@ -45,7 +45,7 @@ class MazeTask:
     Attributes:
         size: the maze is ``size`` x ``size`` cells.
         open_sides: per cell, a bit mask of the directions without a wall
-            (bit ``d`` for direction ``d`` of :mod:`agent_envs.envs._grid`).
+            (bit ``d`` for direction ``d`` of :mod:`agent_envs.envs.common.grid`).
         start: the agent's first cell.
         exit: the cell to reach.
         distances: per cell, the fewest moves to the exit.

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.core import TextEnv, parse_bracket_call, sanitize
-from agent_envs.envs._catalogue import (
+from agent_envs.envs.webshop.catalogue import (
     PAGE_SIZE,
     Product,
     ShopTask,

@@ -1,7 +1,7 @@
 """Sokoban: push every box onto a target in a small procedurally generated room.
 
 Room generation and the searches behind the oracle and ``dead_end`` live in
-:mod:`agent_envs.envs._sokoban_rooms`; this module is the text interface.
+:mod:`agent_envs.envs.sokoban.rooms`; this module is the text interface.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.envs._grid import DOWN, LEFT, RIGHT, UP, direction_parser
-from agent_envs.envs._sokoban_rooms import (
+from agent_envs.envs.common.grid import DOWN, LEFT, RIGHT, UP, direction_parser
+from agent_envs.envs.sokoban.rooms import (
     MAX_SIDE,
     MIN_SIDE,
     PLAYER_BITS,

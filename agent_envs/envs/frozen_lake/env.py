@@ -8,8 +8,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.envs._grid import bfs_distances, descending_moves, direction_parser, grid_neighbours
-from agent_envs.envs._slippery import solve_slippery_lake
+from agent_envs.envs.common.grid import (
+    bfs_distances,
+    descending_moves,
+    direction_parser,
+    grid_neighbours,
+)
+from agent_envs.envs.frozen_lake.slippery import solve_slippery_lake
 
 __all__ = [
     "DEADLINE_DISCOUNT",
@@ -129,7 +134,7 @@ def solve_slippery(
 ) -> tuple[tuple[float, ...], tuple[tuple[int, ...], ...]]:
     """Return the slippery oracle of ``task``, memoised on it.
 
-    See :func:`agent_envs.envs._slippery.solve_slippery_lake` for the
+    See :func:`agent_envs.envs.frozen_lake.slippery.solve_slippery_lake` for the
     criterion (success before a random deadline) and the returned
     ``(probabilities, moves)`` per tile.
     """

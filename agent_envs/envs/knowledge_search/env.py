@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from agent_envs.core import TextEnv, parse_bracket_call, sanitize
-from agent_envs.envs._knowledge_base import KnowledgeTask, make_knowledge_task, normalize_answer
+from agent_envs.envs.knowledge_search.knowledge_base import (
+    KnowledgeTask,
+    make_knowledge_task,
+    normalize_answer,
+)
 
 __all__ = ["KnowledgeSearchEnv"]
 
