@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -155,15 +154,29 @@ def _backend(args: argparse.Namespace) -> Any:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agent_envs.agents import AgentSpec, make_agent, parse_agent_kwargs
+    from agent_envs.agents import parse_agent_kwargs
+    from agent_envs.redaction import scrub, secret_values
+
+    kwargs = parse_agent_kwargs(args.agent_kwargs)
+    secrets = secret_values(kwargs)
+    try:
+        return _run_eval(args, kwargs)
+    except Exception as exc:
+        # Whatever raised (the agent, a library), its message must not show a secret.
+        if any(secret in str(exc) for secret in secrets):
+            raise CLIError(scrub(str(exc), secrets)) from None
+        raise
+
+
+def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
+    from agent_envs.agents import AgentSpec, describe_agent, make_agent
     from agent_envs.evaluation import evaluate
 
     _check_outputs(args)
-    kwargs = parse_agent_kwargs(args.agent_kwargs)
     backend = _backend(args)
     # On Ray each worker builds its own agent from the spec; locally one is built here.
     agent = make_agent(args.agent, kwargs) if backend == "local" else AgentSpec(args.agent, kwargs)
-    name = args.agent + (f" {json.dumps(kwargs, sort_keys=True)}" if kwargs else "")
+    name = describe_agent(args.agent, kwargs)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     budgets = _ints(args.t, "--t")
     env: Any = args.env_id
@@ -380,13 +393,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         from agent_envs.evaluation import RunAborted
+        from agent_envs.redaction import redact_url
 
         user_error = (CLIError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
         if show_traceback or not isinstance(exc, user_error):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         # One line, even when a policy's or library's message spans several.
-        print(f"{_PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        text = redact_url(" ".join(str(message).split()))
+        print(f"{_PROG}: error: {text}", file=sys.stderr)
         return 2
 
 

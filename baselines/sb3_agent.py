@@ -173,6 +173,10 @@ class _Model:
 class SB3Agent:
     """Act with a trained SB3 model, encoding observations exactly as in training.
 
+    Security: load only models you trust.  SB3 saves parts of a model with
+    cloudpickle, so loading a ``model.zip`` can run arbitrary code, exactly as
+    ``pickle.load`` can; a model file is a program, not data.
+
     Args:
         path: the ``.zip`` written by ``train-sb3``; the sidecar ``.json`` must
             sit next to it.

@@ -14,6 +14,7 @@ from agent_envs.evaluation.pass_at_k import pass_at_k
 from agent_envs.evaluation.policies import PerEpisode
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord, episode_seed
+from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE
@@ -26,6 +27,7 @@ __all__ = [
     "EvalResult",
     "PerEpisode",
     "RunAborted",
+    "RunLogLocked",
     "compare",
     "episode_seed",
     "evaluate",

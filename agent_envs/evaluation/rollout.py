@@ -18,15 +18,33 @@ from agent_envs.core import normalize_action
 from agent_envs.evaluation.policies import PolicyAdapter, describe_error
 
 __all__ = [
+    "TRANSCRIPT_TEXT_LIMIT",
     "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
     "Finish",
     "RunOptions",
+    "clip_text",
     "episode_seed",
     "run_lockstep",
     "run_sequential",
 ]
+
+
+#: The most characters one transcript field (an observation, an action, a raw
+#: reply) keeps.  Design decision: a transcript is for reading what happened,
+#: and an agent's reply is unbounded (a server may send megabytes), so a field
+#: is cut here with a note of how much was dropped, and a log line stays small.
+TRANSCRIPT_TEXT_LIMIT = 16_384
+
+
+def clip_text(text: str, limit: int = TRANSCRIPT_TEXT_LIMIT) -> str:
+    """Return ``text``, or its first ``limit`` characters and how many were dropped.
+
+    >>> clip_text("abcdef", 3)
+    'abc...[3 more characters]'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}...[{len(text) - limit} more characters]"
 
 
 def episode_seed(base_seed: int, task_id: int, sample: int) -> int:
@@ -186,7 +204,7 @@ class EpisodeRun:
             # int(): an env may answer with a numpy integer, which JSON refuses.
             self.record.oracle_turns = None if turns is None else int(turns)
         if self.transcript is not None:
-            self.transcript.update(observation=observation, steps=[])
+            self.transcript.update(observation=clip_text(observation), steps=[])
         return observation, info
 
     def before_act(self, info: dict[str, Any]) -> None:
@@ -226,10 +244,14 @@ class EpisodeRun:
             if not optimal and record.first_non_optimal_turn is None:
                 record.first_non_optimal_turn = turn
         if self.transcript is not None:
-            step = {"action": str(action), "observation": observation, "valid": valid}
+            step = {
+                "action": clip_text(str(action)),
+                "observation": clip_text(observation),
+                "valid": valid,
+            }
             raw = getattr(action, "raw", None)
             if raw is not None and raw != action:
-                step["raw"] = raw
+                step["raw"] = clip_text(str(raw))
             self.transcript["steps"].append(step)
         return done
 
