@@ -160,9 +160,13 @@ class AgentSpec:
     from the spec, so an agent that cannot be pickled (an open HTTP client, a
     model on a GPU) never has to travel.
 
+    Its ``repr`` masks secret kwargs; the worker still gets the real value.
+
     >>> spec = AgentSpec("module.path:MyAgent", {"temperature": 0.7})
     >>> spec.name, dict(spec.kwargs)
     ('module.path:MyAgent', {'temperature': 0.7})
+    >>> AgentSpec("openai", {"model": "m", "api_key": "sk-123"})
+    AgentSpec('openai', {'model': 'm', 'api_key': '***'})
     """
 
     name: str
