@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_envs.protocol import SUCCESS, TASK_ID, TURN
+from wrappers.validators import parse_int_list
+
 __all__ = ["main", "oracle_turn_range"]
 
 _PROG = "agent-envs"
@@ -24,15 +27,8 @@ class CLIError(Exception):
 
 
 def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise CLIError(
-            f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}."
-        ) from None
-    if not values:
-        raise CLIError(f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}.")
-    return values
+    # Only parsed here: evaluate() checks the values, with the same message as in Python.
+    return list(parse_int_list(text, flag, minimum=None))
 
 
 def _tasks(text: str) -> int | list[int]:
@@ -42,7 +38,7 @@ def _tasks(text: str) -> int | list[int]:
             start, stop = (int(part) for part in text.split(":"))
             return list(range(start, stop))
         if "," in text:
-            return _ints(text, "--tasks")
+            return list(parse_int_list(text, "--tasks", minimum=0))
         return int(text)
     except ValueError:
         raise CLIError(
@@ -76,7 +72,7 @@ def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
     turns = []
     try:
         for task_id in range(tasks):
-            env.reset(seed=0, options={"task_id": task_id})
+            env.reset(seed=0, options={TASK_ID: task_id})
             value = env.oracle_turns()
             if value is not None:
                 turns.append(value)
@@ -125,7 +121,7 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
     messages an LLM agent reads carry the turns-left line too.
     """
     from agent_envs.evaluation.runner import resolve_env
-    from wrappers import TurnBudget
+    from wrappers.budget import resolve_budget
     from wrappers.chat_history import ChatHistory
 
     if window < 0:
@@ -133,8 +129,8 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
     make_env, name = resolve_env(env_id, None)
 
     def build() -> Any:
-        budget = TurnBudget(make_env(), max_turns=max_budget, visible=visible)
-        return ChatHistory(budget, window=window or None)
+        budget = resolve_budget(make_env(), max_budget, visible=visible)
+        return ChatHistory(budget.env, window=window or None)
 
     return build, name
 
@@ -231,7 +227,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
     make_env, env_id = resolve_env(args.env_id, None)
     env = TurnBudget(make_env(), max_turns=args.budget, visible=True)
-    observation, _ = env.reset(seed=args.seed, options={"task_id": args.task})
+    observation, _ = env.reset(seed=args.seed, options={TASK_ID: args.task})
     base: Any = env.unwrapped
     print(f"{env_id}, task {args.task}, {args.budget} turns. {_PLAY_HELP}\n")
     print(observation)
@@ -256,8 +252,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
             continue
         observation, _, terminated, truncated, info = env.step(action)
         print(observation)
-        if info.get("success"):
-            print(f"Solved in {info['turn']} turns.")
+        if info.get(SUCCESS):
+            print(f"Solved in {info[TURN]} turns.")
         elif terminated:
             print("Failed: the episode ended without success.")
         elif truncated:

@@ -60,7 +60,7 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import EPISODE_SEED, AgentAction
 from agent_envs.redaction import redact_url
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
@@ -72,6 +72,7 @@ from baselines.llm_prompting import (
     to_agent_action,
     turn_of,
 )
+from wrappers.validators import check_int, check_number
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "MAX_TIMEOUT", "ChatCompletionError", "OpenAIChatAgent"]
 
@@ -205,31 +206,13 @@ class OpenAIChatAgent:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty str, got {model!r}.")
         check_sampling(temperature, top_p, max_tokens, "max_tokens")
-        for name, value in (
-            ("timeout", timeout),
-            ("backoff", backoff),
-            ("max_backoff", max_backoff),
-        ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-                or value < 0
-            ):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}.")
-        if not 0 < timeout <= MAX_TIMEOUT:
-            raise ValueError(
-                f"timeout must be > 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout!r}."
-            )
-        for name, value, low in (
-            ("max_retries", max_retries, 0),
-            ("concurrency", concurrency, 1),
-            ("max_reply_bytes", max_reply_bytes, 1),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {seed!r}.")
+        check_number(timeout, "timeout (seconds)", 0.0, MAX_TIMEOUT, open_low=True)
+        check_number(backoff, "backoff", 0.0)
+        check_number(max_backoff, "max_backoff", 0.0)
+        check_int(max_retries, "max_retries", 0)
+        check_int(concurrency, "concurrency", 1)
+        check_int(max_reply_bytes, "max_reply_bytes", 1)
+        check_int(seed, "seed")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
         if extra_body is not None and not isinstance(extra_body, dict):
@@ -315,7 +298,7 @@ class OpenAIChatAgent:
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "n": 1,
-            "seed": derive_seed(self.seed, info.get("episode_seed"), turn_of(info), prompt_key),
+            "seed": derive_seed(self.seed, info.get(EPISODE_SEED), turn_of(info), prompt_key),
             **self.extra_body,
         }
 

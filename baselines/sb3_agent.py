@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from wrappers.discrete_actions import action_key
 from wrappers.encode_observation import TextEncoder
 from wrappers.turn_budget import budget_line
+from wrappers.validators import check_bool, check_int
 
 __all__ = [
     "ALGORITHMS",
@@ -217,13 +219,10 @@ class SB3Agent:
         threads: int | None = None,
         _shared: _Model | None = None,
     ) -> None:
-        if not isinstance(deterministic, bool):
-            raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}.")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}.")
+        check_bool(deterministic, "deterministic")
+        check_int(seed, "seed")
         if threads is not None:
-            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                raise ValueError(f"threads must be an int >= 1, got {threads!r}.")
+            check_int(threads, "threads", 1)
             import torch
 
             torch.set_num_threads(threads)
@@ -237,7 +236,7 @@ class SB3Agent:
         self.masked = bool(settings["action_masks"])
         self.recurrent = self.algo == "recurrent_ppo"
         self.budget_aware = bool(settings["visible_budget"])
-        self.required_info: tuple[str, ...] = ("admissible_actions",) if self.masked else ()
+        self.required_info: tuple[str, ...] = (ADMISSIBLE_ACTIONS,) if self.masked else ()
         self._rng = np.random.default_rng([_SAMPLING_STREAM, seed])
         self._turns: dict[Any, int] = {}
         self._lstm: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
@@ -301,16 +300,16 @@ class SB3Agent:
 
     @staticmethod
     def _episode_key(info: dict[str, Any], position: int) -> Any:
-        if "episode_seed" not in info:
+        if EPISODE_SEED not in info:
             # Without episode_seed, a batch position stands for the episode.
             return ("position", position)
         # With a visible budget the evaluator may play one seed under several
         # budgets at once; the budget tells those episodes apart.
-        return (info["episode_seed"], info.get("budget"))
+        return (info[EPISODE_SEED], info.get(BUDGET))
 
     def _start_turn(self, key: Any, info: dict[str, Any]) -> bool:
         """Record one more turn of episode ``key``; return True if it is the episode's first."""
-        start = key not in self._turns or info.get("turn") == 0
+        start = key not in self._turns or info.get(TURN) == 0
         if start:
             self._turns.pop(key, None)
             self._lstm.pop(key, None)
@@ -324,20 +323,20 @@ class SB3Agent:
         return start
 
     def _visible(self, observation: str, info: dict[str, Any]) -> str:
-        if not self.budget_aware or "budget" not in info or "turns_left" not in info:
+        if not self.budget_aware or BUDGET not in info or TURNS_LEFT not in info:
             return observation
-        line = budget_line(int(info["turns_left"]), int(info["budget"]))
+        line = budget_line(int(info[TURNS_LEFT]), int(info[BUDGET]))
         return observation if observation.endswith(line) else f"{observation}\n{line}"
 
     def _mask(self, info: dict[str, Any]) -> np.ndarray:
-        if "admissible_actions" not in info:
+        if ADMISSIBLE_ACTIONS not in info:
             raise KeyError(
                 "This model was trained with action masks and needs info['admissible_actions']; "
                 "evaluate it through the agent_envs evaluator (it honours required_info) or "
                 "wrap the env with wrappers.ActionHints."
             )
         mask = np.zeros(len(self._shared.vocabulary), dtype=bool)
-        for action in info["admissible_actions"]:
+        for action in info[ADMISSIBLE_ACTIONS]:
             index = self._shared.index.get(action_key(action))
             if index is not None:
                 mask[index] = True
@@ -349,11 +348,11 @@ class SB3Agent:
     def _choose(self, probabilities: np.ndarray, key: Any, info: dict[str, Any]) -> int:
         if self.deterministic:
             return int(np.argmax(probabilities))
-        if "episode_seed" not in info:
+        if EPISODE_SEED not in info:
             rng = self._rng
         else:
-            turn = info.get("turn", self._turns[key])
-            seed = int(info["episode_seed"]) % 2**63
+            turn = info.get(TURN, self._turns[key])
+            seed = int(info[EPISODE_SEED]) % 2**63
             rng = np.random.default_rng([_SAMPLING_STREAM, seed, int(turn)])
         weights = probabilities.astype(np.float64)
         return int(rng.choice(len(weights), p=weights / weights.sum()))

@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agent_envs.protocol import SUCCESS, TASK_ID
 from wrappers.budget_mix import BudgetMix
 from wrappers.discrete_actions import DiscreteActions
 from wrappers.encode_observation import EncodeObservation
@@ -94,9 +95,9 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
             self._rng = np.random.default_rng([0x7A5C, seed])
-        if not options or "task_id" not in options:
+        if not options or TASK_ID not in options:
             task_id = self.task_ids[int(self._rng.integers(len(self.task_ids)))]
-            options = {**(options or {}), "task_id": task_id}
+            options = {**(options or {}), TASK_ID: task_id}
         return self.env.reset(seed=seed, options=options)
 
 
@@ -135,7 +136,7 @@ def _vec_env(config: TrainConfig) -> Any:
         seed=config.seed,
         vec_env_cls=vec_cls,
         # Success, not reward, is the measure: shaped rewards make the return ambiguous.
-        monitor_kwargs={"info_keywords": ("success",)},
+        monitor_kwargs={"info_keywords": (SUCCESS,)},
     )
 
 

@@ -41,8 +41,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agent_envs.protocol import SUCCESS
 from baselines.sb3_env import TaskPool, TrainConfig, _vec_env, make_env
 from wrappers.encode_observation import MODES
+from wrappers.validators import parse_float_list, parse_int, parse_int_list
 
 __all__ = [
     "HYPERPARAMETERS",
@@ -147,10 +149,10 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
 
 
 def _recent_success(model: Any) -> float | None:
-    episodes = [info for info in model.ep_info_buffer if "success" in info]
+    episodes = [info for info in model.ep_info_buffer if SUCCESS in info]
     if not episodes:
         return None
-    return round(float(np.mean([bool(info["success"]) for info in episodes])), 3)
+    return round(float(np.mean([bool(info[SUCCESS]) for info in episodes])), 3)
 
 
 def _jsonable(value: Any) -> Any:
@@ -225,40 +227,23 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _int_list(text: str, minimum: int = 1) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers such as 5,10,20, got {text!r}"
-        ) from None
-    if not values or min(values) < minimum:
-        raise argparse.ArgumentTypeError(f"expected integers >= {minimum}, got {text!r}")
-    return values
+def _argument_type(parse: Any) -> Any:
+    """Turn a ``wrappers.validators`` parser into an argparse ``type=`` (one-line errors)."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return convert
 
 
-def _seed_list(text: str) -> tuple[int, ...]:
-    # Seeds start at 0 (the default), unlike budgets and K.
-    return _int_list(text, minimum=0)
-
-
-def _float_list(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers such as 1,1,2, got {text!r}"
-        ) from None
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
+_int_list = _argument_type(lambda text: parse_int_list(text, "the list"))
+# Seeds start at 0 (the default), unlike budgets and K.
+_seed_list = _argument_type(lambda text: parse_int_list(text, "the seed list", minimum=0))
+_float_list = _argument_type(lambda text: parse_float_list(text, "the list"))
+_positive = _argument_type(lambda text: parse_int(text, "the value", minimum=1))
 
 
 def _json_object(text: str) -> dict[str, Any]:

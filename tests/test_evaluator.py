@@ -6,6 +6,7 @@ import functools
 import json
 import re
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -209,14 +210,15 @@ def test_visible_budget_runs_every_budget_separately():
         n_bootstrap=50,
     )
     assert stacked.mode == "visible" and np.array_equal(stacked.surface, result.surface)
-    mixed = evaluate(
-        GivesUpWhenRich(),
-        lambda: BudgetMix(gym.make(GUESS), [5, 50], visible=True),
-        ks=[1],
-        budgets=[7, 20],
-        tasks=10,
-        n_bootstrap=50,
-    )
+    with pytest.warns(UserWarning, match="the evaluator's T grid"):
+        mixed = evaluate(
+            GivesUpWhenRich(),
+            lambda: BudgetMix(gym.make(GUESS), [5, 50], visible=True),
+            ks=[1],
+            budgets=[7, 20],
+            tasks=10,
+            n_bootstrap=50,
+        )
     assert mixed.mode == "visible" and np.array_equal(mixed.surface, result.surface)
     with pytest.raises(ValueError, match="hidden TurnBudget"):
         evaluate(
@@ -238,7 +240,12 @@ def test_a_budget_wrapper_of_the_user_follows_the_grid():
         lambda: BudgetMix(gym.make(GUESS), [1, 50]),
         lambda: TurnBudget(gym.make(GUESS), 2),
     ):
-        result = evaluate(NoisyOracleAgent(0.3), make, **grid)
+        # A BudgetMix is warned about: it draws nothing under the T grid.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = evaluate(NoisyOracleAgent(0.3), make, **grid)
+        mix = isinstance(make(), BudgetMix)
+        assert any("T grid" in str(warning.message) for warning in caught) == mix
         assert result.mode == "hidden"
         assert np.array_equal(counts_of(result), counts_of(plain))
 

@@ -19,7 +19,7 @@ import gymnasium as gym
 import pytest
 from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.llm_prompting import DEFAULT_SYSTEM_PROMPT, parse_action
 from baselines.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
 from wrappers.chat_history import ChatHistory

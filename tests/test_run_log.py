@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent_envs.evaluation import evaluate
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.simple_agents import NoisyOracleAgent
 
 GUESS = "agent_envs/GuessNumber-v0"

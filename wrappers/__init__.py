@@ -13,7 +13,8 @@ from wrappers.discrete_actions import DiscreteActions, action_key
 from wrappers.encode_observation import EncodeObservation, TextEncoder
 from wrappers.process_reward import ProcessReward
 from wrappers.show_actions import ShowActions
-from wrappers.turn_budget import TurnBudget, budget_line, check_budget
+from wrappers.turn_budget import TurnBudget, budget_line
+from wrappers.validators import check_budget
 
 __all__ = [
     "ActionHints",

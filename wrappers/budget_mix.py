@@ -9,7 +9,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from wrappers.turn_budget import TurnBudget, check_budget
+from wrappers.protocol import BUDGET
+from wrappers.turn_budget import TurnBudget
+from wrappers.validators import check_budget
 
 __all__ = ["BudgetMix"]
 
@@ -90,6 +92,6 @@ class BudgetMix(TurnBudget):
         return super().reset(seed=seed, options=options)
 
     def _episode_budget(self, options: dict[str, Any] | None) -> int:
-        if options and "budget" in options:
+        if options and BUDGET in options:
             return super()._episode_budget(options)
         return int(self.budgets[self._budget_rng.choice(len(self.budgets), p=self.weights)])

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.protocol import Oracle
+from wrappers.validators import check_number
+
 __all__ = ["ProcessReward"]
-
-
-def _check_number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    return float(value)
 
 
 class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -71,15 +67,11 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gamma: float = 0.99,
         dead_end_turns: float | None = None,
     ) -> None:
-        coef = _check_number(coef, "coef")
-        gamma = _check_number(gamma, "gamma")
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {gamma}.")
+        coef = check_number(coef, "coef")
+        gamma = check_number(gamma, "gamma", 0.0, 1.0, open_low=True)
         if dead_end_turns is not None:
-            dead_end_turns = _check_number(dead_end_turns, "dead_end_turns")
-            if dead_end_turns < 0:
-                raise ValueError(f"dead_end_turns must be >= 0, got {dead_end_turns}.")
-        if not callable(getattr(env.unwrapped, "oracle_turns", None)):
+            dead_end_turns = check_number(dead_end_turns, "dead_end_turns", 0.0)
+        if not isinstance(env.unwrapped, Oracle):
             raise ValueError(
                 f"{type(env.unwrapped).__name__} has no oracle_turns() method, so ProcessReward "
                 "has no distance to shape with."

@@ -18,6 +18,7 @@ from agent_envs.envs.common.grid import (
     direction_parser,
     grid_neighbours,
 )
+from wrappers.validators import check_int
 
 __all__ = ["MazeEnv", "MazeTask", "draw_maze", "generate_maze"]
 
@@ -213,9 +214,7 @@ class MazeEnv(TextEnv[MazeTask]):
     max_action_length = 64
 
     def __init__(self, size: int = 7, render_mode: str | None = None) -> None:
-        if isinstance(size, bool) or not isinstance(size, int) or not 2 <= size <= 40:
-            raise ValueError(f"size must be an int in [2, 40], got {size!r}.")
-        self.size = size
+        self.size = check_int(size, "size", 2, 40)
         # (-1, +size, +1, -size): the cell-index change of each direction.
         self._offsets = (-1, size, 1, -size)
         super().__init__(render_mode=render_mode)

@@ -16,6 +16,16 @@ import numpy as np
 
 from agent_envs.core import normalize_action
 from agent_envs.evaluation.policies import PolicyAdapter, describe_error
+from agent_envs.protocol import (
+    BUDGET,
+    DEAD_END,
+    EPISODE_SEED,
+    ORACLE_ACTIONS,
+    SUCCESS,
+    TASK_ID,
+    VALID_ACTION,
+    ActionParser,
+)
 
 __all__ = [
     "TRANSCRIPT_TEXT_LIMIT",
@@ -155,14 +165,10 @@ class RunOptions:
     Attributes:
         diagnose: ask the oracle before every action (diagnostics).
         transcripts: keep every observation and action.
-        hide_budget: drop ``budget`` and ``turns_left`` from the policy's
-            ``info``; in hidden mode the run's budget is max(T), not the T
-            being measured, so a policy must not see it.
     """
 
     diagnose: bool = False
     transcripts: bool = False
-    hide_budget: bool = False
 
 
 class EpisodeRun:
@@ -170,9 +176,9 @@ class EpisodeRun:
 
     __slots__ = (
         "_oracle",
+        "_parse_action",
         "base",
         "diagnose",
-        "hide_budget",
         "key",
         "record",
         "transcript",
@@ -182,23 +188,22 @@ class EpisodeRun:
         self.key = key
         self.base = base
         self.diagnose = options.diagnose
-        self.hide_budget = options.hide_budget
         self.record = EpisodeRecord(key.task_id, key.sample, key.seed, key.budget)
         if self.diagnose:
             self.record.judged = self.record.optimal = 0
         self.transcript: dict[str, Any] | None = {} if options.transcripts else None
         self._oracle: frozenset[str] = frozenset()
+        self._parse_action = (
+            base.parse_action if self.diagnose and isinstance(base, ActionParser) else None
+        )
 
     def reset(self, env: gym.Env) -> tuple[str, dict[str, Any]]:
         """Reset ``env`` to this episode and return the first observation and info."""
         key = self.key
         observation, info = env.reset(
-            seed=key.seed, options={"task_id": key.task_id, "budget": key.budget}
+            seed=key.seed, options={TASK_ID: key.task_id, BUDGET: key.budget}
         )
-        info["episode_seed"] = key.seed
-        if self.hide_budget:
-            info.pop("budget", None)
-            info.pop("turns_left", None)
+        info[EPISODE_SEED] = key.seed
         if self.diagnose:
             turns = self.base.oracle_turns()
             # int(): an env may answer with a numpy integer, which JSON refuses.
@@ -211,7 +216,7 @@ class EpisodeRun:
         """Note the oracle's actions in the state the policy is about to act in."""
         if self.diagnose:
             # ActionHints already asked the oracle when the policy wanted it.
-            oracle = info.get("oracle_actions")
+            oracle = info.get(ORACLE_ACTIONS)
             if oracle is None:
                 oracle = self.base.oracle_actions()
             self._oracle = frozenset(normalize_action(action) for action in oracle)
@@ -221,20 +226,17 @@ class EpisodeRun:
         record = self.record
         record.turns += 1
         turn = record.turns
-        info["episode_seed"] = self.key.seed
-        if self.hide_budget:
-            info.pop("budget", None)
-            info.pop("turns_left", None)
+        info[EPISODE_SEED] = self.key.seed
         # .get: envs outside agent_envs may not report these contract keys.
-        valid = info.get("valid_action", True)
+        valid = info.get(VALID_ACTION, True)
         if valid:
             record.valid += 1
         else:
             record.invalid += 1
-        if info["success"] and record.first_success_turn is None:
+        if info[SUCCESS] and record.first_success_turn is None:
             record.first_success_turn = turn
             record.success = True
-        if record.dead_end_turn is None and info.get("dead_end", False):
+        if record.dead_end_turn is None and info.get(DEAD_END, False):
             record.dead_end_turn = turn
         if self.diagnose and self._oracle:
             optimal = valid and self._is_oracle_move(action)
@@ -261,10 +263,9 @@ class EpisodeRun:
         if text in self._oracle:
             return True
         # Envs accept several spellings of one move ("guess 50" for "50", "move
-        # up" or "u" for "up"): compare what the env parses them to.  Only
-        # TextEnv has _parse (a pure function of the text); other envs are judged
-        # by the text alone.
-        parse = getattr(self.base, "_parse", None)
+        # up" or "u" for "up"): compare what the env parses them to.  Envs
+        # without the ActionParser API are judged by the text alone.
+        parse = self._parse_action
         if parse is None:
             return False
         move = parse(text)

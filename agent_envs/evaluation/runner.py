@@ -22,14 +22,17 @@ from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
 from agent_envs.evaluation.session import RunState
-from agent_envs.evaluation.settings import (
-    HIDDEN,
-    VISIBLE,
-    EvalSettings,
+from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings, check_tasks
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
+from wrappers import ActionHints
+from wrappers.budget import StackBudget, resolve_budget
+from wrappers.validators import (
+    check_bool,
     check_grid,
-    check_tasks,
+    check_int,
+    check_number,
+    check_probability,
 )
-from wrappers import ActionHints, TurnBudget
 
 __all__ = ["evaluate", "resolve_env"]
 
@@ -63,69 +66,52 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
     return env, env_name
 
 
-def _find_budget(env: gym.Env, max_budget: int) -> TurnBudget | None:
-    """Return the stack's one ``TurnBudget``/``BudgetMix``, refusing stacks that break T.
+#: Named in the warning a BudgetMix under the evaluator gets.
+_GRID = "the evaluator's T grid (budgets=...)"
 
-    The evaluator sets each episode's budget with ``reset(options={"budget": T})``,
-    which only the outermost budget wrapper reads: an inner one would keep its own
-    budget (a ``BudgetMix`` would draw a new one per episode) and cut episodes
-    short, and a ``TimeLimit`` below max(T) would too.  Both are refused.
-    """
-    budgets: list[TurnBudget] = []
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, TurnBudget):
-            budgets.append(env)
-        elif isinstance(env, gym.wrappers.TimeLimit) and env._max_episode_steps < max_budget:
-            raise ValueError(
-                f"the env stack has a TimeLimit of {env._max_episode_steps} steps, below the "
-                f"largest budget T={max_budget}: remove it (the evaluator's TurnBudget ends "
-                "episodes) or raise it to at least max(T)."
-            )
-        env = env.env
-    if len(budgets) > 1:
-        names = " around ".join(type(budget).__name__ for budget in budgets)
-        raise ValueError(
-            f"the env stack holds {names}: the evaluator sets each episode's budget through "
-            "the outermost one only, so an inner one would change T; keep at most one."
+
+def _build(
+    make_env: Callable[[], gym.Env],
+    max_budget: int,
+    visible: bool,
+    wants: frozenset[str],
+    driver: str | None = None,
+) -> tuple[gym.Env, StackBudget]:
+    """Build one env for the run: the user's stack, its budget, and ``ActionHints`` if wanted."""
+    env = make_env()
+    if not isinstance(env, gym.Env):
+        raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
+    budget = resolve_budget(env, max_budget, visible=visible, driver=driver)
+    env = budget.env
+    if wants:
+        env = ActionHints(
+            env, admissible=ADMISSIBLE_ACTIONS in wants, oracle=ORACLE_ACTIONS in wants
         )
-    return budgets[0] if budgets else None
+    return env, budget
 
 
 @dataclass(frozen=True)
 class EnvStack:
-    """Builds the env stack that episodes run in; picklable, so workers build their own.
+    """Builds the env stack that episodes run in; picklable, so Ray workers build their own.
 
     Attributes:
         make_env: the user's env factory.
-        max_budget: max(T); the budget wrapper added when the env has none.
-        visible: show the turns left (``visible_budget``).
+        max_budget: max(T).
+        visible_budget: the ``visible_budget`` setting.
         wants: the ``required_info`` keys of the policy (``ActionHints``).
+        visible: whether the policy may see the budget (the run's mode).
     """
 
     make_env: Callable[[], gym.Env]
     max_budget: int
-    visible: bool
+    visible_budget: bool
     wants: frozenset[str]
+    visible: bool
 
     def __call__(self) -> gym.Env:
-        """Build one stack: the env, a budget wrapper, and the action hints asked for."""
-        env = self.make_env()
-        if not isinstance(env, gym.Env):
-            raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
-        budget = _find_budget(env, self.max_budget)
-        if budget is None:
-            env = TurnBudget(env, max_turns=self.max_budget, visible=self.visible)
-        elif self.visible and not budget.visible:
-            raise ValueError(
-                "visible_budget=True, but the env already has a hidden TurnBudget; build it "
-                "with visible=True or leave the budget to the evaluator."
-            )
-        if self.wants:
-            env = ActionHints(
-                env,
-                admissible="admissible_actions" in self.wants,
-                oracle="oracle_actions" in self.wants,
-            )
+        """Build one stack, its budget reported to the policy only when it is visible."""
+        env, budget = _build(self.make_env, self.max_budget, self.visible_budget, self.wants)
+        budget.report(self.visible)
         return env
 
 
@@ -152,8 +138,8 @@ def _env_name(base: gym.Env) -> str:
 
 def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     """Check the env reports success; return whether it has a working oracle."""
-    _, info = env.reset(seed=0, options={"task_id": task_id, "budget": budget})
-    if "success" not in info:
+    _, info = env.reset(seed=0, options={TASK_ID: task_id, BUDGET: budget})
+    if SUCCESS not in info:
         raise ValueError(f"{name} does not report info['success'], so success cannot be counted.")
     base = env.unwrapped
     try:
@@ -183,23 +169,13 @@ def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) ->
 def _check_options(
     visible_budget: Any, diagnostics: Any, max_error_rate: Any, n_bootstrap: Any, confidence: Any
 ) -> None:
-    for flag, name in ((visible_budget, "visible_budget"), (diagnostics, "diagnostics")):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}.")
-    for value, name, low, high in (
-        (max_error_rate, "max_error_rate", 0.0, 1.0),
-        (confidence, "confidence", 0.0, 1.0),
-    ):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not low <= value <= high
-        ):
-            raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}.")
-    if confidence in (0, 1):
+    check_bool(visible_budget, "visible_budget")
+    check_bool(diagnostics, "diagnostics")
+    check_probability(max_error_rate, "max_error_rate")
+    check_number(confidence, "confidence", 0.0, 1.0, open_low=True)
+    if confidence == 1:
         raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}.")
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 1:
-        raise ValueError(f"n_bootstrap must be an int >= 1, got {n_bootstrap!r}.")
+    check_int(n_bootstrap, "n_bootstrap", 1)
 
 
 def _executor(
@@ -312,13 +288,17 @@ def evaluate(
     make_env, name = resolve_env(env, env_name)
     if batch_size is None:
         batch_size = DEFAULT_BATCH_SIZE if adapter.batched else 1
-    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}.")
-    build = EnvStack(make_env, max(budget_grid), visible_budget, adapter.required_info)
-    probe = build()
+    else:
+        batch_size = check_int(batch_size, "batch_size", 1)
+
+    wants = adapter.required_info
+    probe, probe_budget = _build(make_env, max(budget_grid), visible_budget, wants, _GRID)
     name = name or _env_name(probe.unwrapped)
-    stack_visible = _find_budget(probe, max(budget_grid)).visible
-    visible = visible_budget or adapter.budget_aware or stack_visible
+    visible = visible_budget or adapter.budget_aware or probe_budget.visible
+    # Hidden: episodes run at max(T), a budget the policy must not see.
+    probe_budget.report(visible)
+
+    build = EnvStack(make_env, max(budget_grid), visible_budget, wants, visible)
     has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
     if diagnostics and not has_oracle:
         logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
@@ -334,7 +314,7 @@ def evaluate(
         visible_budget=visible_budget,
         diagnostics=diagnostics and has_oracle,
     )
-    options = RunOptions(settings.diagnostics, transcripts, settings.mode == HIDDEN)
+    options = RunOptions(settings.diagnostics, transcripts)
     executor = _executor(backend, policy, adapter, PlaySpec(build, options, batch_size), probe)
     run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
     with run:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.evaluation.rollout import EpisodeKey, episode_seed
+from wrappers.validators import check_grid, check_int
 
-__all__ = ["HIDDEN", "VISIBLE", "EvalSettings", "check_grid", "check_tasks"]
+__all__ = ["HIDDEN", "VISIBLE", "EvalSettings", "check_tasks"]
 
 #: One run at max(T); first success turns give every T.
 HIDDEN = "hidden"
@@ -18,36 +18,14 @@ HIDDEN = "hidden"
 VISIBLE = "visible"
 
 
-def _int(value: Any, name: str, minimum: int) -> int:
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}.") from None
-    if number < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {number}.")
-    return number
-
-
-def check_grid(values: Any, name: str) -> tuple[int, ...]:
-    """Return ``values`` as sorted, distinct ints >= 1, or raise a one-line error."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        values = [values]
-    if len(values) == 0:
-        raise ValueError(f"{name} must not be empty.")
-    checked = sorted({_int(value, f"every value of {name}", 1) for value in values})
-    return tuple(checked)
-
-
 def check_tasks(tasks: Any) -> tuple[int, ...]:
     """Return the task ids: ``range(tasks)`` for a count, else the distinct ids given."""
     if isinstance(tasks, (str, bytes)) or not isinstance(tasks, (Sequence, range)):
-        count = _int(tasks, "tasks (a count)", 1)
+        count = check_int(tasks, "tasks (a count)", 1)
         if count > MAX_TASK_ID:
             raise ValueError(f"tasks must be at most {MAX_TASK_ID}, got {count}.")
         return tuple(range(count))
-    ids = [_int(task, "every task id", 0) for task in tasks]
+    ids = [check_int(task, "every task id", 0) for task in tasks]
     if not ids:
         raise ValueError("tasks must not be empty: pass a count or a list of task ids.")
     if len(set(ids)) != len(ids):
@@ -93,7 +71,7 @@ class EvalSettings:
     ) -> EvalSettings:
         """Check the user's settings and return them, with one-line errors."""
         budgets = check_grid(budgets, "budgets (T)")
-        samples = max(ks) if samples is None else _int(samples, "samples", 1)
+        samples = max(ks) if samples is None else check_int(samples, "samples", 1)
         if max(ks) > samples:
             raise ValueError(
                 f"K={max(ks)} is larger than samples={samples}: Pass@K needs at least K "
@@ -105,7 +83,7 @@ class EvalSettings:
             budgets=budgets,
             task_ids=check_tasks(tasks),
             samples=samples,
-            seed=_int(seed, "seed", 0),
+            seed=check_int(seed, "seed", 0),
             mode=mode,
             visible_budget=visible_budget,
             diagnostics=diagnostics,

@@ -15,6 +15,7 @@ from agent_envs.envs.common.grid import (
     grid_neighbours,
 )
 from agent_envs.envs.frozen_lake.slippery import solve_slippery_lake
+from wrappers.validators import check_bool, check_int
 
 __all__ = [
     "DEADLINE_DISCOUNT",
@@ -244,12 +245,8 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
     def __init__(
         self, size: int = 4, slippery: bool = False, render_mode: str | None = None
     ) -> None:
-        if isinstance(size, bool) or not isinstance(size, int) or not 2 <= size <= 32:
-            raise ValueError(f"size must be an int in [2, 32], got {size!r}.")
-        if not isinstance(slippery, bool):
-            raise TypeError(f"slippery must be a bool, got {type(slippery).__name__}.")
-        self.size = size
-        self.slippery = slippery
+        self.size = check_int(size, "size", 2, 32)
+        self.slippery = check_bool(slippery, "slippery")
         self.stochastic = slippery
         super().__init__(render_mode=render_mode)
 

@@ -15,6 +15,7 @@ from agent_envs.envs.webshop.catalogue import (
     make_shop_task,
     match_score,
 )
+from wrappers.validators import check_int
 
 __all__ = ["WebShopEnv"]
 
@@ -117,9 +118,8 @@ class WebShopEnv(TextEnv[ShopTask]):
     def __init__(
         self, min_products: int = 30, max_products: int = 45, render_mode: str | None = None
     ) -> None:
-        for name, value in (("min_products", min_products), ("max_products", max_products)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}.")
+        check_int(min_products, "min_products")
+        check_int(max_products, "max_products")
         if not 20 <= min_products <= max_products <= 200:
             raise ValueError(
                 "Need 20 <= min_products <= max_products <= 200, "
