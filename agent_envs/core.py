@@ -129,6 +129,10 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: True when the same state and action can lead to different outcomes (the
     #: seed matters).  The oracle tests replay only deterministic envs exactly.
     stochastic: bool = False
+    #: True when the oracle reads what the agent cannot see (a hidden map, hidden
+    #: object locations): its figures then measure access to information as
+    #: much as decision making, and the evaluator marks them.
+    privileged_oracle: ClassVar[bool] = False
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

@@ -36,8 +36,10 @@ EPISODE_KEYS = {
     "error",
     "oracle_turns",
     "judged",
+    "judged_valid",
     "optimal",
     "first_non_optimal_turn",
+    "oracle_errors",
 }
 
 
@@ -70,7 +72,7 @@ def test_every_episode_is_one_json_line_after_a_header(tmp_path):
     log = tmp_path / "run.jsonl"
     result = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
     header, *episodes = lines(log)
-    assert header["type"] == "header" and header["format"] == "agent-envs-runlog/1"
+    assert header["type"] == "header" and header["format"] == "agent-envs-runlog/2"
     assert header["settings"]["task_ids"] == [0, 1, 2, 3, 4]
     assert len(episodes) == result.episodes == 15
     assert all(set(episode) == EPISODE_KEYS for episode in episodes)
@@ -251,6 +253,20 @@ def test_numpy_oracle_turns_are_logged_as_json(tmp_path):
     )
     assert all(isinstance(line["oracle_turns"], int) for line in lines(log)[1:])
     json.dumps(result.to_dict())
+
+
+def test_a_log_of_an_older_format_is_refused_by_name(tmp_path):
+    log = tmp_path / "old.jsonl"
+    log.write_text(json.dumps({"type": "header", "format": "agent-envs-runlog/1"}) + "\n")
+    with pytest.raises(ValueError, match=r"older run log \(agent-envs-runlog/1.*new --log path"):
+        evaluate(
+            NoisyOracleAgent(0.4),
+            "agent_envs/GuessNumber-v0",
+            ks=[1],
+            budgets=[5],
+            tasks=2,
+            log_path=log,
+        )
 
 
 def test_a_transcript_entry_is_bounded(tmp_path):

@@ -211,6 +211,7 @@ class MazeEnv(TextEnv[MazeTask]):
 
     action_vocabulary = tuple(_NAMES[d] for d in _ORDER)
     action_format = "Reply with one of: north, south, east, west."
+    privileged_oracle = True
     max_action_length = 64
 
     def __init__(self, size: int = 7, render_mode: str | None = None) -> None:

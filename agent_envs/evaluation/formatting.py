@@ -76,14 +76,24 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
     dead = diagnostics.get("dead_end_rate") or []
     lines.append(f"  dead-end rate ({per_t}): " + "  ".join(_fmt(value) for value in dead))
     if "decision_quality" in diagnostics:
+        privileged = " [privileged oracle]" if diagnostics.get("privileged_oracle") else ""
         lines.append(
-            "  decision quality (valid actions that are oracle actions): "
-            + _fmt(diagnostics["decision_quality"])
+            f"  decision quality{privileged}: {_fmt(diagnostics['decision_quality'])} of all "
+            f"judged turns, {_fmt(diagnostics.get('decision_quality_valid'))} of valid ones"
         )
-        recovery = diagnostics.get("recovery") or []
+        recovery = diagnostics.get("error_recovery") or []
         lines.append(
-            f"  recovery P(success | a non-optimal action) ({per_t}): "
-            + "  ".join(f"{_fmt(item['success_rate'])} (n={item['episodes']})" for item in recovery)
+            f"  per-error recovery{privileged} ({per_t}): "
+            + "  ".join(
+                f"{_fmt(item['rate'])} ({item['recovered']}/{item['recoverable']}, "
+                f"{item['fatal']} fatal)"
+                for item in recovery
+            )
+        )
+        after = diagnostics.get("success_after_error") or []
+        lines.append(
+            f"  success after an error ({per_t}): "
+            + "  ".join(f"{_fmt(item['success_rate'])} (n={item['episodes']})" for item in after)
         )
         for horizon, item in (diagnostics.get("by_horizon") or {}).items():
             tasks = f"{item['tasks']} task" + ("" if item["tasks"] == 1 else "s")

@@ -32,7 +32,8 @@ from agent_envs.evaluation.settings import EvalSettings
 
 __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
-LOG_FORMAT = "agent-envs-runlog/1"
+# /2: episodes record every judged turn and the per-error recovery (oracle_errors).
+LOG_FORMAT = "agent-envs-runlog/2"
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -125,6 +126,13 @@ class RunLog:
             header = json.loads(body[0]) if body else None
         except (UnicodeDecodeError, json.JSONDecodeError):
             header = None
+        fmt = header.get("format") if isinstance(header, dict) else None
+        old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
+        if old and fmt != LOG_FORMAT:
+            raise ValueError(
+                f"{path} is an older run log ({fmt}, this version writes "
+                f"{LOG_FORMAT}) whose episodes lack today's diagnostics; pass a new --log path."
+            )
         if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
             raise ValueError(
                 f"{path} is not an agent-envs run log (no header line); "

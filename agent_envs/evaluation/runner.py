@@ -18,6 +18,7 @@ import numpy as np
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
 from agent_envs.evaluation.executor import EpisodeExecutor, LocalExecutor, PlaySpec
+from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
@@ -314,7 +315,11 @@ def evaluate(
         visible_budget=visible_budget,
         diagnostics=diagnostics and has_oracle,
     )
-    options = RunOptions(settings.diagnostics, transcripts)
+    # The budget owner keeps budget keys out of a hidden run's info; a policy
+    # that asks for them anyway is told so once (see hidden_budget).
+    options = RunOptions(
+        settings.diagnostics, transcripts, hidden_budget=None if visible else BudgetReads()
+    )
     executor = _executor(backend, policy, adapter, PlaySpec(build, options, batch_size), probe)
     run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
     with run:
@@ -343,7 +348,13 @@ def evaluate(
         episodes=len(records),
         errors=len(errors),
         error_examples=list(dict.fromkeys(errors))[:5],
-        diagnostics=summarize(records, settings.budgets, settings.mode, settings.diagnostics),
+        diagnostics=summarize(
+            records,
+            settings.budgets,
+            settings.mode,
+            settings.diagnostics,
+            privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
+        ),
         settings={
             "visible_budget": visible_budget,
             "diagnostics": settings.diagnostics,

@@ -130,6 +130,7 @@ class HouseholdEnv(TextEnv[Home]):
     """
 
     action_format = _FORMAT
+    privileged_oracle = True
     max_observation_length = 4096
     max_action_length = 256
 

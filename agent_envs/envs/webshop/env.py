@@ -113,6 +113,7 @@ class WebShopEnv(TextEnv[ShopTask]):
     """
 
     action_format = "Use search[query] on the search page or click[button] for a [button] shown."
+    privileged_oracle = True
     max_observation_length = 4096
 
     def __init__(
