@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_envs import install_hint
 from agent_envs.redaction import redact_kwargs, scrub, secret_values
 
 __all__ = [
@@ -75,7 +76,7 @@ def resolve_agent(spec: str) -> Any:
         if module_name == missing or module_name.startswith(missing + "."):
             raise ValueError(f"cannot import agent module {module_name!r} ({exc}).") from None
         extra = _EXTRAS.get(spec.strip())
-        hint = f": pip install 'agent-envs[{extra}]'" if extra else ""
+        hint = f": {install_hint(extra)}" if extra else ""
         raise ValueError(
             f"agent {spec!r} needs the package {missing!r}, which is not installed{hint}."
         ) from None

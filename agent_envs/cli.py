@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import agent_envs
 from agent_envs.protocol import SUCCESS, TASK_ID, TURN
 from wrappers.validators import parse_int_list
 
@@ -31,12 +33,12 @@ def _ints(text: str, flag: str) -> list[int]:
     return list(parse_int_list(text, flag, minimum=None))
 
 
-def _tasks(text: str) -> int | list[int]:
+def _tasks(text: str) -> int | Sequence[int]:
     """Parse ``--tasks``: a count ``50``, a range ``100:150`` or a list ``3,7,9``."""
     try:
         if ":" in text:
             start, stop = (int(part) for part in text.split(":"))
-            return list(range(start, stop))
+            return range(start, stop)  # lazily: the evaluator checks its size first
         if "," in text:
             return list(parse_int_list(text, "--tasks", minimum=0))
         return int(text)
@@ -46,18 +48,41 @@ def _tasks(text: str) -> int | list[int]:
         ) from None
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse unusable --out/--plot paths before the run, not after it."""
-    for flag, path in (("--out", args.out), ("--plot", args.plot)):
-        if path and Path(path).is_dir():
-            raise CLIError(f"{flag} {path} is a directory; give a file path such as result.json.")
-    if args.plot:
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[str, Path]:
+    """Return the real path of every output flag given, refusing unusable ones now.
+
+    Checked before the first episode (and before an agent loads a model), so
+    that a run is never lost to an output path that fails at the end: each
+    path must be writable (:func:`check_output_path`), no two outputs may be
+    one file (``--out`` equal to ``--log`` would overwrite the log), and no
+    output may overwrite an input.  ``--plot`` is checked as the file really
+    written (``.png`` added to a bare name).
+    """
+    from agent_envs.evaluation.formatting import check_output_path
+    from agent_envs.evaluation.plotting import plot_path
+
+    paths: dict[str, Path] = {}
+    for flag in ("--out", "--log", "--plot"):
+        value = getattr(args, flag[2:], None)
+        if value:
+            check_output_path(value, flag)  # a folder given as --plot is a mistake too
+            paths[flag] = (
+                check_output_path(plot_path(value), flag) if flag == "--plot" else Path(value)
+            )
+    owners = {Path(path).resolve(): "input" for path in inputs}
+    for flag, path in paths.items():
+        other = owners.setdefault(path.resolve(), flag)
+        if other != flag:
+            what = "an input file" if other == "input" else other
+            raise CLIError(f"{flag} {path} is the same file as {what}; give each its own path.")
+    if "--plot" in paths:
         try:
             found = importlib.util.find_spec("matplotlib") is not None
         except (ImportError, ValueError):  # a broken or blocked install
             found = False
         if not found:
-            raise CLIError("--plot needs matplotlib: pip install 'agent-envs[plot]'.")
+            raise CLIError(f"--plot needs matplotlib: {agent_envs.install_hint('plot')}.")
+    return paths
 
 
 # ----------------------------------------------------------------- commands
@@ -89,14 +114,13 @@ def _oracle_range(env_id: str, tasks: int) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _write_outputs(result: Any, args: argparse.Namespace) -> None:
+def _write_outputs(result: Any, paths: dict[str, Path]) -> None:
     """Save ``result`` (an EvalResult or CompareResult) where --out/--plot ask."""
-    if args.out:
-        result.save(args.out)
-        print(f"wrote {args.out}", file=sys.stderr)
-    if args.plot:
-        result.plot(args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+    if "--out" in paths:
+        result.save(paths["--out"])
+        print(f"wrote {paths['--out']}", file=sys.stderr)
+    if "--plot" in paths:
+        print(f"wrote {result.plot(paths['--plot'])}", file=sys.stderr)
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -166,9 +190,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     from agent_envs.agents import AgentSpec, describe_agent, make_agent
-    from agent_envs.evaluation import evaluate
+    from agent_envs.evaluation import RunAborted, evaluate
 
-    _check_outputs(args)
+    paths = _check_outputs(args)
     backend = _backend(args)
     # On Ray each worker builds its own agent from the spec; locally one is built here.
     agent = make_agent(args.agent, kwargs) if backend == "local" else AgentSpec(args.agent, kwargs)
@@ -200,18 +224,29 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
         env_name=env_name,
         backend=backend,
     )
+    if result.episodes and result.errors == result.episodes:
+        # Nothing was measured: a table of zeros and a result file would pass
+        # for a measurement.  The log keeps the episodes; --retry-errors redoes them.
+        rerun = " with the same --log and --retry-errors" if args.log else ""
+        raise RunAborted(
+            f"every episode failed, so nothing was measured and nothing written: "
+            f"{result.error_summary()}. Fix the agent or its server and rerun{rerun}."
+        )
     print(result.table())
-    _write_outputs(result, args)
+    _write_outputs(result, paths)
     return 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from agent_envs.evaluation import EvalResult, compare
 
-    _check_outputs(args)
-    difference = compare(EvalResult.load(args.a), EvalResult.load(args.b))
+    paths = _check_outputs(args, inputs=(args.a, args.b))
+    a, b = EvalResult.load(args.a), EvalResult.load(args.b)
+    difference = compare(a, b)
+    if difference.a == difference.b:  # same agent name: the files tell A from B
+        difference.a, difference.b = Path(args.a).stem, Path(args.b).stem
     print(difference.table())
-    _write_outputs(difference, args)
+    _write_outputs(difference, paths)
     return 0
 
 
@@ -272,7 +307,7 @@ def _train_sb3(argv: list[str]) -> int:
             ) from None
         raise CLIError(
             f"train-sb3 needs the [sb3] extra ({exc.name} is missing): "
-            "pip install 'agent-envs[sb3]'."
+            f"{agent_envs.install_hint('sb3')}."
         ) from None
     return int(module.main(argv) or 0)
 
@@ -373,8 +408,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Say(logging.Handler):
+    """Show the library's INFO messages (such as what a resume found) on stderr.
+
+    It writes to whatever ``sys.stderr`` is when a message comes, and is
+    attached only while :func:`main` runs, so the library keeps its logging
+    untouched when imported.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"{_PROG}: {record.getMessage()}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    library = logging.getLogger("agent_envs")
+    handler, level = _Say(logging.INFO), library.level
+    library.addHandler(handler)
+    library.setLevel(logging.INFO)
+    try:
+        return _main(argv)
+    finally:
+        library.removeHandler(handler)
+        library.setLevel(level)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in argv[:1]
     if show_traceback:

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs import install_hint
 from agent_envs.protocol import EPISODE_SEED
 
 try:
@@ -60,9 +61,7 @@ try:
         LogitsProcessorList,
     )
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "HFAgent needs torch and transformers: pip install 'agent-envs[llm]'."
-    ) from error
+    raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
 from baselines.llm_prompting import (

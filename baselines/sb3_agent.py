@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs import install_hint
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from wrappers.discrete_actions import action_key
 from wrappers.encode_observation import TextEncoder
@@ -103,9 +104,7 @@ def algorithm_class(name: str) -> type:
     try:
         return getattr(importlib.import_module(module), attribute)
     except ImportError as error:
-        raise ImportError(
-            f"Algorithm {name!r} needs {module}: pip install 'agent-envs[sb3]'."
-        ) from error
+        raise ImportError(f"Algorithm {name!r} needs {module}: {install_hint('sb3')}.") from error
 
 
 def sidecar_path(model_path: str | Path) -> Path:

@@ -41,6 +41,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agent_envs import install_hint
 from agent_envs.protocol import SUCCESS
 from baselines.sb3_env import TaskPool, TrainConfig, _vec_env, make_env
 from wrappers.encode_observation import MODES
@@ -382,8 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ImportError as error:
         print(
-            f"agent-envs train-sb3: error: {error} (install the extra: pip install "
-            "'agent-envs[sb3]')",
+            f"agent-envs train-sb3: error: {error} (install the extra: {install_hint('sb3')})",
             file=sys.stderr,
         )
         return 1

@@ -646,7 +646,7 @@ def test_table_and_plot(tmp_path, monkeypatch):
     for name in [m for m in sys.modules if m.startswith("matplotlib")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match=r"agent-envs\[plot\]"):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[plot\]"'):
         result.plot(tmp_path / "again.png")
 
 

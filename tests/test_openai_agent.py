@@ -477,3 +477,20 @@ def test_a_rotated_key_resumes_the_run_and_another_model_does_not(server, capsys
     assert run(api_key="sk-second-key-111", model="other") == 2
     assert "different settings" in capsys.readouterr().err
     assert b"sk-first" not in log.read_bytes() and b"sk-second" not in log.read_bytes()
+
+
+def test_a_run_against_an_unreachable_server_exits_non_zero(backend, capsys, tmp_path):
+    """Issue 9, item 12: every episode failed, so the run fails and says why."""
+    cli = pytest.importorskip("agent_envs.cli")
+    chat = ChatServer(backend)
+    url = chat.base_url
+    chat.close()  # nothing listens there now
+    kwargs = {"base_url": url, "model": "tiny", "max_retries": 0, "backoff": 0}
+    out = tmp_path / "r.json"
+    argv = ["eval", "GuessNumber-v0", "--agent", "openai", "--agent-kwargs", json.dumps(kwargs)]
+    argv += ["--k", "1", "--t", "2", "--tasks", "3", "--samples", "1", "--no-progress"]
+    assert cli.main([*argv, "--out", str(out)]) == 2
+    printed = capsys.readouterr()
+    assert "every episode failed" in printed.err and "3 of 3 episodes" in printed.err
+    assert "3x 'ChatCompletionError: POST" in printed.err and "connection failed" in printed.err
+    assert printed.out == "" and not out.exists()

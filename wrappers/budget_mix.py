@@ -80,8 +80,11 @@ class BudgetMix(TurnBudget):
             raise TypeError(f"weights must be numbers, got {list(weights)!r}.") from None
         if not all(math.isfinite(value) and value >= 0 for value in values):
             raise ValueError(f"weights must be finite and non-negative, got {list(weights)!r}.")
-        if values.sum() <= 0:
+        if values.max() <= 0:
             raise ValueError("weights must not all be zero.")
+        # Scaled by the largest first: the sum of finite weights can overflow
+        # (two of 1e308 sum to inf), and tiny ones can underflow; x / max is in [0, 1].
+        values = values / values.max()
         return values / values.sum()
 
     def reset(

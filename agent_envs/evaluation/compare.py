@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,21 +86,33 @@ class CompareResult:
             lines.append(f"{side} is better at: {', '.join(cells) if cells else 'nowhere'}")
         return "\n".join(lines)
 
-    def plot(self, path: str | os.PathLike[str]) -> None:
-        """Write the difference as a diverging heatmap PNG (needs the ``[plot]`` extra)."""
+    def plot(self, path: str | os.PathLike[str], scale: float = 1.0) -> Path:
+        """Write the difference as a diverging heatmap (needs ``[plot]``); return the path.
+
+        Design decision: the colour scale is fixed and symmetric, ``-scale``
+        to ``+scale`` (default -1..1, every possible difference), so that a
+        difference of 0.10 looks small and equal colours mean equal
+        differences in every plot.  Scaling to the largest cell instead made
+        0.10 as saturated as 0.97.  Pass a smaller ``scale`` to zoom in.
+        """
         from agent_envs.evaluation.plotting import plot_grid
 
-        bound = max(float(np.abs(self.diff).max()), 0.05)
+        if not 0 < scale <= 1:
+            raise ValueError(f"scale must be in (0, 1], got {scale!r}.")
         marks = np.where(self.wins() != "", "*", "")
-        plot_grid(
+        return plot_grid(
             path,
             self.diff,
             self.ks,
             self.budgets,
-            title=f"Pass@(K,T) A - B on {self.env_id} (* = CI excludes 0)",
-            vmin=-bound,
-            vmax=bound,
+            title=(
+                f"Pass@(K,T) difference A - B on {self.env_id} (* = CI excludes 0)\n"
+                f"A = {self.a}\nB = {self.b}"
+            ),
+            vmin=-scale,
+            vmax=scale,
             cmap="RdBu",
+            label="Pass@(K,T) of A minus B",
             marks=marks,
         )
 

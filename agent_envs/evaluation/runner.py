@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings, check_tasks
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
-from wrappers import ActionHints
+from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.validators import (
     check_bool,
@@ -35,7 +36,7 @@ from wrappers.validators import (
     check_probability,
 )
 
-__all__ = ["evaluate", "resolve_env"]
+__all__ = ["describe_wrappers", "evaluate", "resolve_env"]
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +136,48 @@ def _env_name(base: gym.Env) -> str:
     if not changed:
         return spec.id
     return f"{spec.id} {json.dumps(changed, sort_keys=True, default=repr)}"
+
+
+# gym.make adds these for every id alike; the evaluator adds ActionHints for the
+# policy's required_info and drives any TurnBudget/BudgetMix itself.
+_UNDESCRIBED = (
+    gym.wrappers.PassiveEnvChecker,
+    gym.wrappers.OrderEnforcing,
+    gym.wrappers.TimeLimit,
+    TurnBudget,
+    ActionHints,
+)
+
+
+def describe_wrappers(env: gym.Env) -> tuple[str, ...]:
+    """Return the wrappers of ``env``'s stack that change what an episode does, outermost first.
+
+    Each is ``Name`` or ``Name {"arg": value}`` with the arguments it recorded
+    (``gymnasium.utils.RecordConstructorArgs``).  They belong to the resume
+    check: a run with ``ChatHistory(window=2)`` shows the agent other prompts
+    than one without it, so its episodes must not be mixed into the same log.
+    The budget wrappers are left out (the evaluator sets T per episode and
+    their visibility is the run's ``mode``), as are the wrappers ``gym.make``
+    adds to every env and ``ActionHints`` (a consequence of the policy).
+
+    >>> import gymnasium as gym, agent_envs
+    >>> from wrappers import ChatHistory
+    >>> describe_wrappers(ChatHistory(gym.make("agent_envs/GuessNumber-v0"), window=2))
+    ('ChatHistory {"record": "action", "system_prompt": null, "window": 2}',)
+    """
+    names = []
+    while isinstance(env, gym.Wrapper):
+        if not isinstance(env, _UNDESCRIBED):
+            recorded = dict(getattr(env, "_saved_kwargs", None) or {})
+            recorded.pop("env", None)
+            # An argument JSON cannot hold (a callable, say) is named by its type:
+            # its repr may hold a memory address, which would differ every run.
+            arguments = json.dumps(
+                recorded, sort_keys=True, default=lambda value: type(value).__qualname__
+            )
+            names.append(type(env).__name__ + (f" {arguments}" if recorded else ""))
+        env = env.env
+    return tuple(names)
 
 
 def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
@@ -305,6 +348,7 @@ def evaluate(
         logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
     settings = EvalSettings.build(
         env=name,
+        wrappers=describe_wrappers(probe),
         agent=agent_name or adapter.name,
         ks=ks,
         budgets=budget_grid,
@@ -329,6 +373,7 @@ def evaluate(
     values = EvalResult.per_task(settings.samples, counts, ks)
     surface, low, high = EvalResult.surface_and_interval(values, n_bootstrap, seed, confidence)
     errors = [record.error for record in records if record.error is not None]
+    error_counts = Counter(errors)  # in first-seen order
     elapsed = time.perf_counter() - started
     return EvalResult(
         env_id=name,
@@ -347,7 +392,8 @@ def evaluate(
         n_bootstrap=n_bootstrap,
         episodes=len(records),
         errors=len(errors),
-        error_examples=list(dict.fromkeys(errors))[:5],
+        error_examples=list(error_counts)[:5],
+        error_counts=list(error_counts.values())[:5],
         diagnostics=summarize(
             records,
             settings.budgets,
@@ -356,6 +402,7 @@ def evaluate(
             privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
         ),
         settings={
+            "wrappers": list(settings.wrappers),
             "visible_budget": visible_budget,
             "diagnostics": settings.diagnostics,
             "batch_size": batch_size if adapter.batched else 1,
