@@ -223,6 +223,7 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
         agent_name=name,
         env_name=env_name,
         backend=backend,
+        step_quality=args.step_quality,
     )
     if result.episodes and result.errors == result.episodes:
         # Nothing was measured: a table of zeros and a result file would pass
@@ -240,10 +241,16 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from agent_envs.evaluation import EvalResult, compare
 
-    paths = _check_outputs(args, inputs=(args.a, args.b))
-    a, b = EvalResult.load(args.a), EvalResult.load(args.b)
-    difference = compare(a, b)
-    if difference.a == difference.b:  # same agent name: the files tell A from B
+    # a,b,c: one result per training seed, compared at the seed level.
+    names = [[name for name in files.split(",") if name] for files in (args.a, args.b)]
+    paths = _check_outputs(args, inputs=names[0] + names[1])
+    sides = []
+    for files, side in zip((args.a, args.b), names, strict=True):
+        results = [EvalResult.load(name) for name in side]
+        sides.append(results if len(side) > 1 or files.endswith(",") else results[0])
+    difference = compare(*sides)
+    if difference.a == difference.b and difference.unit == "task":
+        # Same agent name: the files tell A from B.
         difference.a, difference.b = Path(args.a).stem, Path(args.b).stem
     print(difference.table())
     _write_outputs(difference, paths)
@@ -381,6 +388,13 @@ def _parser() -> argparse.ArgumentParser:
         "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves"
     )
     ev.add_argument(
+        "--step-quality",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also judge the agent on N shared reference states per task (default 0: off)",
+    )
+    ev.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -389,8 +403,10 @@ def _parser() -> argparse.ArgumentParser:
     ev.set_defaults(run=_cmd_eval)
 
     cmp = commands.add_parser("compare", help="difference surface A - B of two results")
-    cmp.add_argument("a", help="result JSON of agent A")
-    cmp.add_argument("b", help="result JSON of agent B")
+    cmp.add_argument(
+        "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
+    )
+    cmp.add_argument("b", help="result JSON of agent B, or one per training seed")
     cmp.add_argument("--plot", default=None, help="write a diverging heatmap PNG here")
     cmp.add_argument("--out", default=None, help="write the comparison JSON here")
     cmp.set_defaults(run=_cmd_compare)

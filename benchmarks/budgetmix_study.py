@@ -14,8 +14,12 @@ Every seed trains on its own pool of ``TASKS_PER_SEED`` tasks (seed s gets
 task ids ``s*N .. s*N+N-1``) and is evaluated on that pool: the question is
 how the regime shapes the budget profile of what the agent learned, not
 generalisation to unseen levels (which these small MLPs do not reach within
-the time budget).  Results of the seeds of a regime are pooled: each (seed,
-task) pair is one unit of the bootstrap.
+the time budget).  The seed is the unit of every interval and test: a
+regime's table interval is a hierarchical bootstrap (seeds, then tasks within
+each seed), and regimes are compared with ``compare`` on the lists of per-seed
+results (seed s of one regime paired with seed s of the other, which trained on
+the same task pool), whose seed-level test marks no cell with fewer than 5
+seeds per side.
 
 Writes into ``--out`` (default ``docs/budgetmix``): ``results.md`` (the tables
 and the command), ``results.json``, per env and regime a heatmap
@@ -162,15 +166,22 @@ def run_job(job: Job) -> dict[str, Any]:
 
 # ----------------------------------------------------------------- analysis
 def pooled(results: list[Any], label: str) -> Any:
-    """Merge the per-seed results of one regime: each (seed, task) pair is one bootstrap unit."""
+    """Merge the per-seed results of one regime, with a seed-level interval.
+
+    The surface is the mean over seeds of each seed's mean over its tasks; the
+    interval resamples seeds, then tasks within each seed.
+    """
     from agent_envs.evaluation import EvalResult
+    from agent_envs.evaluation.pass_at_k import percentile_interval
+    from agent_envs.evaluation.result import bootstrap_rng
+    from agent_envs.evaluation.seed_stats import hierarchical_bootstrap, task_sampler
 
     first = results[0]
     counts = np.concatenate([result.success_counts for result in results])
-    values = EvalResult.per_task(first.samples, counts, first.ks)
-    surface, low, high = EvalResult.surface_and_interval(
-        values, first.n_bootstrap, 0, first.confidence
-    )
+    samplers = [task_sampler(result.per_task_values()) for result in results]
+    draws = hierarchical_bootstrap(samplers, first.n_bootstrap, bootstrap_rng(0))
+    low, high = percentile_interval(draws, first.confidence)
+    surface = np.mean([result.per_task_values().mean(axis=0) for result in results], axis=0)
     return EvalResult(
         env_id=first.env_id,
         agent=label,
@@ -210,7 +221,11 @@ def markdown_tables(env_id: str, regimes: dict[str, Any], summaries: list[dict])
     shown = [t for t in plan.table_budgets if t in any_result.budgets]
     for k in (min(any_result.ks), max(any_result.ks)):
         header = "| regime | " + " | ".join(f"T={t}" for t in shown) + " |"
-        lines += [f"Pass@({k},T), 95% bootstrap CI over (seed, task) pairs:", "", header]
+        lines += [
+            f"Pass@({k},T), 95% hierarchical bootstrap CI (seeds, then tasks):",
+            "",
+            header,
+        ]
         lines.append("|---|" + "---|" * len(shown))
         for name, result in regimes.items():
             cells = " | ".join(_cell(result, k, t) for t in shown)
@@ -239,10 +254,12 @@ def analyse(summaries: list[dict], out: Path, ks: tuple[int, ...], plots: bool) 
     for env_id in dict.fromkeys(s["env_id"] for s in summaries):
         short_name = env_id.split("/")[-1]
         regimes: dict[str, Any] = {}
+        per_seed: dict[str, list[Any]] = {}
         for regime in REGIMES:
             runs = [s for s in summaries if s["env_id"] == env_id and s["regime"] == regime]
             if runs:
                 results = [EvalResult.load(Path(s["folder"]) / "result.json") for s in runs]
+                per_seed[regime] = results
                 regimes[regime] = pooled(results, regime)
         # The random agent on the same tasks and seeds, for scale.
         first = next(iter(regimes.values()))
@@ -260,10 +277,11 @@ def analyse(summaries: list[dict], out: Path, ks: tuple[int, ...], plots: bool) 
         lines += markdown_tables(env_id, regimes, summaries)
         everything[env_id] = {name: result.to_dict() for name, result in regimes.items()}
         if "short" in regimes:
-            for name, result in regimes.items():
-                if name in ("short", "random"):
+            for name in per_seed:
+                if name == "short":
                     continue
-                difference = compare(result, regimes["short"])
+                # Seed level: seed s of both regimes trained on the same task pool.
+                difference = compare(per_seed[name], per_seed["short"])
                 everything[env_id][f"{name}-minus-short"] = difference.to_dict()
                 if plots:
                     difference.plot(out / f"{short_name}-{name}-minus-short.png")

@@ -18,6 +18,7 @@ from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE
+from agent_envs.evaluation.step_quality import NoisyOracleReference, step_quality
 
 __all__ = [
     "HIDDEN",
@@ -25,6 +26,7 @@ __all__ = [
     "CompareResult",
     "EpisodeRecord",
     "EvalResult",
+    "NoisyOracleReference",
     "PerEpisode",
     "RunAborted",
     "RunLogLocked",
@@ -32,4 +34,5 @@ __all__ = [
     "episode_seed",
     "evaluate",
     "pass_at_k",
+    "step_quality",
 ]

@@ -152,4 +152,14 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
                 f"  turns to success: {_fmt(turns['mean_turns'], 2)} vs oracle "
                 f"{_fmt(turns['mean_oracle_turns'], 2)} (mean ratio {_fmt(turns['mean_ratio'], 2)})"
             )
+    step = diagnostics.get("step_quality")
+    if step:
+        privileged = " [privileged oracle]" if step.get("privileged_oracle") else ""
+        lines.append(
+            f"  step quality{privileged} on {step['states']} shared reference states: "
+            f"{_fmt(step['optimal_rate'])} optimal (recovery states "
+            f"{_fmt(step['recovery_optimal_rate'])}, n={step['recovery_states']}; on-path "
+            f"{_fmt(step['on_path_optimal_rate'])}, n={step['on_path_states']}), "
+            f"{_fmt(step['invalid_rate'])} invalid"
+        )
     return lines

@@ -36,7 +36,7 @@ from wrappers.validators import (
     check_probability,
 )
 
-__all__ = ["describe_wrappers", "evaluate", "resolve_env"]
+__all__ = ["build_stack", "describe_wrappers", "evaluate", "resolve_env"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
 _GRID = "the evaluator's T grid (budgets=...)"
 
 
-def _build(
+def build_stack(
     make_env: Callable[[], gym.Env],
     max_budget: int,
     visible: bool,
@@ -112,7 +112,7 @@ class EnvStack:
 
     def __call__(self) -> gym.Env:
         """Build one stack, its budget reported to the policy only when it is visible."""
-        env, budget = _build(self.make_env, self.max_budget, self.visible_budget, self.wants)
+        env, budget = build_stack(self.make_env, self.max_budget, self.visible_budget, self.wants)
         budget.report(self.visible)
         return env
 
@@ -257,6 +257,7 @@ def evaluate(
     agent_name: str | None = None,
     env_name: str | None = None,
     backend: str | Any = "local",
+    step_quality: int = 0,
 ) -> EvalResult:
     """Measure the Pass@(K,T) surface of ``policy`` on ``env``.
 
@@ -305,6 +306,10 @@ def evaluate(
             ``"ray"`` / a :class:`~agent_envs.evaluation.ray_backend.RayBackend`
             (Ray actors; needs the ``[ray]`` extra).  The numbers, the log and
             resume do not depend on it; see ``docs/distributed.md``.
+        step_quality: also judge the policy on this many shared reference
+            states per task (``diagnostics["step_quality"]``, see
+            :func:`~agent_envs.evaluation.step_quality`); 0 (default) skips it.
+            Needs the oracle; the states are seeded by ``seed``.
 
     Returns:
         An :class:`EvalResult`.
@@ -326,6 +331,7 @@ def evaluate(
     budget_grid = check_grid(budgets, "budgets (T)")
     task_ids = check_tasks(tasks)
     _check_options(visible_budget, diagnostics, max_error_rate, n_bootstrap, confidence)
+    check_int(step_quality, "step_quality", 0)
     if transcripts and log_path is None:
         raise ValueError("transcripts are written to the run log: pass log_path as well.")
     adapter = adapt_policy(policy)
@@ -336,13 +342,14 @@ def evaluate(
         batch_size = check_int(batch_size, "batch_size", 1)
 
     wants = adapter.required_info
-    probe, probe_budget = _build(make_env, max(budget_grid), visible_budget, wants, _GRID)
+    probe, probe_budget = build_stack(make_env, max(budget_grid), visible_budget, wants, _GRID)
     name = name or _env_name(probe.unwrapped)
     visible = visible_budget or adapter.budget_aware or probe_budget.visible
     # Hidden: episodes run at max(T), a budget the policy must not see.
     probe_budget.report(visible)
 
     build = EnvStack(make_env, max(budget_grid), visible_budget, wants, visible)
+
     has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
     if diagnostics and not has_oracle:
         logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
@@ -369,6 +376,27 @@ def evaluate(
     with run:
         executor.run(run.todo, run.finish)
     records = run.records()
+    diagnosed = summarize(
+        records,
+        settings.budgets,
+        settings.mode,
+        settings.diagnostics,
+        privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
+    )
+    if step_quality and has_oracle:
+        # Imported here: step_quality builds its stacks with this module's build_stack.
+        from agent_envs.evaluation.step_quality import step_quality as judge_steps
+
+        diagnosed["step_quality"] = judge_steps(
+            policy,
+            env,
+            tasks=task_ids,
+            states_per_task=step_quality,
+            seed=seed,
+            max_turns=max(budget_grid),
+            visible_budget=visible_budget,
+            batch_size=batch_size,
+        )
     counts = _success_counts(settings, records)
     values = EvalResult.per_task(settings.samples, counts, ks)
     surface, low, high = EvalResult.surface_and_interval(values, n_bootstrap, seed, confidence)
@@ -394,17 +422,12 @@ def evaluate(
         errors=len(errors),
         error_examples=list(error_counts)[:5],
         error_counts=list(error_counts.values())[:5],
-        diagnostics=summarize(
-            records,
-            settings.budgets,
-            settings.mode,
-            settings.diagnostics,
-            privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
-        ),
+        diagnostics=diagnosed,
         settings={
             "wrappers": list(settings.wrappers),
             "visible_budget": visible_budget,
             "diagnostics": settings.diagnostics,
+            "step_quality": step_quality if has_oracle else 0,
             "batch_size": batch_size if adapter.batched else 1,
             "max_error_rate": max_error_rate,
         },
