@@ -7,6 +7,7 @@ Every user error ends in one line on stderr and exit status 2 (pass
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import importlib.util
 import logging
@@ -261,17 +262,57 @@ _PLAY_HELP = (
     "Type an action and press Enter. "
     ":actions lists legal actions, :hint asks the oracle, :quit stops."
 )
+_PLAY_COMMANDS = (":actions", ":hint", ":help", ":quit", ":q")
+
+
+def _not_an_action(line: str) -> str | None:
+    """Return why ``line`` is not an action to send, or ``None`` if it is one.
+
+    Such a line never uses up a turn: an empty line is a slip of the Enter
+    key, an unknown ``:command`` a typo, and control characters come from
+    keys such as the arrows (``ESC [ A``), which a terminal without line
+    editing passes through.
+    """
+    text = line.strip()
+    if not text:
+        return "Empty line: type an action (or :help)."
+    if text.startswith(":") and text.lower() not in _PLAY_COMMANDS:
+        return f"Unknown command {text!r}: the commands are {', '.join(_PLAY_COMMANDS[:4])}."
+    if any(ord(char) < 32 or ord(char) == 127 for char in text):
+        return "That line holds control keys (arrow keys?): type the action as text."
+    return None
+
+
+def _without_echo(observation: str) -> str:
+    """Drop the feedback lines that the view below them repeats, so each shows once.
+
+    Wordle's feedback ``CRANE -> . . . . Y`` is also the last row of its
+    board; a person reads the board.  Agents still get the full observation.
+    """
+    feedback, gap, view = observation.partition("\n\n")
+    if not gap:
+        return observation
+    repeated = set(view.splitlines())
+    kept = [line for line in feedback.splitlines() if line not in repeated]
+    return "\n".join(kept) + gap + view if kept else view
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
+    from agent_envs.core import MAX_TASK_ID
     from agent_envs.evaluation.runner import resolve_env
     from wrappers import TurnBudget
+    from wrappers.validators import check_int
 
+    seed = check_int(args.seed, "--seed", 0)
+    task = check_int(args.task, "--task", 0)
+    if task >= MAX_TASK_ID:
+        raise CLIError(f"--task must be below {MAX_TASK_ID}, got {task}.")
+    budget = check_int(args.budget, "--budget", 1)
     make_env, env_id = resolve_env(args.env_id, None)
-    env = TurnBudget(make_env(), max_turns=args.budget, visible=True)
-    observation, _ = env.reset(seed=args.seed, options={TASK_ID: args.task})
+    env = TurnBudget(make_env(), max_turns=budget, visible=True)
+    observation, _ = env.reset(seed=seed, options={TASK_ID: task})
     base: Any = env.unwrapped
-    print(f"{env_id}, task {args.task}, {args.budget} turns. {_PLAY_HELP}\n")
+    print(f"{env_id}, task {task}, {budget} turns. {_PLAY_HELP}\n")
     print(observation)
     while True:
         print("> ", end="", flush=True)
@@ -292,15 +333,23 @@ def _cmd_play(args: argparse.Namespace) -> int:
                 shown = "not available for this env"
             print(shown if isinstance(shown, str) else ", ".join(shown) or "(none)")
             continue
+        problem = _not_an_action(action)
+        if problem:
+            print(f"{problem} No turn was used.")
+            continue
         observation, _, terminated, truncated, info = env.step(action)
-        print(observation)
+        print(_without_echo(observation))
         if info.get(SUCCESS):
             print(f"Solved in {info[TURN]} turns.")
-        elif terminated:
+            return 0
+        if terminated:
             print("Failed: the episode ended without success.")
         elif truncated:
-            print(f"Out of turns: not solved within {args.budget}.")
+            print(f"Out of turns: not solved within {budget}.")
         if terminated or truncated:
+            answer = getattr(base, "answer", lambda: None)()
+            if answer is not None:
+                print(f"The answer was: {answer}")
             return 0
 
 
@@ -321,6 +370,10 @@ def _train_sb3(argv: list[str]) -> int:
 
 # ------------------------------------------------------------------ parser
 def _parser() -> argparse.ArgumentParser:
+    """Build the parser; every option's help says its default (a test checks it)."""
+    from agent_envs.agents import AGENTS
+    from agent_envs.evaluation.settings import MAX_EPISODES
+
     parser = argparse.ArgumentParser(
         prog=_PROG,
         description="Verifiable multi-turn text environments and the Pass@(K,T) evaluator.",
@@ -330,30 +383,57 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="list the registered env ids")
     listing.add_argument(
-        "--tasks", type=int, default=20, help="tasks sampled for the oracle-turn range (0: skip)"
+        "--tasks",
+        type=int,
+        default=20,
+        help="tasks sampled for the oracle-turn range, 0 to skip it (default 20)",
     )
-    listing.set_defaults(run=_cmd_list)
+    listing.set_defaults(run=_cmd_list, parser=listing)
 
     ev = commands.add_parser("eval", help="measure an agent's Pass@(K,T) surface")
     ev.add_argument("env_id", help="a registered id, e.g. agent_envs/Sokoban-v0")
-    ev.add_argument("--agent", default="random", help="short name or module:Class (default random)")
     ev.add_argument(
-        "--agent-kwargs", default=None, help="JSON keyword arguments, e.g. '{\"epsilon\": 0.1}'"
+        "--agent",
+        default="random",
+        help=f"one of {', '.join(AGENTS)}, or module:Class (default random)",
+    )
+    ev.add_argument(
+        "--agent-kwargs",
+        default=None,
+        help="JSON keyword arguments for the agent, e.g. '{\"epsilon\": 0.1}'; secrets such "
+        "as api_key are never shown or stored (default: none)",
     )
     ev.add_argument("--k", default="1,2,4,8", help="K grid (default 1,2,4,8)")
     ev.add_argument("--t", default="5,10,20,40", help="T grid (default 5,10,20,40)")
-    ev.add_argument("--tasks", default="50", help="count (50), range (100:150) or ids (3,7,9)")
+    ev.add_argument(
+        "--tasks",
+        default="50",
+        help=f"a count (50), a range (100:150) or ids (3,7,9); at most {MAX_EPISODES:,} "
+        "episodes a run (default 50)",
+    )
     ev.add_argument("--samples", type=int, default=None, help="attempts per task (default max K)")
-    ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--out", default=None, help="write the result JSON here")
-    ev.add_argument("--log", default=None, help="JSONL run log; rerun with it to resume")
-    ev.add_argument("--plot", default=None, help="write a heatmap PNG here (needs [plot])")
-    ev.add_argument("--visible-budget", action="store_true", help="show the turns left")
+    ev.add_argument("--seed", type=int, default=0, help="base seed, an int >= 0 (default 0)")
+    ev.add_argument("--out", default=None, help="write the result JSON here (default: none)")
+    ev.add_argument(
+        "--log",
+        default=None,
+        help="JSONL run log, owned by one run at a time; rerun with it to resume (default: none)",
+    )
+    ev.add_argument(
+        "--plot",
+        default=None,
+        help="write a heatmap PNG here, .png added to a bare name; needs [plot] (default: none)",
+    )
+    ev.add_argument(
+        "--visible-budget",
+        action="store_true",
+        help="show the turns left in every observation (default: hidden)",
+    )
     ev.add_argument(
         "--diagnostics",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="oracle diagnostics (cost oracle calls)",
+        help="oracle diagnostics, which cost oracle calls (default: on)",
     )
     ev.add_argument(
         "--history",
@@ -363,13 +443,29 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="WINDOW",
         help="give the agent the dialogue in info['messages'] (wrappers.ChatHistory); "
-        "WINDOW keeps the last exchanges only",
+        "WINDOW keeps the last exchanges only (default: no history; without WINDOW: all)",
     )
-    ev.add_argument("--transcripts", action="store_true", help="log observations and actions")
-    ev.add_argument("--retry-errors", action="store_true", help="on resume, redo error episodes")
-    ev.add_argument("--max-error-rate", type=float, default=0.2)
-    ev.add_argument("--batch-size", type=int, default=None, help="lockstep episodes for act_batch")
-    ev.add_argument("--n-bootstrap", type=int, default=1000)
+    ev.add_argument(
+        "--transcripts", action="store_true", help="log observations and actions (default: off)"
+    )
+    ev.add_argument(
+        "--retry-errors", action="store_true", help="on resume, redo error episodes (default: off)"
+    )
+    ev.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=0.2,
+        help="stop when more than this share of episodes raised in the agent (default 0.2)",
+    )
+    ev.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="episodes in lockstep for an agent with act_batch (default 64, else 1)",
+    )
+    ev.add_argument(
+        "--n-bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
     ev.add_argument(
         "--backend",
         choices=("local", "ray"),
@@ -400,28 +496,50 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="progress bar (default: when stderr is a terminal)",
     )
-    ev.set_defaults(run=_cmd_eval)
+    ev.set_defaults(run=_cmd_eval, parser=ev)
 
     cmp = commands.add_parser("compare", help="difference surface A - B of two results")
     cmp.add_argument(
         "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
     )
     cmp.add_argument("b", help="result JSON of agent B, or one per training seed")
-    cmp.add_argument("--plot", default=None, help="write a diverging heatmap PNG here")
-    cmp.add_argument("--out", default=None, help="write the comparison JSON here")
-    cmp.set_defaults(run=_cmd_compare)
+    cmp.add_argument(
+        "--plot",
+        default=None,
+        help="write a diverging heatmap PNG (scale -1..1) here (default: none)",
+    )
+    cmp.add_argument("--out", default=None, help="write the comparison JSON here (default: none)")
+    cmp.set_defaults(run=_cmd_compare, parser=cmp)
 
     play = commands.add_parser("play", help="play an env yourself in the terminal")
-    play.add_argument("env_id")
-    play.add_argument("--task", type=int, default=0)
-    play.add_argument("--budget", type=int, default=50)
-    play.add_argument("--seed", type=int, default=0)
-    play.set_defaults(run=_cmd_play)
+    play.add_argument("env_id", help="a registered id, e.g. agent_envs/Wordle-v0")
+    play.add_argument("--task", type=int, default=0, help="task id, an int >= 0 (default 0)")
+    play.add_argument("--budget", type=int, default=50, help="turns, an int >= 1 (default 50)")
+    play.add_argument(
+        "--seed", type=int, default=0, help="seed of the episode, an int >= 0 (default 0)"
+    )
+    play.set_defaults(run=_cmd_play, parser=play)
 
     commands.add_parser(
         "train-sb3", help="train a Stable-Baselines3 agent (arguments go to baselines.sb3_train)"
     )
     return parser
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; an unknown option is reported with its own command's usage.
+
+    argparse leaves options that no parser knows to the top-level parser,
+    which would print the top-level usage for ``eval --sampels 8``.
+    """
+    args, unknown = _parser().parse_known_args(argv)
+    if unknown:
+        command: argparse.ArgumentParser = args.parser
+        known = [option for action in command._actions for option in action.option_strings]
+        close = difflib.get_close_matches(unknown[0].split("=")[0], known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    return args
 
 
 class _Say(logging.Handler):
@@ -457,7 +575,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if argv[:1] == ["train-sb3"]:
             return _train_sb3(argv[1:])
-        args = _parser().parse_args(argv)
+        args = _parse(argv)
         return args.run(args)
     except KeyboardInterrupt:
         print(f"{_PROG}: interrupted (rerun with the same --log to resume).", file=sys.stderr)

@@ -202,6 +202,15 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         """Return the fewest turns to success from now, or ``None`` if unreachable."""
         raise NotImplementedError
 
+    def answer(self) -> str | None:
+        """Return the hidden answer of the task (a word, a number), or ``None`` if it has none.
+
+        For people: ``agent-envs play`` reveals it when an episode ends
+        unsolved.  Tasks whose goal is in plain view (a maze, a Sokoban level)
+        have none.  Agents never see it.
+        """
+        return None
+
     # -------------------------------------------------------------- gym API
     @property
     def task(self) -> TaskT:

@@ -129,6 +129,10 @@ class GuessNumberEnv(TextEnv[int]):
             return []
         return [str((self._low + self._high) // 2)]
 
+    def answer(self) -> str:
+        """Return the secret number."""
+        return str(self.task)
+
     def oracle_turns(self) -> int | None:
         if self._success:
             return 0

@@ -194,7 +194,7 @@ class CompareResult:
             self.ks,
             self.budgets,
             title=(
-                f"Pass@(K,T) difference A - B on {self.env_id} (* = CI excludes 0)\n"
+                f"Pass@(K,T) difference A - B on {self.env_id} (* = a significant cell)\n"
                 f"A = {self.a}\nB = {self.b}"
             ),
             vmin=-scale,

@@ -208,6 +208,10 @@ class WordleEnv(TextEnv[WordleTask]):
             return []
         return [self._words.answers[choose_guess(self._consistent())]]
 
+    def answer(self) -> str:
+        """Return the secret word."""
+        return self.task.secret
+
     def oracle_turns(self) -> int:
         """The guesses the oracle's strategy needs from the current feedback for this answer."""
         if self._solved:
