@@ -39,8 +39,12 @@ MAX_TASK_ID: int = 2**31 - 1
 
 _CHARSET_SET = frozenset(CHARSET)
 _ACTION_PREFIXES = ("action:", "action :")
+#: Parsed moves remembered per env; past this many distinct actions the memo
+#: starts afresh, so free-form agent text cannot grow it without bound.
+_MOVE_MEMO_SIZE = 1024
 
 TaskT = TypeVar("TaskT")
+_UNPARSED = object()  # a memo miss; None is a remembered unparsable action
 
 
 def sanitize(text: str, limit: int = 40) -> str:
@@ -105,11 +109,14 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     Hooks for subclasses:
         _make_task(task_id, rng): build the immutable task instance.  The last
             task is cached, so K attempts at one task build it once; a task
-            object may memoise oracle results on itself.
+            object may memoise oracle results on itself.  ``rng`` is ``None``
+            in a family that sets ``uses_task_rng = False``.
         _start(task): set the mutable episode state from the task.
         _intro(): the goal and action format, in plain words.
         _view(): the current view of the world.
-        _parse(action): a normalised action string to a move, or ``None``.
+        _parse(action): a normalised action string to a move, or ``None``.  It
+            must be a pure function of the action and the constructor's
+            arguments, returning an immutable move: ``step`` memoises it.
         _apply(move): carry out the move; return ``(feedback, valid)``.
         _is_success(), _is_failure(): terminal conditions.
         _is_dead_end(): success no longer reachable (default: ``_is_failure()``).
@@ -129,6 +136,13 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: True when the same state and action can lead to different outcomes (the
     #: seed matters).  The oracle tests replay only deterministic envs exactly.
     stochastic: bool = False
+    #: The number of distinct tasks, where it is finite enough to matter: task
+    #: ids then repeat instances, and the evaluator warns when asked for more
+    #: tasks than this.  ``None``: too many to repeat in any evaluation.
+    task_supply: int | None = None
+    #: False in a family whose task is plain arithmetic on ``task_id``: its
+    #: ``_make_task`` gets ``rng=None``, which saves building a generator per reset.
+    uses_task_rng: ClassVar[bool] = True
     #: True when the oracle reads what the agent cannot see (a hidden map, hidden
     #: object locations): its figures then measure access to information as
     #: much as decision making, and the evaluator marks them.
@@ -149,11 +163,12 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         )
         self.task_id: int | None = None
         self._task: TaskT | None = None
+        self._moves: dict[str, Any] = {}  # action text -> parsed move (see _parse)
         self._success = False
         self._last_feedback = ""
 
     # ------------------------------------------------------------------ hooks
-    def _make_task(self, task_id: int, rng: np.random.Generator) -> TaskT:
+    def _make_task(self, task_id: int, rng: np.random.Generator | None) -> TaskT:
         raise NotImplementedError
 
     def _start(self, task: TaskT) -> None:
@@ -240,7 +255,8 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         # The cache lives on the instance, whose task-shaping arguments are fixed,
         # so the task id alone identifies the task.
         if task_id != self.task_id or self._task is None:
-            self._task = self._make_task(task_id, self._task_generator(task_id))
+            rng = self._task_generator(task_id) if self.uses_task_rng else None
+            self._task = self._make_task(task_id, rng)
         self.task_id = task_id
         self._start(self._task)
         self._success = False
@@ -256,32 +272,42 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
             )
         if self._task is None:
             raise gym.error.ResetNeeded("Call reset() before step().")
-        if len(action) > self.action_space.max_length:
-            feedback, valid = (
-                f"Invalid action: longer than {self.action_space.max_length} characters.",
-                False,
-            )
+        # Agents repeat a small set of actions, so the parse is memoised on the
+        # raw text: normalising and parsing cost more than the move itself.
+        move = self._moves.get(action, _UNPARSED)
+        if move is _UNPARSED:
+            move = self._parse_new(action)
+        if move is None:
+            feedback, valid = self._unparsable_feedback(action), False
         else:
-            move = self._parse(normalize_action(action))
-            if move is None:
-                feedback, valid = self._unparsable_feedback(action), False
-            else:
-                feedback, valid = self._apply(move)
+            feedback, valid = self._apply(move)
         reward = 0.0
-        if not self._success and self._is_success():
-            self._success = True
+        success = self._success
+        if not success and self._is_success():
+            self._success = success = True
             reward = 1.0
-        terminated = self._success or self._is_failure()
         self._last_feedback = feedback
         info = {
             TASK_ID: self.task_id,
-            SUCCESS: self._success,
+            SUCCESS: success,
             VALID_ACTION: valid,
-            DEAD_END: (not self._success) and self._is_dead_end(),
+            DEAD_END: not success and self._is_dead_end(),
         }
+        terminated = success or self._is_failure()
         return f"{feedback}\n\n{self._view()}", reward, terminated, False, info
 
+    def _parse_new(self, action: str) -> Any | None:
+        """Parse an action not seen lately (see :meth:`parse_action`) and remember its move."""
+        if len(action) > self.action_space.max_length:
+            return None
+        if len(self._moves) >= _MOVE_MEMO_SIZE:
+            self._moves.clear()
+        move = self._moves[action] = self.parse_action(action)
+        return move
+
     def _unparsable_feedback(self, action: str) -> str:
+        if len(action) > self.action_space.max_length:
+            return f"Invalid action: longer than {self.action_space.max_length} characters."
         hint = f" {self.action_format}" if self.action_format else ""
         return f"Invalid action '{sanitize(action)}'.{hint}"
 

@@ -259,3 +259,15 @@ def test_docstring_lists_exactly_the_info_keys(env_id):
     for action in action_stream(env, rng, 20):
         emitted |= set(env.step(action)[-1])
     assert _documented_info_keys(cls) == emitted
+
+
+def test_a_finite_task_supply_is_declared_documented_and_true(env_id):
+    env = make_unwrapped(env_id)
+    supply = env.task_supply
+    if supply is None:
+        return
+    assert isinstance(supply, int) and supply >= 1
+    assert "## Task supply" in (type(env).__doc__ or ""), f"{type(env).__name__} hides its supply"
+    if supply <= 300:  # small enough to enumerate: the ids give at most that many instances
+        tasks = {pickle.dumps(env._make_task(i, env._task_generator(i))) for i in range(2 * supply)}
+        assert len(tasks) <= supply

@@ -120,6 +120,7 @@ def test_oracle_is_one_above_the_largest_horizon_and_zero_below_the_smallest():
     assert result.diagnostics["turns"]["mean_ratio"] == 1.0
 
 
+@pytest.mark.filterwarnings("ignore:.*distinct tasks:UserWarning")  # tiny envs, on purpose
 def test_random_agent_matches_the_analytic_success_curve():
     # Uniform guesses among 1..5, independent each turn: P(success within T) = 1 - 0.8**T.
     budgets, tasks, samples = [1, 2, 3, 5, 8], 50, 8
@@ -157,6 +158,7 @@ def test_surface_never_decreases_in_k_or_t_and_lies_in_its_interval():
     assert np.all(np.diff(counts_of(result), axis=1) >= 0)
 
 
+@pytest.mark.filterwarnings("ignore:.*distinct tasks:UserWarning")  # tiny envs, on purpose
 def test_hidden_shortcut_equals_separate_runs_per_budget():
     grid = dict(ks=[1, 2], tasks=12, samples=4, seed=3, n_bootstrap=100)
     budgets = [1, 2, 3, 5, 8]
@@ -661,6 +663,7 @@ def test_progress_bar_is_optional(monkeypatch, capsys):
 
 
 # ----------------------------------------------------------------- comparison
+@pytest.mark.filterwarnings("ignore:.*distinct tasks:UserWarning")  # tiny envs, on purpose
 def test_compare_finds_where_a_beats_b(tmp_path):
     grid = dict(ks=[1, 2], budgets=[2, 7], tasks=12, samples=2, n_bootstrap=200)
     oracle = evaluate(OracleAgent(), GUESS, **grid)
@@ -697,3 +700,13 @@ def test_oracle_solves_every_registered_env_within_its_horizon(env_id):
     if not env.stochastic:
         assert result.pass_at(1, budget) == 1.0
         assert result.diagnostics["decision_quality"] == 1.0
+
+
+def test_asking_for_more_tasks_than_the_env_has_warns():
+    grid = {"ks": [1], "budgets": [7], "n_bootstrap": 10, "diagnostics": False}
+    with pytest.warns(UserWarning, match="only 6 distinct tasks, so 7 tasks repeat instances"):
+        evaluate(OracleAgent(), "agent_envs/Hanoi-3-v0", tasks=7, **grid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = evaluate(OracleAgent(), "agent_envs/Hanoi-3-v0", tasks=6, **grid)
+    assert result.pass_at(1, 7) == 1.0

@@ -46,6 +46,10 @@ class GuessNumberEnv(TextEnv[int]):
     ## Starting State
     The secret is drawn uniformly from ``1..N`` by the task id.
 
+    ## Task supply
+    Finite: one task per secret, ``task_supply`` (``N``) in all.  Since the
+    task id draws the secret, fewer task ids than that can already share one.
+
     ## Rewards
     ``1.0`` on the step that guesses the secret, ``0.0`` otherwise.
 
@@ -79,6 +83,7 @@ class GuessNumberEnv(TextEnv[int]):
 
     def __init__(self, max_number: int = 100, render_mode: str | None = None) -> None:
         self.max_number = check_int(max_number, "max_number", 2)
+        self.task_supply = self.max_number
         # One canonical action per guess, so discrete-action libraries can play.
         self.action_vocabulary = tuple(str(number) for number in range(1, max_number + 1))
         super().__init__(render_mode=render_mode)

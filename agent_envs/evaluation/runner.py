@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -194,6 +195,18 @@ def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     return True
 
 
+def _warn_if_tasks_repeat(base: gym.Env, n_tasks: int, name: str) -> None:
+    """Warn when more tasks are asked for than the env has distinct instances."""
+    supply = getattr(base, "task_supply", None)
+    if supply is not None and n_tasks > supply:
+        warnings.warn(
+            f"{name} has only {supply} distinct tasks, so {n_tasks} tasks repeat instances "
+            f"and the interval over tasks comes out too narrow; ask for at most {supply}.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) -> np.ndarray:
     """Return c[task, T]: attempts that succeeded within each budget."""
     row = {task: index for index, task in enumerate(settings.task_ids)}
@@ -351,6 +364,7 @@ def evaluate(
     build = EnvStack(make_env, max(budget_grid), visible_budget, wants, visible)
 
     has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
+    _warn_if_tasks_repeat(probe.unwrapped, len(task_ids), name)
     if diagnostics and not has_oracle:
         logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
     settings = EvalSettings.build(
