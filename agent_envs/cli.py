@@ -470,7 +470,7 @@ def _parser() -> argparse.ArgumentParser:
         "--backend",
         choices=("local", "ray"),
         default="local",
-        help="play episodes in this process or on Ray actors (needs [ray]); same numbers",
+        help="play episodes here or on Ray actors (needs [ray]); same numbers (default local)",
     )
     ev.add_argument(
         "--ray-address",
@@ -481,7 +481,10 @@ def _parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=None, help="Ray actors (default: one per cluster CPU)"
     )
     ev.add_argument(
-        "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves"
+        "--gpus-per-worker",
+        type=float,
+        default=0.0,
+        help="GPUs each Ray actor reserves (default 0)",
     )
     ev.add_argument(
         "--step-quality",
