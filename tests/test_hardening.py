@@ -319,3 +319,18 @@ def test_compare_cli_names_sides_by_file_when_the_agents_share_a_name(tmp_path, 
     assert cli.main([*argv, "--plot", str(tmp_path / "d.png")]) == 0
     assert "A = after" in capsys.readouterr().out
     assert "A = after" in figures[-1].axes[0].get_title()
+
+
+# ---------------------------------------------------------- install hints
+def test_install_hints_point_at_the_checkout_not_at_pypi():
+    """Item 20: agent-envs is not on PyPI; `pip install agent-envs[...]` would fail or mislead."""
+    import agent_envs
+
+    assert agent_envs.install_hint("plot") == 'pip install -e ".[plot]" in the agent-envs checkout'
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    for package in ("agent_envs", "baselines", "wrappers"):
+        texts += (ROOT / package).rglob("*.py")
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        assert "agent-envs[" not in text, path
+        assert "pip install agent-envs" not in text, path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -77,7 +78,10 @@ def test_the_wrapper_stack_runs_under_sb3_vector_envs(vec_cls):
 # ------------------------------------------------------------------- learning
 def test_maskable_ppo_beats_the_random_agent_on_a_small_env(corridor_model):
     grid = {"ks": [1], "budgets": [4], "tasks": 40, "samples": 4, "diagnostics": False}
-    trained = evaluate(SB3Agent(str(corridor_model), deterministic=False), CORRIDOR, **grid)
+    with warnings.catch_warnings():
+        # A hidden budget: a budget-unaware agent must not be told it read one.
+        warnings.filterwarnings("error", message=".*budget is hidden")
+        trained = evaluate(SB3Agent(str(corridor_model), deterministic=False), CORRIDOR, **grid)
     random = evaluate(RandomPolicy(), CORRIDOR, **grid)
     assert trained.pass_at(1, 4) >= random.pass_at(1, 4) + 0.3
 

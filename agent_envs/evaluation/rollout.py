@@ -340,10 +340,7 @@ class EpisodeRun:
     def _is_oracle_move(self, action: str) -> bool:
         """Return whether ``action`` is one of the oracle's moves, however it is spelled."""
         oracle = self._oracle
-        if action in oracle:
-            return True
-        text = normalize_action(action)
-        if text in oracle:  # oracle actions are usually canonical already
+        if action in oracle:  # oracle actions are canonical, and so are many agents'
             return True
         # Envs accept several spellings of one move ("guess 50" for "50", "move
         # up" or "u" for "up"): compare what the env parses them to (a pure
@@ -351,8 +348,9 @@ class EpisodeRun:
         # Envs without the ActionParser API are judged by the normalised text.
         parse = self._parse
         if parse is None:
+            text = normalize_action(action)
             return any(text == normalize_action(move) for move in oracle)
-        move = parse(text)
+        move = parse(action)
         if move is None:
             return False
         parsed = self._parsed_oracle
