@@ -7,6 +7,7 @@ Every user error ends in one line on stderr and exit status 2 (pass
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import importlib
 import importlib.util
@@ -160,20 +161,6 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
     return build, name
 
 
-def _backend(args: argparse.Namespace) -> Any:
-    """Return ``"local"`` or the ``RayBackend`` that --backend and its options ask for."""
-    if args.backend == "local":
-        for flag, value in (("--ray-address", args.ray_address), ("--workers", args.workers)):
-            if value is not None:
-                raise CLIError(f"{flag} needs --backend ray.")
-        if args.gpus_per_worker:
-            raise CLIError("--gpus-per-worker needs --backend ray.")
-        return "local"
-    from agent_envs.evaluation.ray_backend import RayBackend
-
-    return RayBackend(address=args.ray_address, workers=args.workers, num_gpus=args.gpus_per_worker)
-
-
 def _cmd_eval(args: argparse.Namespace) -> int:
     from agent_envs.agents import parse_agent_kwargs
     from agent_envs.redaction import scrub, secret_values
@@ -189,43 +176,42 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise
 
 
+def _settings(args: argparse.Namespace, agent_name: str) -> Any:
+    """Build the run's one EvalSettings from the parsed flags (their dests are its fields)."""
+    from agent_envs.evaluation import EvalSettings
+
+    parsed = {
+        "ks": _ints(args.k, "--k"),
+        "budgets": _ints(args.t, "--t"),
+        "tasks": _tasks(args.tasks),
+        "log_path": args.log,
+        "progress": sys.stderr.isatty() if args.progress is None else args.progress,
+        "agent_name": agent_name,
+    }
+    same = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(EvalSettings)
+        if field.name not in parsed and hasattr(args, field.name)
+    }
+    return EvalSettings(**same, **parsed)
+
+
 def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     from agent_envs.agents import AgentSpec, describe_agent, make_agent
     from agent_envs.evaluation import RunAborted, evaluate
 
     paths = _check_outputs(args)
-    backend = _backend(args)
+    settings = _settings(args, describe_agent(args.agent, kwargs))
     # On Ray each worker builds its own agent from the spec; locally one is built here.
-    agent = make_agent(args.agent, kwargs) if backend == "local" else AgentSpec(args.agent, kwargs)
-    name = describe_agent(args.agent, kwargs)
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
-    budgets = _ints(args.t, "--t")
+    local = settings.backend == "local"
+    agent = make_agent(args.agent, kwargs) if local else AgentSpec(args.agent, kwargs)
     env: Any = args.env_id
-    env_name = None
     if args.history is not None:
-        env, env_name = _with_history(args.env_id, args.history, max(budgets), args.visible_budget)
-    result = evaluate(
-        agent,
-        env,
-        ks=_ints(args.k, "--k"),
-        budgets=budgets,
-        tasks=_tasks(args.tasks),
-        samples=args.samples,
-        seed=args.seed,
-        visible_budget=args.visible_budget,
-        diagnostics=args.diagnostics,
-        batch_size=args.batch_size,
-        log_path=args.log,
-        transcripts=args.transcripts,
-        retry_errors=args.retry_errors,
-        max_error_rate=args.max_error_rate,
-        n_bootstrap=args.n_bootstrap,
-        progress=progress,
-        agent_name=name,
-        env_name=env_name,
-        backend=backend,
-        step_quality=args.step_quality,
-    )
+        env, env_name = _with_history(
+            args.env_id, args.history, max(settings.budgets), settings.visible_budget
+        )
+        settings = settings.resolved(env_name=env_name)
+    result = evaluate(agent, env, settings)
     if result.episodes and result.errors == result.episodes:
         # Nothing was measured: a table of zeros and a result file would pass
         # for a measurement.  The log keeps the episodes; --retry-errors redoes them.

@@ -65,7 +65,7 @@ def test_eval_then_compare_end_to_end(tmp_path):
     assert "Pass@(K,T)" in oracle.stdout and "agent=oracle" in oracle.stdout
     assert (tmp_path / "o.png").read_bytes()[:4] == b"\x89PNG"
     result = json.loads((tmp_path / "o.json").read_text())
-    assert result["surface"][0][1] == 1.0 and result["agent"] == "oracle"
+    assert result["surface"][0][1] == 1.0 and result["settings"]["agent_name"] == "oracle"
     noisy = run_cli(
         "eval",
         GUESS,
@@ -79,7 +79,8 @@ def test_eval_then_compare_end_to_end(tmp_path):
         "--no-diagnostics",
     )
     assert noisy.returncode == 0, noisy.stderr
-    assert json.loads((tmp_path / "n.json").read_text())["agent"] == 'noisy-oracle {"epsilon": 0.9}'
+    noisy_settings = json.loads((tmp_path / "n.json").read_text())["settings"]
+    assert noisy_settings["agent_name"] == 'noisy-oracle {"epsilon": 0.9}'
     compared = run_cli(
         "compare",
         str(tmp_path / "o.json"),
@@ -242,7 +243,8 @@ def test_bring_your_own_agent_with_chat_history(tmp_path, capsys):
     assert cli.main([*args, "--history", "3"]) == 0
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["errors"] == 0 and result["surface"] == [[1.0]]
-    assert result["env_id"] == GUESS and result["agent"] == "tests.test_cli:NeedsHistory"
+    settings = result["settings"]
+    assert settings["env_name"] == GUESS and settings["agent_name"] == "tests.test_cli:NeedsHistory"
     capsys.readouterr()
     # Issue 9, item 12: without --history the agent fails on every episode, and
     # a run in which every episode failed exits non-zero, saying what failed.

@@ -121,9 +121,9 @@ def _result_dict() -> dict:
         (lambda d: d.update(success_counts=[[0, 5]] * 3), "success_counts must lie in"),
         (lambda d: d.update(success_counts=[[0.5, 2]] * 3), "whole numbers"),
         (lambda d: d["surface"][0].__setitem__(0, 1.5), "surface must hold numbers in"),
-        (lambda d: d.update(ks=[2, 1]), "sorted"),
-        (lambda d: d.update(samples=1), "samples must be"),
-        (lambda d: d.update(task_ids=[0, 0, 1]), "distinct"),
+        (lambda d: d["settings"].update(ks=[2, 1]), "sorted"),
+        (lambda d: d["settings"].update(samples=1), "larger than samples=1"),
+        (lambda d: d["settings"].update(tasks=[0, 0, 1]), "distinct"),
         (lambda d: d.update(errors=9), "errors <= episodes"),
     ],
 )

@@ -21,7 +21,6 @@ import pytest
 from agent_envs.agents import AgentSpec
 from agent_envs.cli import main
 from agent_envs.evaluation import PerEpisode, evaluate
-from agent_envs.evaluation.ray_backend import RayBackend
 from agent_envs.evaluation.run_log import RunLog
 from baselines.simple_agents import NoisyOracleAgent
 
@@ -31,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 GRID = dict(ks=[1, 2], budgets=[3, 6, 12], tasks=5, samples=3, seed=7, n_bootstrap=100)
-TWO = RayBackend(workers=2)
+TWO = dict(backend="ray", workers=2)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -87,16 +86,22 @@ class KillsItsWorker(NoisyOracleAgent):
         return super().act(observation, info)
 
 
+#: Settings that say how a run was played, not what it measured.
+HOW = ("backend", "workers", "chunk_size", "log_path")
+
+
 def episodes(path):
-    """The log's episode lines, in a canonical order, and its header."""
+    """The log's episode lines, in a canonical order, and its header's other settings."""
     header, *rest = (json.loads(line) for line in path.read_text().splitlines())
-    return header, sorted(rest, key=lambda line: (line["task"], line["sample"], line["budget"]))
+    settings = {key: value for key, value in header["settings"].items() if key not in HOW}
+    return settings, sorted(rest, key=lambda line: (line["task"], line["sample"], line["budget"]))
 
 
 def numbers(result):
     """Everything in a result that must not depend on the backend (timing aside)."""
     data = result.to_dict()
     data.pop("timing")
+    data["settings"] = {key: value for key, value in data["settings"].items() if key not in HOW}
     return data
 
 
@@ -121,11 +126,9 @@ CASES = {
 def test_ray_gives_the_same_numbers_and_log_as_local(case, tmp_path):
     env_id, policy, extra = CASES[case]
     local = evaluate(policy(), env_id, **GRID, **extra, log_path=tmp_path / "local.jsonl")
-    remote = evaluate(
-        policy(), env_id, **GRID, **extra, log_path=tmp_path / "ray.jsonl", backend=TWO
-    )
+    remote = evaluate(policy(), env_id, **GRID, **extra, log_path=tmp_path / "ray.jsonl", **TWO)
     assert numbers(remote) == numbers(local)
-    assert remote.timing["backend"] == "ray" and remote.timing["workers"] == 2
+    assert remote.settings.backend == "ray" and remote.timing["workers"] == 2
     assert episodes(tmp_path / "ray.jsonl") == episodes(tmp_path / "local.jsonl")
     if case.startswith("guess"):
         assert 0 < remote.errors < remote.episodes  # policy errors stay episode errors
@@ -141,7 +144,7 @@ def test_resume_across_backends_both_ways(tmp_path, monkeypatch):
     log = tmp_path / "local-first.jsonl"
     evaluate(agent, env_id, **GRID, log_path=log)
     log.write_text("".join(log.read_text().splitlines(keepends=True)[:7]))
-    resumed = evaluate(agent, env_id, **GRID, log_path=log, backend=TWO)
+    resumed = evaluate(agent, env_id, **GRID, log_path=log, **TWO)
     assert resumed.timing["episodes_resumed"] == 6
     assert numbers(resumed) == numbers(whole)
     # Ray -> local: Ctrl-C on the driver while it writes the 5th episode.
@@ -155,7 +158,7 @@ def test_resume_across_backends_both_ways(tmp_path, monkeypatch):
 
     monkeypatch.setattr(RunLog, "append", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        evaluate(agent, env_id, **GRID, log_path=log, backend=TWO)
+        evaluate(agent, env_id, **GRID, log_path=log, **TWO)
     monkeypatch.undo()
     assert len(episodes(log)[1]) == 4
     finished = evaluate(agent, env_id, **GRID, log_path=log)
@@ -169,9 +172,8 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path):
     named = dict(GRID, agent_name="noisy-oracle 0.3")
     local = evaluate(NoisyOracleAgent(epsilon=0.3), env_id, **named)
     killer = KillsItsWorker(str(marker), os.getpid())
-    backend = RayBackend(workers=2, chunk_size=4)
     log = tmp_path / "run.jsonl"
-    remote = evaluate(killer, env_id, **named, log_path=log, backend=backend)
+    remote = evaluate(killer, env_id, **named, log_path=log, **TWO, chunk_size=4)
     assert marker.exists()  # a worker process really died mid-chunk
     _, lines = episodes(log)
     idents = [(line["task"], line["sample"], line["budget"]) for line in lines]
@@ -201,12 +203,15 @@ def test_cli_eval_on_ray_matches_local(tmp_path, capsys):
     local, remote = (json.loads((tmp_path / f).read_text()) for f in ("local.json", "ray.json"))
     assert remote.pop("timing")["workers"] == 2
     local.pop("timing")
+    for settings in (local["settings"], remote["settings"]):
+        for name in HOW:
+            settings.pop(name)
     assert remote == local
     capsys.readouterr()
     assert main([*common, "--backend", "ray", "--workers", "3"]) == 2
     assert "need 3 CPUs, but the cluster has 2" in capsys.readouterr().err
     assert main([*common, "--workers", "2"]) == 2
-    assert "--workers needs --backend ray" in capsys.readouterr().err
+    assert "workers needs backend='ray' (--backend ray)" in capsys.readouterr().err
 
 
 def _env_that_fails_in_workers(driver_pid: int):
@@ -220,4 +225,4 @@ def _env_that_fails_in_workers(driver_pid: int):
 def test_a_worker_that_cannot_build_stops_the_run_at_once():
     env = functools.partial(_env_that_fails_in_workers, os.getpid())
     with pytest.raises(RuntimeError, match=r"could not build the policy or the env .*my_envs"):
-        evaluate(NoisyOracleAgent(), env, **GRID, backend=TWO)
+        evaluate(NoisyOracleAgent(), env, **GRID, **TWO)

@@ -1,6 +1,6 @@
 """The Ray backend: play an evaluation's episodes on Ray actors, log them on the driver.
 
-``evaluate(..., backend="ray")`` (CLI: ``--backend ray``) swaps the local
+``EvalSettings(backend="ray")`` (CLI: ``--backend ray``) swaps the local
 executor for :class:`RayExecutor`; planning, the run log, resume, the error
 stop, the progress bar and the numbers stay the runner's, so both backends
 give the same result and a log started on one resumes on the other.
@@ -36,11 +36,14 @@ from typing import Any
 from agent_envs.evaluation.executor import LocalExecutor, PlaySpec
 from agent_envs.evaluation.policies import adapt_policy, describe_error
 from agent_envs.evaluation.rollout import EpisodeKey, EpisodeRecord, Finish
+from agent_envs.evaluation.settings import EvalSettings
 
-__all__ = ["MAX_CHUNK_ATTEMPTS", "EpisodeWorker", "RayBackend", "RayExecutor"]
+__all__ = ["MAX_CHUNK_ATTEMPTS", "EpisodeWorker", "RayExecutor", "chunk_size"]
 
 logger = logging.getLogger(__name__)
 
+#: CPUs each actor reserves.
+CPUS_PER_WORKER = 1
 #: A chunk that has killed this many workers stops the run.
 MAX_CHUNK_ATTEMPTS = 3
 #: Chunks queued on each actor, so that it never idles while the driver logs.
@@ -65,58 +68,6 @@ def _import_ray() -> Any:
             "backend='ray' needs Ray, which is not installed: pip install -e '.[ray]'."
         ) from None
     return ray
-
-
-def _positive(value: Any, name: str, kind: type | tuple[type, ...]) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, kind) or value <= 0):
-        raise ValueError(f"{name} must be a number > 0 (or None), got {value!r}.")
-
-
-@dataclass(frozen=True)
-class RayBackend:
-    """Where and how Ray plays the episodes; none of it changes the result.
-
-    Attributes:
-        address: ``None`` starts a local Ray instance sized to the machine (or
-            uses the one this process already started); ``"auto"`` or
-            ``"ray://host:10001"`` joins a running cluster.
-        workers: number of actors; default: one per CPU of the cluster.
-        num_cpus: CPUs reserved by each actor.
-        num_gpus: GPUs reserved by each actor (e.g. 1 for one ``HFAgent`` per GPU).
-        chunk_size: episodes per work unit; default: about
-            :data:`CHUNKS_PER_WORKER` chunks per worker, at most
-            :data:`MAX_CHUNK_SIZE`, and at least one lockstep batch.
-
-    >>> RayBackend.of("ray")
-    RayBackend(address=None, workers=None, num_cpus=1.0, num_gpus=0.0, chunk_size=None)
-    """
-
-    address: str | None = None
-    workers: int | None = None
-    num_cpus: float = 1.0
-    num_gpus: float = 0.0
-    chunk_size: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.address is not None and (not isinstance(self.address, str) or not self.address):
-            raise ValueError(
-                f"address must be None, 'auto' or 'ray://host:port', got {self.address!r}."
-            )
-        _positive(self.workers, "workers", int)
-        _positive(self.chunk_size, "chunk_size", int)
-        _positive(self.num_cpus, "num_cpus", (int, float))
-        gpus = self.num_gpus
-        if isinstance(gpus, bool) or not isinstance(gpus, (int, float)) or gpus < 0:
-            raise ValueError(f"num_gpus must be a number >= 0, got {gpus!r}.")
-
-    @classmethod
-    def of(cls, backend: Any) -> RayBackend:
-        """Return ``backend`` as a :class:`RayBackend`: ``"ray"`` means the defaults."""
-        if isinstance(backend, cls):
-            return backend
-        if backend == "ray":
-            return cls()
-        raise ValueError(f"backend must be 'local', 'ray' or a RayBackend, got {backend!r}.")
 
 
 @dataclass(frozen=True)
@@ -179,11 +130,11 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, backend: RayBackend, policy: Any, spec: PlaySpec, batched: bool) -> None:
+    def __init__(self, settings: EvalSettings, policy: Any, spec: PlaySpec, batched: bool) -> None:
         ray = _import_ray()
         _pickle_check(ray, policy, f"the policy {type(policy).__name__}", _POLICY_HINT)
         _pickle_check(ray, spec, "the env factory", _ENV_HINT)
-        self.backend = backend
+        self.settings = settings
         self.workers = 0
         self.policy_calls = 0
         self._job = _Job(policy, spec)
@@ -204,34 +155,35 @@ class RayExecutor:
                 ray.shutdown()
 
     def _connect(self, ray: Any) -> None:
-        if self.backend.address is None:  # a local instance, sized to this machine
+        address = self.settings.ray_address
+        if address is None:  # a local instance, sized to this machine
             ray.init(include_dashboard=False, logging_level=logging.WARNING)
         else:
-            ray.init(address=self.backend.address, logging_level=logging.WARNING)
+            ray.init(address=address, logging_level=logging.WARNING)
 
     def _worker_count(self, ray: Any) -> int:
         """Return the workers asked for (default: as many as the cluster's CPUs hold)."""
         cpus = ray.cluster_resources().get("CPU", 0)
-        fits = int(cpus // self.backend.num_cpus)
-        wanted = self.backend.workers or max(fits, 1)
+        fits = int(cpus // CPUS_PER_WORKER)
+        wanted = self.settings.workers or max(fits, 1)
         if wanted > fits:
             # An actor that cannot be placed would hold its chunks forever.
             raise ValueError(
-                f"{wanted} Ray workers of {self.backend.num_cpus:g} CPU each need "
-                f"{wanted * self.backend.num_cpus:g} CPUs, but the cluster has {cpus:g}: "
+                f"{wanted} Ray workers of {CPUS_PER_WORKER} CPU each need "
+                f"{wanted * CPUS_PER_WORKER} CPUs, but the cluster has {cpus:g}: "
                 "ask for fewer workers (--workers) or add nodes."
             )
         return wanted
 
     def _play(self, ray: Any, keys: list[EpisodeKey], finish: Finish) -> None:
         workers = self._worker_count(ray)
-        size = self.backend.chunk_size or chunk_size(
+        size = self.settings.chunk_size or chunk_size(
             len(keys), workers, self._job.spec.batch_size, self._batched
         )
         chunks = deque((keys[start : start + size], 0) for start in range(0, len(keys), size))
         workers = self.workers = min(workers, len(chunks))
         actor_class = ray.remote(EpisodeWorker).options(
-            num_cpus=self.backend.num_cpus, num_gpus=self.backend.num_gpus
+            num_cpus=CPUS_PER_WORKER, num_gpus=self.settings.gpus_per_worker
         )
         job = ray.put(self._job)
         actors = [actor_class.remote(job) for _ in range(workers)]
