@@ -1,4 +1,8 @@
-"""The ``agent-envs`` command line: list, eval, compare, play and train-sb3.
+"""The ``agent-envs`` command line: list, eval, compare, play, and installed commands.
+
+Installed commands (such as ``train-sb3``) and agents (``--agent NAME``) are
+found through the entry-point groups ``agent_envs.commands`` and
+``agent_envs.agents`` (see :mod:`agent_envs.plugins`).
 
 Every user error ends in one line on stderr and exit status 2 (pass
 ``--traceback`` before the command to see the full trace instead).
@@ -24,6 +28,8 @@ from wrappers.validators import parse_int_list
 __all__ = ["main", "oracle_turn_range"]
 
 _PROG = "agent-envs"
+#: The commands defined here; any other comes from the ``agent_envs.commands`` group.
+_BUILT_IN = frozenset({"list", "eval", "compare", "play"})
 
 
 class CLIError(Exception):
@@ -162,7 +168,7 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agent_envs.agents import parse_agent_kwargs
+    from agent_envs.plugins import parse_agent_kwargs
     from agent_envs.redaction import scrub, secret_values
 
     kwargs = parse_agent_kwargs(args.agent_kwargs)
@@ -197,8 +203,8 @@ def _settings(args: argparse.Namespace, agent_name: str) -> Any:
 
 
 def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
-    from agent_envs.agents import AgentSpec, describe_agent, make_agent
     from agent_envs.evaluation import RunAborted, evaluate
+    from agent_envs.plugins import AgentSpec, describe_agent, make_agent
 
     paths = _check_outputs(args)
     settings = _settings(args, describe_agent(args.agent, kwargs))
@@ -339,26 +345,22 @@ def _cmd_play(args: argparse.Namespace) -> int:
             return 0
 
 
-def _train_sb3(argv: list[str]) -> int:
+def _run_command(name: str, argv: list[str]) -> int:
+    """Run an installed command (entry-point group ``agent_envs.commands``), e.g. train-sb3."""
+    from agent_envs.plugins import load_command
+
     try:
-        module = importlib.import_module("baselines.sb3_train")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("baselines", "baselines.sb3_train"):
-            raise CLIError(
-                "train-sb3 is not available: baselines.sb3_train is not installed."
-            ) from None
-        raise CLIError(
-            f"train-sb3 needs the [sb3] extra ({exc.name} is missing): "
-            f"{agent_envs.install_hint('sb3')}."
-        ) from None
-    return int(module.main(argv) or 0)
+        command = load_command(name)
+    except ValueError as exc:
+        raise CLIError(f"{name} is not available: {exc}") from None
+    return int(command(argv) or 0)
 
 
 # ------------------------------------------------------------------ parser
 def _parser() -> argparse.ArgumentParser:
     """Build the parser; every option's help says its default (a test checks it)."""
-    from agent_envs.agents import AGENTS
     from agent_envs.evaluation.settings import MAX_EPISODES
+    from agent_envs.plugins import agent_names, command_names
 
     parser = argparse.ArgumentParser(
         prog=_PROG,
@@ -381,7 +383,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--agent",
         default="random",
-        help=f"one of {', '.join(AGENTS)}, or module:Class (default random)",
+        help=f"one of {', '.join(agent_names())}, or module:Class (default random)",
     )
     ev.add_argument(
         "--agent-kwargs",
@@ -509,9 +511,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     play.set_defaults(run=_cmd_play, parser=play)
 
-    commands.add_parser(
-        "train-sb3", help="train a Stable-Baselines3 agent (arguments go to baselines.sb3_train)"
-    )
+    for name in command_names():
+        commands.add_parser(
+            name, help=f"an installed command (arguments go to it; `{_PROG} {name} --help`)"
+        )
     return parser
 
 
@@ -562,8 +565,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if show_traceback:
         argv = argv[1:]
     try:
-        if argv[:1] == ["train-sb3"]:
-            return _train_sb3(argv[1:])
+        from agent_envs.plugins import command_names
+
+        if argv[:1] and argv[0] not in _BUILT_IN and argv[0] in command_names():
+            return _run_command(argv[0], argv[1:])
         args = _parse(argv)
         return args.run(args)
     except KeyboardInterrupt:

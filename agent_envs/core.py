@@ -147,6 +147,21 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: object locations): its figures then measure access to information as
     #: much as decision making, and the evaluator marks them.
     privileged_oracle: ClassVar[bool] = False
+    #: Whether the family overrides ``_is_failure`` or ``_is_dead_end`` (set per subclass).
+    _can_fail: ClassVar[bool] = True
+    _task_salt: ClassVar[int] = zlib.crc32(b"TextEnv")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The family name salts the task stream so that task 7 of two families
+        # are unrelated; crc32 is stable across processes, unlike hash().
+        cls._task_salt = zlib.crc32(cls.__name__.encode())
+        # A family that keeps the default failure hooks never fails, and step
+        # can skip asking: the hooks cost more than the rest of the info dict.
+        cls._can_fail = (
+            cls._is_failure is not TextEnv._is_failure
+            or cls._is_dead_end is not TextEnv._is_dead_end
+        )
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -235,10 +250,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         return self._task
 
     def _task_generator(self, task_id: int) -> np.random.Generator:
-        # The family name salts the stream so that task 7 of two families are
-        # unrelated; crc32 is stable across processes, unlike hash().
-        salt = zlib.crc32(type(self).__name__.encode())
-        return np.random.default_rng([salt, task_id])
+        return np.random.default_rng([self._task_salt, task_id])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -287,13 +299,12 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
             self._success = success = True
             reward = 1.0
         self._last_feedback = feedback
-        info = {
-            TASK_ID: self.task_id,
-            SUCCESS: success,
-            VALID_ACTION: valid,
-            DEAD_END: not success and self._is_dead_end(),
-        }
-        terminated = success or self._is_failure()
+        if self._can_fail:
+            dead_end = not success and self._is_dead_end()
+            terminated = success or self._is_failure()
+        else:
+            dead_end, terminated = False, success
+        info = {TASK_ID: self.task_id, SUCCESS: success, VALID_ACTION: valid, DEAD_END: dead_end}
         return f"{feedback}\n\n{self._view()}", reward, terminated, False, info
 
     def _parse_new(self, action: str) -> Any | None:

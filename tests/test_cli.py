@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import agent_envs
-from agent_envs import cli
+from agent_envs import cli, plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 GUESS = "agent_envs/GuessNumber-v0"
@@ -200,12 +200,12 @@ def test_train_sb3_dispatches_lazily(monkeypatch, capsys):
 
     monkeypatch.setitem(sys.modules, "baselines.sb3_train", None)
     assert cli.main(["train-sb3"]) == 2
-    assert "baselines.sb3_train is not installed" in capsys.readouterr().err
+    assert "train-sb3 is not available: cannot import command module" in capsys.readouterr().err
 
     def missing_torch(name):
         raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
-    monkeypatch.setattr(cli.importlib, "import_module", missing_torch)
+    monkeypatch.setattr(plugins.importlib, "import_module", missing_torch)
     assert cli.main(["train-sb3"]) == 2
     assert 'pip install -e ".[sb3]" in the agent-envs checkout' in capsys.readouterr().err
 

@@ -250,7 +250,7 @@ def test_play_refuses_bad_numbers_at_once(capsys, args, message):
 # ------------------------------------------------------------------- help
 def test_every_option_says_its_default_and_agent_lists_the_short_names():
     """Item 17: every option of eval, play and compare has help with its default."""
-    from agent_envs.agents import AGENTS
+    from agent_envs.plugins import agent_names
 
     commands = cli._parser()._subparsers._group_actions[0].choices
     for name in ("eval", "play", "compare"):
@@ -260,7 +260,7 @@ def test_every_option_says_its_default_and_agent_lists_the_short_names():
             if not action.option_strings:
                 assert action.help, (name, action.dest)
     agent_help = next(a.help for a in commands["eval"]._actions if a.dest == "agent")
-    assert all(short in agent_help for short in AGENTS)
+    assert all(short in agent_help for short in agent_names())
 
 
 @pytest.mark.parametrize("command", [["eval", GUESS], ["play", GUESS], ["compare", "a", "b"]])

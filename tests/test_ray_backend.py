@@ -18,10 +18,10 @@ import threading
 
 import pytest
 
-from agent_envs.agents import AgentSpec
 from agent_envs.cli import main
 from agent_envs.evaluation import PerEpisode, evaluate
 from agent_envs.evaluation.run_log import RunLog
+from agent_envs.plugins import AgentSpec
 from baselines.simple_agents import NoisyOracleAgent
 
 pytestmark = pytest.mark.skipif(

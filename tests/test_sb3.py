@@ -136,7 +136,7 @@ def test_masked_agent_never_picks_an_inadmissible_action(corridor_model):
 
 
 def test_agent_loads_through_the_agent_registry(corridor_model):
-    from agent_envs.agents import make_agent
+    from agent_envs.plugins import make_agent
 
     agent = make_agent("sb3", {"path": str(corridor_model), "deterministic": True})
     assert isinstance(agent, SB3Agent) and agent.algo == "maskable_ppo"

@@ -9,7 +9,7 @@ The evaluator accepts four shapes of policy (see ``agent_envs.protocol``):
 * an object with only ``act_batch``;
 * a plain callable that is not a class, called as ``f(observation) -> str``.
 
-An ``agent_envs.agents.AgentSpec`` (a spec and kwargs) is built into one of
+An ``agent_envs.plugins.AgentSpec`` (a spec and kwargs) is built into one of
 these first.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_envs.agents import AgentSpec
+from agent_envs.plugins import AgentSpec
 from agent_envs.protocol import REQUIRED_INFO_KEYS
 
 __all__ = ["PerEpisode", "PolicyAdapter", "adapt_policy", "describe_error"]
@@ -171,7 +171,7 @@ class PolicyAdapter:
 def adapt_policy(policy: Any) -> PolicyAdapter:
     """Return a :class:`PolicyAdapter` for ``policy``, with a clear error if it is not one.
 
-    An :class:`~agent_envs.agents.AgentSpec` is built into its agent first.
+    An :class:`~agent_envs.plugins.AgentSpec` is built into its agent first.
     """
     if isinstance(policy, PolicyAdapter):
         return policy

@@ -10,7 +10,7 @@ give the same result and a log started on one resumes on the other.
   plays whole chunks with the local executor (lockstep ``act_batch`` included),
   returning the finished records.  Two chunks are in flight per actor, so an
   actor never waits for the driver.
-* **The policy** is shipped pickled: an :class:`~agent_envs.agents.AgentSpec`
+* **The policy** is shipped pickled: an :class:`~agent_envs.plugins.AgentSpec`
   (built inside each actor), or any picklable policy, class or ``PerEpisode``
   factory.  An unpicklable one is refused before anything runs.
 * **The driver is the only writer.**  Actors return records; the driver
@@ -54,7 +54,7 @@ CHUNKS_PER_WORKER = 8
 MAX_CHUNK_SIZE = 256
 
 _POLICY_HINT = (
-    "pass AgentSpec('module:Class', kwargs) from agent_envs.agents (each worker then builds "
+    "pass AgentSpec('module:Class', kwargs) from agent_envs.plugins (each worker then builds "
     "its own agent; the CLI's --agent does this), or a picklable class or PerEpisode factory"
 )
 _ENV_HINT = "pass a registered env id, or a module-level function that builds the env"
