@@ -25,7 +25,7 @@ import agent_envs
 from agent_envs.protocol import SUCCESS, TASK_ID, TURN
 from wrappers.validators import parse_int_list
 
-__all__ = ["main", "oracle_turn_range"]
+__all__ = ["main"]
 
 _PROG = "agent-envs"
 #: The commands defined here; any other comes from the ``agent_envs.commands`` group.
@@ -94,27 +94,9 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict
 
 
 # ----------------------------------------------------------------- commands
-def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
-    """Return the (min, max) of ``oracle_turns()`` at reset over task ids ``0..tasks-1``.
-
-    ``None`` when the env has no oracle or no task is solvable.
-    """
-    import gymnasium as gym
-
-    env = gym.make(env_id).unwrapped
-    turns = []
-    try:
-        for task_id in range(tasks):
-            env.reset(seed=0, options={TASK_ID: task_id})
-            value = env.oracle_turns()
-            if value is not None:
-                turns.append(value)
-    except (AttributeError, NotImplementedError):
-        return None
-    return (min(turns), max(turns)) if turns else None
-
-
 def _oracle_range(env_id: str, tasks: int) -> str:
+    from agent_envs.registration import oracle_turn_range
+
     span = oracle_turn_range(env_id, tasks)
     if span is None:
         return "-"

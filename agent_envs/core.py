@@ -94,7 +94,9 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     """Base class for turn-based text environments with verifiable success.
 
     Subclasses implement the hooks below.  The base class turns them into the
-    Gymnasium API and guarantees the contract in ``shared/DESIGN.md``:
+    Gymnasium API and guarantees the environment contract (the README's
+    "Environments" section; the info keys and the oracle API are spelled in
+    code in :mod:`agent_envs.protocol`):
 
     * ``reset(seed=s, options={"task_id": i})`` builds task ``i`` from ``i``
       alone (``_make_task`` gets a generator derived from the family and ``i``);
