@@ -39,6 +39,7 @@ __all__ = [
     "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
+    "Finish",
     "RunOptions",
     "clip_text",
     "episode_seed",
@@ -397,7 +398,8 @@ class EpisodeRun:
         self.record.first_success_turn = None
 
 
-Finish = Callable[[EpisodeRun], None]
+#: Called once per finished episode with its record and transcript (``None`` when off).
+Finish = Callable[[EpisodeRecord, dict[str, Any] | None], None]
 
 
 def _non_str(action: Any) -> TypeError:
@@ -423,7 +425,7 @@ def run_sequential(
             act = adapter.episode_actor()
         except Exception as exc:  # a failing factory is the policy's error
             run.fail(exc)
-            finish(run)
+            finish(run.record, run.transcript)
             continue
         while True:
             if diagnose:
@@ -439,7 +441,7 @@ def run_sequential(
             if run.after_step(action, observation, terminated or truncated, info):
                 break
             info = run.policy_info(info)
-        finish(run)
+        finish(run.record, run.transcript)
 
 
 def run_lockstep(
@@ -485,7 +487,7 @@ def run_lockstep(
                 done = run.after_step(action, observation, terminated or truncated, info)
                 slot[2], slot[3] = observation, run.policy_info(info)
             if done:
-                finish(run)
+                finish(run.record, run.transcript)
                 freed.append(env)
             else:
                 still_live.append(slot)
