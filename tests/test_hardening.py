@@ -121,9 +121,9 @@ def _result_dict() -> dict:
         (lambda d: d.update(success_counts=[[0, 5]] * 3), "success_counts must lie in"),
         (lambda d: d.update(success_counts=[[0.5, 2]] * 3), "whole numbers"),
         (lambda d: d["surface"][0].__setitem__(0, 1.5), "surface must hold numbers in"),
-        (lambda d: d.update(ks=[2, 1]), "sorted"),
-        (lambda d: d.update(samples=1), "samples must be"),
-        (lambda d: d.update(task_ids=[0, 0, 1]), "distinct"),
+        (lambda d: d["settings"].update(ks=[2, 1]), "sorted"),
+        (lambda d: d["settings"].update(samples=1), "larger than samples=1"),
+        (lambda d: d["settings"].update(tasks=[0, 0, 1]), "distinct"),
         (lambda d: d.update(errors=9), "errors <= episodes"),
     ],
 )
@@ -250,7 +250,7 @@ def test_play_refuses_bad_numbers_at_once(capsys, args, message):
 # ------------------------------------------------------------------- help
 def test_every_option_says_its_default_and_agent_lists_the_short_names():
     """Item 17: every option of eval, play and compare has help with its default."""
-    from agent_envs.agents import AGENTS
+    from agent_envs.plugins import agent_names
 
     commands = cli._parser()._subparsers._group_actions[0].choices
     for name in ("eval", "play", "compare"):
@@ -260,7 +260,7 @@ def test_every_option_says_its_default_and_agent_lists_the_short_names():
             if not action.option_strings:
                 assert action.help, (name, action.dest)
     agent_help = next(a.help for a in commands["eval"]._actions if a.dest == "agent")
-    assert all(short in agent_help for short in AGENTS)
+    assert all(short in agent_help for short in agent_names())
 
 
 @pytest.mark.parametrize("command", [["eval", GUESS], ["play", GUESS], ["compare", "a", "b"]])
@@ -319,3 +319,34 @@ def test_compare_cli_names_sides_by_file_when_the_agents_share_a_name(tmp_path, 
     assert cli.main([*argv, "--plot", str(tmp_path / "d.png")]) == 0
     assert "A = after" in capsys.readouterr().out
     assert "A = after" in figures[-1].axes[0].get_title()
+
+
+# ---------------------------------------------------------- install hints
+def test_install_hints_point_at_the_checkout_not_at_pypi():
+    """Item 20: agent-envs is not on PyPI; `pip install agent-envs[...]` would fail or mislead."""
+    import agent_envs
+
+    assert agent_envs.install_hint("plot") == 'pip install -e ".[plot]" in the agent-envs checkout'
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    for package in ("agent_envs", "baselines", "wrappers"):
+        texts += (ROOT / package).rglob("*.py")
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        assert "agent-envs[" not in text, path
+        assert "pip install agent-envs" not in text, path
+
+
+def test_eval_on_a_log_another_run_holds_fails_at_once_naming_it(tmp_path, capsys):
+    """Item 8, through the CLI: the lock another process would hold, held here."""
+    import fcntl
+
+    log = tmp_path / "run.jsonl"
+    assert eval_cli("--log", str(log)) == 0
+    before = log.read_bytes()
+    with log.open("a") as other_run:
+        fcntl.flock(other_run.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert eval_cli("--log", str(log)) == 2
+        line = one_error_line(capsys)
+    assert f"run log {log} is in use by another run" in line
+    assert log.read_bytes() == before  # nothing read into it, nothing written
+    assert eval_cli("--log", str(log)) == 0  # free again: resumes

@@ -94,6 +94,10 @@ class GuessNumberEnv(TextEnv[int]):
     def _start(self, task: int) -> None:
         self._low, self._high = 1, self.max_number
         self._last_guess: int | None = None
+        self._shown = self._interval_line()
+
+    def _interval_line(self) -> str:
+        return f"The secret is between {self._low} and {self._high}."
 
     def _intro(self) -> str:
         return (
@@ -103,7 +107,7 @@ class GuessNumberEnv(TextEnv[int]):
         )
 
     def _view(self) -> str:
-        return f"The secret is between {self._low} and {self._high}."
+        return self._shown  # re-rendered only when the interval changes
 
     def _parse(self, action: str) -> int | None:
         match = _NUMBER.match(action)
@@ -113,17 +117,23 @@ class GuessNumberEnv(TextEnv[int]):
         if not 1 <= move <= self.max_number:
             return f"Invalid guess {move}: it must be between 1 and {self.max_number}.", False
         self._last_guess = move
-        if move == self.task:
+        secret = self._task
+        if move == secret:
             self._low = self._high = move
+            self._shown = self._interval_line()
             return f"{move} is correct!", True
-        if move < self.task:
-            self._low = max(self._low, move + 1)
+        if move < secret:
+            if move >= self._low:
+                self._low = move + 1
+                self._shown = self._interval_line()
             return f"{move} is too low: the secret is higher.", True
-        self._high = min(self._high, move - 1)
+        if move <= self._high:
+            self._high = move - 1
+            self._shown = self._interval_line()
         return f"{move} is too high: the secret is lower.", True
 
     def _is_success(self) -> bool:
-        return self._last_guess == self.task
+        return self._last_guess == self._task
 
     def admissible_actions(self) -> list[str]:
         """Every guess in ``1..N``: one outside the consistent interval is legal, only wasteful."""

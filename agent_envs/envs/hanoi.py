@@ -95,6 +95,12 @@ def _format_move(source: int, destination: int) -> str:
     return f"move {source + 1} {destination + 1}"
 
 
+@cache
+def _peg_line(peg: int, disks: tuple[int, ...]) -> str:
+    # At most 3 * 2**n distinct lines: rendering each once keeps step cheap.
+    return f"Peg {peg + 1}: {' '.join(map(str, disks)) if disks else '(empty)'}"
+
+
 class HanoiEnv(TextEnv[HanoiTask]):
     """Stack ``n`` disks on the target peg, from a full tower or a random legal start.
 
@@ -200,8 +206,9 @@ class HanoiEnv(TextEnv[HanoiTask]):
         for disk in range(self.n_disks, 0, -1):
             self._pegs[task.positions[disk - 1]].append(disk)
         self._target = task.target
-        self._goal_line = f"Goal: all {self.n_disks} disks on peg {task.target + 1}."
-        self._shown: str | None = None  # the rendered view, until the next move
+        # The view's lines; a move re-renders only the two pegs it touched.
+        self._lines = [_peg_line(peg, tuple(stack)) for peg, stack in enumerate(self._pegs)]
+        self._lines.append(f"Goal: all {self.n_disks} disks on peg {task.target + 1}.")
 
     def _intro(self) -> str:
         task = self.task
@@ -220,14 +227,7 @@ class HanoiEnv(TextEnv[HanoiTask]):
         )
 
     def _view(self) -> str:
-        if self._shown is None:
-            lines = [
-                f"Peg {index + 1}: {' '.join(map(str, stack)) if stack else '(empty)'}"
-                for index, stack in enumerate(self._pegs)
-            ]
-            lines.append(self._goal_line)
-            self._shown = "\n".join(lines)
-        return self._shown
+        return "\n".join(self._lines)
 
     def _parse(self, action: str) -> tuple[int, int] | None:
         tokens = _TOKEN.findall(action)
@@ -258,7 +258,8 @@ class HanoiEnv(TextEnv[HanoiTask]):
                 f"{to_stack[-1]} on peg {destination + 1}."
             ), False
         to_stack.append(from_stack.pop())
-        self._shown = None
+        self._lines[source] = _peg_line(source, tuple(from_stack))
+        self._lines[destination] = _peg_line(destination, tuple(to_stack))
         feedback = f"Moved disk {disk} from peg {source + 1} to peg {destination + 1}."
         if self._is_success():
             feedback += f" Solved: all {self.n_disks} disks are on peg {destination + 1}."

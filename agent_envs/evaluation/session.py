@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
+from typing import Any
 
 from agent_envs import __version__
 from agent_envs.evaluation.formatting import error_summary
-from agent_envs.evaluation.rollout import EpisodeRecord, EpisodeRun
+from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
 from agent_envs.evaluation.settings import EvalSettings
 
@@ -56,18 +56,12 @@ class RunState:
     progress bar are closed whatever happens (KeyboardInterrupt included).
     """
 
-    def __init__(
-        self,
-        settings: EvalSettings,
-        log_path: str | os.PathLike[str] | None,
-        retry_errors: bool,
-        max_error_rate: float,
-        progress: bool,
-    ) -> None:
+    def __init__(self, settings: EvalSettings) -> None:
         self.plan = settings.plan()
+        log_path = settings.log_path
         self.log = RunLog.open(log_path, settings, __version__) if log_path else None
         done = {} if self.log is None else dict(self.log.records)
-        if retry_errors:
+        if settings.retry_errors:
             done = {ident: record for ident, record in done.items() if record.error is None}
         wanted = {key.ident for key in self.plan}
         self.done = {ident: record for ident, record in done.items() if ident in wanted}
@@ -79,13 +73,14 @@ class RunState:
                 self.log.path,
                 len(self.done),
                 len(self.todo),
-                f" ({redo} of them errors, redone)" if retry_errors and redo else "",
+                f" ({redo} of them errors, redone)" if settings.retry_errors and redo else "",
             )
         self.fresh: dict[tuple, EpisodeRecord] = {}
         self.errors = self.turns = 0
         self._error_kinds: Counter[str] = Counter()
-        self._max_error_rate = max_error_rate
-        self._bar = Progress(progress, len(self.plan), len(self.done), settings.env.split("/")[-1])
+        self._max_error_rate = settings.max_error_rate
+        name = (settings.env_name or "").split("/")[-1]
+        self._bar = Progress(settings.progress, len(self.plan), len(self.done), name)
 
     def __enter__(self) -> RunState:
         return self
@@ -95,11 +90,14 @@ class RunState:
         if self.log is not None:
             self.log.close()
 
-    def finish(self, run: EpisodeRun) -> None:
-        """Log one finished episode; stop the run if the policy fails too often."""
-        record = run.record
+    def finish(self, record: EpisodeRecord, transcript: dict[str, Any] | None = None) -> None:
+        """Log one finished episode; stop the run if the policy fails too often.
+
+        Whatever plays the episodes (this process or Ray workers), this is the
+        one place that writes the run log.
+        """
         if self.log is not None:
-            self.log.append(record, run.transcript)
+            self.log.append(record, transcript)
         self.fresh[record.ident] = record
         self.turns += record.turns
         if record.error is not None:

@@ -22,6 +22,7 @@ from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.rollout import (
     EpisodeKey,
+    EpisodeRecord,
     EpisodeRun,
     RunOptions,
     episode_seed,
@@ -93,16 +94,16 @@ def _reference_states(
     env = build(adapter.required_info, False)
     options = RunOptions(diagnose=True, transcripts=True)
     candidates: list[tuple[int, tuple[str, ...], bool]] = []
-    finished: list[EpisodeRun] = []
+    finished: list[tuple[EpisodeRecord, dict[str, Any] | None]] = []
     for attempt in range(states_per_task):
         key = EpisodeKey(task, attempt, max_turns, episode_seed(seed, task, attempt))
-        run_sequential(adapter, env, [key], options, finished.append)
-        run = finished[-1]
-        if run.record.error is not None:
-            raise RuntimeError(f"the reference policy failed: {run.record.error}")
-        steps = run.transcript["steps"]
-        errors = {turn for turn, _, _ in run.record.oracle_errors}
-        solvable = len(steps) if run.record.dead_end_turn is None else run.record.dead_end_turn
+        run_sequential(adapter, env, [key], options, lambda *done: finished.append(done))
+        record, transcript = finished[-1]
+        if record.error is not None:
+            raise RuntimeError(f"the reference policy failed: {record.error}")
+        steps = transcript["steps"]
+        errors = {turn for turn, _, _ in record.oracle_errors}
+        solvable = len(steps) if record.dead_end_turn is None else record.dead_end_turn
         off_path = False
         for turn in range(min(solvable, len(steps))):
             # The state before action turn + 1, reached by the first `turn` actions.
@@ -197,25 +198,7 @@ def step_quality(
     outcomes: list[tuple[bool, bool]] = []
     for start in range(0, len(states), slots):
         chunk = states[start : start + slots]
-        runs, observations, infos = [], [], []
-        for env_, (task, episode, actions, _) in zip(envs, chunk, strict=False):
-            run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
-            observation, info = run.reset(env_)
-            for action in actions:
-                observation, _, _, _, info = env_.step(action)
-                info = run.policy_info(info)
-            run.before_act(info)
-            runs.append(run)
-            observations.append(observation)
-            infos.append(info)
-        actions_out = _act(adapter, observations, infos)
-        for env_, run, action in zip(envs, runs, actions_out, strict=False):
-            if not isinstance(action, str):
-                outcomes.append((False, True))
-                continue
-            _, _, _, _, info = env_.step(action)
-            valid = bool(info.get(VALID_ACTION, True))
-            outcomes.append((valid and run._is_oracle_move(action), not valid))
+        outcomes += _judge(adapter, envs, chunk, max_turns, options)
     return _summary(
         states,
         outcomes,
@@ -229,6 +212,32 @@ def step_quality(
         },
         policy=adapter.name,
     )
+
+
+def _judge(
+    adapter: Any, envs: list[gym.Env], chunk: list[Any], max_turns: int, options: RunOptions
+) -> list[tuple[bool, bool]]:
+    """Replay each state of ``chunk`` on its slot, act once; return (optimal, invalid) per state."""
+    runs, observations, infos = [], [], []
+    for env_, (task, episode, actions, _) in zip(envs, chunk, strict=False):
+        run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
+        observation, info = run.reset(env_)
+        for action in actions:
+            observation, _, _, _, info = env_.step(action)
+            info = run.policy_info(info)
+        run.before_act(info)
+        runs.append(run)
+        observations.append(observation)
+        infos.append(info)
+    outcomes = []
+    for env_, run, action in zip(envs, runs, _act(adapter, observations, infos), strict=False):
+        if not isinstance(action, str):
+            outcomes.append((False, True))
+            continue
+        _, _, _, _, info = env_.step(action)
+        valid = bool(info.get(VALID_ACTION, True))
+        outcomes.append((valid and run._is_oracle_move(action), not valid))
+    return outcomes
 
 
 def _act(adapter: Any, observations: list[str], infos: list[dict[str, Any]]) -> list[Any]:
