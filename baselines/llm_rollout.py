@@ -54,6 +54,7 @@ from transformers import GenerationConfig, LogitsProcessorList
 
 from agent_envs.evaluation.rollout import episode_seed
 from agent_envs.protocol import (
+    BUDGET,
     EPISODE_SEED,
     SUCCESS,
     TASK_ID,
@@ -88,16 +89,17 @@ __all__ = [
     "task_prompt",
 ]
 
-#: Why an episode ended.
-END_REASONS = ("success", "budget", "failure", "context", "retokenized")
+#: Why an episode ended: solved (``"success"``), out of turns (``"budget"``), ended by
+#: the env without success, cut by the context, or cut by retokenization.
+END_REASONS = (SUCCESS, BUDGET, "failure", "context", "retokenized")
 _TASK_PREFIX = "agent_envs task "
 # Per-episode fields returned to TRL (and so to the reward functions).
 _FIELDS = (
-    "task_id",
-    "episode_seed",
-    "success",
+    TASK_ID,
+    EPISODE_SEED,
+    SUCCESS,
     "turns",
-    "budget",
+    BUDGET,
     "first_success_turn",
     "invalid_actions",
     "end_reason",
@@ -308,7 +310,7 @@ def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -
         episode.first_success_turn = episode.turns
         episode.success = True
     if terminated or truncated:
-        episode.end_reason = "success" if episode.success else "budget" if truncated else "failure"
+        episode.end_reason = SUCCESS if episode.success else BUDGET if truncated else "failure"
         return False
     following = encoder.full_ids(observation, info)
     sequence = episode.sequence
@@ -500,7 +502,7 @@ def summarize(episodes: Sequence[Episode]) -> dict[str, float]:
     count = len(episodes)
     turns = sum(e.turns for e in episodes)
     stats = {
-        "success": sum(e.success for e in episodes) / count,
+        SUCCESS: sum(e.success for e in episodes) / count,
         "turns": turns / count,
         "invalid_rate": sum(e.invalid_actions for e in episodes) / max(turns, 1),
     }

@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 
 import agent_envs  # noqa: F401  (registers the env ids)
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TASK_ID, TURN
 from baselines.llm_prompting import DEFAULT_SYSTEM_PROMPT
 
 __all__ = ["CHAT_TEMPLATE", "TINY_CONFIG", "build_tiny_model", "env_corpus"]
@@ -53,14 +54,14 @@ def env_corpus(env_id: str, episodes: int = 64, turns: int = 20) -> list[str]:
     agent = NoisyOracleAgent(epsilon=0.3, seed=0)
     texts = [DEFAULT_SYSTEM_PROMPT]
     for episode in range(episodes):
-        observation, _ = env.reset(seed=episode, options={"task_id": episode})
+        observation, _ = env.reset(seed=episode, options={TASK_ID: episode})
         texts.append(observation)
         for turn in range(turns):
             info = {
-                "episode_seed": episode,
-                "turn": turn,
-                "admissible_actions": env.admissible_actions(),
-                "oracle_actions": env.oracle_actions(),
+                EPISODE_SEED: episode,
+                TURN: turn,
+                ADMISSIBLE_ACTIONS: env.admissible_actions(),
+                ORACLE_ACTIONS: env.oracle_actions(),
             }
             action = agent.act(observation, info)
             texts.append(f"Action: {action}")

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm_prompting import DEFAULT_SYSTEM_PROMPT
 from baselines.llm_rollout import BudgetSpec
 
@@ -131,7 +132,7 @@ class LLMTrainConfig:
     def to_json(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict."""
         data = asdict(self)
-        data["budget"] = self.budget.to_json()
+        data[BUDGET] = self.budget.to_json()
         data["tasks"] = list(self.tasks)
         return data
 
@@ -290,7 +291,7 @@ def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) 
                 return
             entry = {
                 "step": state.global_step,
-                "success": logs.get("episodes/success"),
+                SUCCESS: logs.get("episodes/success"),
                 "turns": logs.get("episodes/turns"),
                 "reward": logs.get("reward"),
                 "loss": logs.get("loss"),
@@ -299,7 +300,7 @@ def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) 
             history.append(entry)
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(success=entry["success"], reward=entry["reward"])
+                bar.set_postfix(success=entry[SUCCESS], reward=entry["reward"])
             step = state.global_step
             if bar is None or step == 1 or step % 10 == 0 or step == steps:
                 line = " ".join(

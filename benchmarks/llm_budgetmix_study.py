@@ -451,13 +451,18 @@ def main(argv: list[str] | None = None) -> int:
     total = round(time.perf_counter() - started, 1)
     timing["total"] = total
     summary["timing"] = timing
+    compute = _compute_seconds(args.work, envs)
     header = [
         "# LLM BudgetMix study (tiny Llama trained from scratch, GRPO with TRL)",
         "",
         f"Command: `{command.strip()}`",
         "",
-        f"Wall time: {total / 60:.1f} min with {args.workers} worker processes, 1 torch thread "
-        "each, on a 2-core machine shared with other jobs (an upper bound of what it needs).",
+        f"Wall time of this invocation: {total / 60:.1f} min with {args.workers} worker processes, "
+        "1 torch thread each, on a 2-core machine shared with other jobs (a rerun reuses "
+        "finished runs, so it can be shorter than the runs themselves).",
+        "",
+        "Seconds per run, as each run measured itself (wall clock, contended machine): "
+        + "; ".join(f"{name} {seconds}" for name, seconds in compute.items()),
         "",
         f"Settings: seeds {list(seeds)}; warm start {warm_steps} steps (lr {WARM_START_LR}) on "
         "training task ids "
@@ -471,6 +476,20 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.json").write_text(json.dumps(_jsonable(summary), indent=1) + "\n")
     print(f"wrote {args.out / 'results.md'} ({total / 60:.1f} min)")
     return 0
+
+
+def _compute_seconds(work: Path, envs: list[str]) -> dict[str, Any]:
+    """Return each finished run's own timings: the warm start's, then train/eval per run."""
+    seconds: dict[str, Any] = {}
+    for env_id in envs:
+        folder = work / _slug(env_id)
+        sidecar = folder / "warm" / "train_llm.json"
+        if sidecar.exists():
+            warm = json.loads(sidecar.read_text())["timings"]["warm_start_seconds"]
+            seconds[f"{_slug(env_id)} warm start"] = warm
+        for timing in sorted(folder.glob("*/timing.json")):
+            seconds[f"{_slug(env_id)} {timing.parent.name}"] = json.loads(timing.read_text())
+    return seconds
 
 
 def _jsonable(value: Any) -> Any:
