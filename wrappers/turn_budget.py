@@ -67,6 +67,11 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
     An inner ``TimeLimit`` or ``TurnBudget`` that would cut the episode before
     the budget is refused at construction, so ``T`` turns always means ``T``.
 
+    Budget-aware oracles: if the unwrapped env has a ``set_turns_left(n)``
+    method, the wrapper calls it after every reset and step with the turns
+    left, so that an oracle can plan for the budget (slippery FrozenLake
+    does).  The outermost budget wrapper calls it last, so its budget wins.
+
     Example:
         >>> import gymnasium as gym, agent_envs
         >>> from wrappers import TurnBudget
@@ -95,6 +100,7 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
             )
         self._budget = max_turns
         self._turn = 0
+        self._tell_turns_left = getattr(env.unwrapped, "set_turns_left", None)
 
     # The largest budget this wrapper may run; BudgetMix overrides it.
     @property
@@ -142,6 +148,8 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         turns_left = budget - turn if turn < budget else 0
         if not turns_left and not terminated:
             truncated = True
+        if self._tell_turns_left is not None:
+            self._tell_turns_left(turns_left)
         info["budget"], info["turn"], info["turns_left"] = budget, turn, turns_left
         if self.visible:
             observation = f"{observation}\n{budget_line(turns_left, budget)}"
@@ -149,6 +157,8 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
 
     def _decorate(self, observation: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         turns_left = max(self._budget - self._turn, 0)
+        if self._tell_turns_left is not None:
+            self._tell_turns_left(turns_left)
         # The inner env hands us a fresh dict each call, so adding keys in place
         # is safe and spares a copy on the hot path.
         info["budget"], info["turn"], info["turns_left"] = self._budget, self._turn, turns_left
