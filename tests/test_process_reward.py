@@ -86,14 +86,14 @@ def test_a_step_away_and_an_invalid_step_cost():
 def _random_walk_cycles(env: ProcessReward, seed: int, steps: int):
     """Yield (discounted shaped return, length) of every loop back to an earlier state."""
     rng = np.random.default_rng(seed)
-    _, info = env.reset(seed=seed, options={"task_id": seed})
+    env.reset(seed=seed, options={"task_id": seed})
     history = [(env.unwrapped._position, 0.0)]  # state and discounted return so far
     total, discount = 0.0, 1.0
     for _ in range(steps):
         actions = env.unwrapped.admissible_actions()
         if not actions:
             return
-        _, reward, terminated, truncated, info = env.step(actions[rng.integers(len(actions))])
+        _, reward, terminated, truncated, _ = env.step(actions[rng.integers(len(actions))])
         total += discount * float(reward)
         discount *= env.gamma
         if terminated or truncated:
@@ -195,7 +195,9 @@ def test_staying_in_a_dead_end_costs_nothing_more():
 def test_truncation_ends_with_potential_zero_unless_asked_not_to():
     for terminal, expected in ((True, -1.0), (False, 0.0)):
         env = ProcessReward(
-            TurnBudget(CorridorEnv(length=8), 1), coef=1.0, gamma=1.0,
+            TurnBudget(CorridorEnv(length=8), 1),
+            coef=1.0,
+            gamma=1.0,
             truncation_is_terminal=terminal,
         )
         env.reset(seed=0, options={"task_id": 4})

@@ -79,9 +79,8 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if not 0.0 < gamma <= 1.0:
             raise ValueError(f"gamma must be in (0, 1], got {gamma}.")
         if not isinstance(truncation_is_terminal, bool):
-            raise TypeError(
-                f"truncation_is_terminal must be a bool, got {type(truncation_is_terminal).__name__}."
-            )
+            kind = type(truncation_is_terminal).__name__
+            raise TypeError(f"truncation_is_terminal must be a bool, got {kind}.")
         if not callable(getattr(env.unwrapped, "oracle_turns", None)):
             raise ValueError(
                 f"{type(env.unwrapped).__name__} has no oracle_turns() method, so ProcessReward "
