@@ -18,7 +18,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["AGENTS", "make_agent", "parse_agent_kwargs", "resolve_agent"]
+from agent_envs import install_hint
+from agent_envs.redaction import redact_kwargs, scrub, secret_values
+
+__all__ = ["AGENTS", "describe_agent", "make_agent", "parse_agent_kwargs", "resolve_agent"]
 
 #: Short name -> ``"module:Class"``.
 AGENTS: dict[str, str] = {
@@ -65,7 +68,7 @@ def resolve_agent(spec: str) -> Any:
         if module_name == missing or module_name.startswith(missing + "."):
             raise ValueError(f"cannot import agent module {module_name!r} ({exc}).") from None
         extra = _EXTRAS.get(spec.strip())
-        hint = f": pip install 'agent-envs[{extra}]'" if extra else ""
+        hint = f": {install_hint(extra)}" if extra else ""
         raise ValueError(
             f"agent {spec!r} needs the package {missing!r}, which is not installed{hint}."
         ) from None
@@ -83,18 +86,41 @@ def resolve_agent(spec: str) -> Any:
 
 
 def parse_agent_kwargs(text: str | None) -> dict[str, Any]:
-    """Parse ``--agent-kwargs`` JSON into a dict, with a one-line error."""
+    """Parse ``--agent-kwargs`` JSON into a dict, with a one-line error.
+
+    The error never quotes the text: it may hold an API key.  It says where
+    the JSON breaks instead.
+    """
     if text is None or not text.strip():
         return {}
     try:
         kwargs = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--agent-kwargs is not valid JSON ({exc.msg}): {text!r}.") from None
+        raise ValueError(
+            f"--agent-kwargs is not valid JSON ({exc.msg} at character {exc.pos + 1}); "
+            """pass an object such as '{"epsilon": 0.1}'."""
+        ) from None
     if not isinstance(kwargs, dict):
         raise ValueError(
-            f'--agent-kwargs must be a JSON object such as {{"epsilon": 0.1}}, got {text!r}.'
+            '--agent-kwargs must be a JSON object such as {"epsilon": 0.1}, '
+            f"got a JSON {type(kwargs).__name__}."
         )
     return kwargs
+
+
+def describe_agent(spec: str, kwargs: Mapping[str, Any] | None = None) -> str:
+    """Return the name a run records for ``spec`` built with ``kwargs``, secrets masked.
+
+    This name is the table title, the result's ``agent`` and the run log's
+    resume key, so it holds every argument (they change what the agent does)
+    except secrets (see :mod:`agent_envs.redaction`).
+
+    >>> describe_agent("openai", {"model": "m", "api_key": "sk-1"})
+    'openai {"api_key": "***", "model": "m"}'
+    """
+    if not kwargs:
+        return spec
+    return f"{spec} {json.dumps(redact_kwargs(dict(kwargs)), sort_keys=True, default=repr)}"
 
 
 def make_agent(spec: str, kwargs: Mapping[str, Any] | None = None) -> Any:
@@ -112,4 +138,7 @@ def make_agent(spec: str, kwargs: Mapping[str, Any] | None = None) -> Any:
     try:
         return factory(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"cannot build agent {spec!r} with {kwargs}: {exc}") from None
+        # Neither the arguments nor the agent's own message may show a secret.
+        shown = redact_kwargs(kwargs)
+        reason = scrub(str(exc), secret_values(kwargs))
+        raise ValueError(f"cannot build agent {spec!r} with {shown}: {reason}") from None

@@ -9,11 +9,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import agent_envs
+from agent_envs.protocol import SUCCESS, TASK_ID, TURN
+from wrappers.validators import parse_int_list
 
 __all__ = ["main", "oracle_turn_range"]
 
@@ -25,25 +29,18 @@ class CLIError(Exception):
 
 
 def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise CLIError(
-            f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}."
-        ) from None
-    if not values:
-        raise CLIError(f"{flag} takes comma-separated integers such as 1,2,4; got {text!r}.")
-    return values
+    # Only parsed here: evaluate() checks the values, with the same message as in Python.
+    return list(parse_int_list(text, flag, minimum=None))
 
 
-def _tasks(text: str) -> int | list[int]:
+def _tasks(text: str) -> int | Sequence[int]:
     """Parse ``--tasks``: a count ``50``, a range ``100:150`` or a list ``3,7,9``."""
     try:
         if ":" in text:
             start, stop = (int(part) for part in text.split(":"))
-            return list(range(start, stop))
+            return range(start, stop)  # lazily: the evaluator checks its size first
         if "," in text:
-            return _ints(text, "--tasks")
+            return list(parse_int_list(text, "--tasks", minimum=0))
         return int(text)
     except ValueError:
         raise CLIError(
@@ -51,18 +48,41 @@ def _tasks(text: str) -> int | list[int]:
         ) from None
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse unusable --out/--plot paths before the run, not after it."""
-    for flag, path in (("--out", args.out), ("--plot", args.plot)):
-        if path and Path(path).is_dir():
-            raise CLIError(f"{flag} {path} is a directory; give a file path such as result.json.")
-    if args.plot:
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[str, Path]:
+    """Return the real path of every output flag given, refusing unusable ones now.
+
+    Checked before the first episode (and before an agent loads a model), so
+    that a run is never lost to an output path that fails at the end: each
+    path must be writable (:func:`check_output_path`), no two outputs may be
+    one file (``--out`` equal to ``--log`` would overwrite the log), and no
+    output may overwrite an input.  ``--plot`` is checked as the file really
+    written (``.png`` added to a bare name).
+    """
+    from agent_envs.evaluation.formatting import check_output_path
+    from agent_envs.evaluation.plotting import plot_path
+
+    paths: dict[str, Path] = {}
+    for flag in ("--out", "--log", "--plot"):
+        value = getattr(args, flag[2:], None)
+        if value:
+            check_output_path(value, flag)  # a folder given as --plot is a mistake too
+            paths[flag] = (
+                check_output_path(plot_path(value), flag) if flag == "--plot" else Path(value)
+            )
+    owners = {Path(path).resolve(): "input" for path in inputs}
+    for flag, path in paths.items():
+        other = owners.setdefault(path.resolve(), flag)
+        if other != flag:
+            what = "an input file" if other == "input" else other
+            raise CLIError(f"{flag} {path} is the same file as {what}; give each its own path.")
+    if "--plot" in paths:
         try:
             found = importlib.util.find_spec("matplotlib") is not None
         except (ImportError, ValueError):  # a broken or blocked install
             found = False
         if not found:
-            raise CLIError("--plot needs matplotlib: pip install 'agent-envs[plot]'.")
+            raise CLIError(f"--plot needs matplotlib: {agent_envs.install_hint('plot')}.")
+    return paths
 
 
 # ----------------------------------------------------------------- commands
@@ -77,7 +97,7 @@ def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
     turns = []
     try:
         for task_id in range(tasks):
-            env.reset(seed=0, options={"task_id": task_id})
+            env.reset(seed=0, options={TASK_ID: task_id})
             value = env.oracle_turns()
             if value is not None:
                 turns.append(value)
@@ -94,14 +114,13 @@ def _oracle_range(env_id: str, tasks: int) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _write_outputs(result: Any, args: argparse.Namespace) -> None:
+def _write_outputs(result: Any, paths: dict[str, Path]) -> None:
     """Save ``result`` (an EvalResult or CompareResult) where --out/--plot ask."""
-    if args.out:
-        result.save(args.out)
-        print(f"wrote {args.out}", file=sys.stderr)
-    if args.plot:
-        result.plot(args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+    if "--out" in paths:
+        result.save(paths["--out"])
+        print(f"wrote {paths['--out']}", file=sys.stderr)
+    if "--plot" in paths:
+        print(f"wrote {result.plot(paths['--plot'])}", file=sys.stderr)
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -126,7 +145,7 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
     messages an LLM agent reads carry the turns-left line too.
     """
     from agent_envs.evaluation.runner import resolve_env
-    from wrappers import TurnBudget
+    from wrappers.budget import resolve_budget
     from wrappers.chat_history import ChatHistory
 
     if window < 0:
@@ -134,20 +153,34 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
     make_env, name = resolve_env(env_id, None)
 
     def build() -> Any:
-        budget = TurnBudget(make_env(), max_turns=max_budget, visible=visible)
-        return ChatHistory(budget, window=window or None)
+        budget = resolve_budget(make_env(), max_budget, visible=visible)
+        return ChatHistory(budget.env, window=window or None)
 
     return build, name
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agent_envs.agents import make_agent, parse_agent_kwargs
-    from agent_envs.evaluation import evaluate
+    from agent_envs.agents import parse_agent_kwargs
+    from agent_envs.redaction import scrub, secret_values
 
-    _check_outputs(args)
     kwargs = parse_agent_kwargs(args.agent_kwargs)
+    secrets = secret_values(kwargs)
+    try:
+        return _run_eval(args, kwargs)
+    except Exception as exc:
+        # Whatever raised (the agent, a library), its message must not show a secret.
+        if any(secret in str(exc) for secret in secrets):
+            raise CLIError(scrub(str(exc), secrets)) from None
+        raise
+
+
+def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
+    from agent_envs.agents import describe_agent, make_agent
+    from agent_envs.evaluation import RunAborted, evaluate
+
+    paths = _check_outputs(args)
     agent = make_agent(args.agent, kwargs)
-    name = args.agent + (f" {json.dumps(kwargs, sort_keys=True)}" if kwargs else "")
+    name = describe_agent(args.agent, kwargs)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     budgets = _ints(args.t, "--t")
     env: Any = args.env_id
@@ -173,19 +206,37 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         progress=progress,
         agent_name=name,
         env_name=env_name,
+        step_quality=args.step_quality,
     )
+    if result.episodes and result.errors == result.episodes:
+        # Nothing was measured: a table of zeros and a result file would pass
+        # for a measurement.  The log keeps the episodes; --retry-errors redoes them.
+        rerun = " with the same --log and --retry-errors" if args.log else ""
+        raise RunAborted(
+            f"every episode failed, so nothing was measured and nothing written: "
+            f"{result.error_summary()}. Fix the agent or its server and rerun{rerun}."
+        )
     print(result.table())
-    _write_outputs(result, args)
+    _write_outputs(result, paths)
     return 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from agent_envs.evaluation import EvalResult, compare
 
-    _check_outputs(args)
-    difference = compare(EvalResult.load(args.a), EvalResult.load(args.b))
+    # a,b,c: one result per training seed, compared at the seed level.
+    names = [[name for name in files.split(",") if name] for files in (args.a, args.b)]
+    paths = _check_outputs(args, inputs=names[0] + names[1])
+    sides = []
+    for files, side in zip((args.a, args.b), names, strict=True):
+        results = [EvalResult.load(name) for name in side]
+        sides.append(results if len(side) > 1 or files.endswith(",") else results[0])
+    difference = compare(*sides)
+    if difference.a == difference.b and difference.unit == "task":
+        # Same agent name: the files tell A from B.
+        difference.a, difference.b = Path(args.a).stem, Path(args.b).stem
     print(difference.table())
-    _write_outputs(difference, args)
+    _write_outputs(difference, paths)
     return 0
 
 
@@ -201,7 +252,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
     make_env, env_id = resolve_env(args.env_id, None)
     env = TurnBudget(make_env(), max_turns=args.budget, visible=True)
-    observation, _ = env.reset(seed=args.seed, options={"task_id": args.task})
+    observation, _ = env.reset(seed=args.seed, options={TASK_ID: args.task})
     base: Any = env.unwrapped
     print(f"{env_id}, task {args.task}, {args.budget} turns. {_PLAY_HELP}\n")
     print(observation)
@@ -226,8 +277,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
             continue
         observation, _, terminated, truncated, info = env.step(action)
         print(observation)
-        if info.get("success"):
-            print(f"Solved in {info['turn']} turns.")
+        if info.get(SUCCESS):
+            print(f"Solved in {info[TURN]} turns.")
         elif terminated:
             print("Failed: the episode ended without success.")
         elif truncated:
@@ -246,7 +297,7 @@ def _train_sb3(argv: list[str]) -> int:
             ) from None
         raise CLIError(
             f"train-sb3 needs the [sb3] extra ({exc.name} is missing): "
-            "pip install 'agent-envs[sb3]'."
+            f"{agent_envs.install_hint('sb3')}."
         ) from None
     return int(module.main(argv) or 0)
 
@@ -303,6 +354,13 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=int, default=None, help="lockstep episodes for act_batch")
     ev.add_argument("--n-bootstrap", type=int, default=1000)
     ev.add_argument(
+        "--step-quality",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also judge the agent on N shared reference states per task (default 0: off)",
+    )
+    ev.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -311,8 +369,10 @@ def _parser() -> argparse.ArgumentParser:
     ev.set_defaults(run=_cmd_eval)
 
     cmp = commands.add_parser("compare", help="difference surface A - B of two results")
-    cmp.add_argument("a", help="result JSON of agent A")
-    cmp.add_argument("b", help="result JSON of agent B")
+    cmp.add_argument(
+        "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
+    )
+    cmp.add_argument("b", help="result JSON of agent B, or one per training seed")
     cmp.add_argument("--plot", default=None, help="write a diverging heatmap PNG here")
     cmp.add_argument("--out", default=None, help="write the comparison JSON here")
     cmp.set_defaults(run=_cmd_compare)
@@ -330,8 +390,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Say(logging.Handler):
+    """Show the library's INFO messages (such as what a resume found) on stderr.
+
+    It writes to whatever ``sys.stderr`` is when a message comes, and is
+    attached only while :func:`main` runs, so the library keeps its logging
+    untouched when imported.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"{_PROG}: {record.getMessage()}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    library = logging.getLogger("agent_envs")
+    handler, level = _Say(logging.INFO), library.level
+    library.addHandler(handler)
+    library.setLevel(logging.INFO)
+    try:
+        return _main(argv)
+    finally:
+        library.removeHandler(handler)
+        library.setLevel(level)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in argv[:1]
     if show_traceback:
@@ -346,13 +430,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         from agent_envs.evaluation import RunAborted
+        from agent_envs.redaction import redact_url
 
         user_error = (CLIError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
         if show_traceback or not isinstance(exc, user_error):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         # One line, even when a policy's or library's message spans several.
-        print(f"{_PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        text = redact_url(" ".join(str(message).split()))
+        print(f"{_PROG}: error: {text}", file=sys.stderr)
         return 2
 
 

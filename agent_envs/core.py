@@ -18,6 +18,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+
 __all__ = [
     "CHARSET",
     "MAX_TASK_ID",
@@ -127,6 +129,10 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: True when the same state and action can lead to different outcomes (the
     #: seed matters).  The oracle tests replay only deterministic envs exactly.
     stochastic: bool = False
+    #: True when the oracle reads what the agent cannot see (a hidden map, hidden
+    #: object locations): its figures then measure access to information as
+    #: much as decision making, and the evaluator marks them.
+    privileged_oracle: ClassVar[bool] = False
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -174,6 +180,16 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     def _is_dead_end(self) -> bool:
         return self._is_failure()
 
+    def parse_action(self, action: str) -> Any | None:
+        """Return the move the env reads in ``action``, or ``None`` if it reads none.
+
+        A pure function of the text (the state is not consulted), so that two
+        spellings of one move compare equal: the evaluator's diagnostics use it
+        to judge "guess 50" as the oracle's "50".  Part of the
+        :class:`~agent_envs.protocol.ActionParser` API.
+        """
+        return self._parse(normalize_action(action))
+
     def admissible_actions(self) -> list[str]:
         """Return the legal actions in the current state."""
         raise NotImplementedError
@@ -204,7 +220,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        task_id = (options or {}).get("task_id")
+        task_id = (options or {}).get(TASK_ID)
         if task_id is None:
             task_id = int(self.np_random.integers(0, MAX_TASK_ID))
         elif isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)):
@@ -221,7 +237,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self._success = False
         self._last_feedback = ""
         observation = f"{self._intro()}\n\n{self._view()}"
-        return observation, {"task_id": task_id, "success": False}
+        return observation, {TASK_ID: task_id, SUCCESS: False}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if not isinstance(action, str):
@@ -249,10 +265,10 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         terminated = self._success or self._is_failure()
         self._last_feedback = feedback
         info = {
-            "task_id": self.task_id,
-            "success": self._success,
-            "valid_action": valid,
-            "dead_end": (not self._success) and self._is_dead_end(),
+            TASK_ID: self.task_id,
+            SUCCESS: self._success,
+            VALID_ACTION: valid,
+            DEAD_END: (not self._success) and self._is_dead_end(),
         }
         return f"{feedback}\n\n{self._view()}", reward, terminated, False, info
 

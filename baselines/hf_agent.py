@@ -48,6 +48,9 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs import install_hint
+from agent_envs.protocol import EPISODE_SEED
+
 try:
     import torch
     from transformers import (
@@ -58,11 +61,9 @@ try:
         LogitsProcessorList,
     )
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "HFAgent needs torch and transformers: pip install 'agent-envs[llm]'."
-    ) from error
+    raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
     build_messages,
@@ -74,6 +75,7 @@ from baselines.llm_prompting import (
     to_agent_action,
     turn_of,
 )
+from wrappers.validators import check_bool, check_int
 
 __all__ = ["HFAgent", "PromptTooLongError"]
 
@@ -179,15 +181,11 @@ class HFAgent:
         trust_remote_code: bool = False,
     ) -> None:
         check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
-        for name, value in (("batch_size", batch_size), ("seed", seed)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {value!r}.")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        check_int(batch_size, "batch_size", 1)
+        check_int(seed, "seed")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
-        if not isinstance(trust_remote_code, bool):
-            raise TypeError(f"trust_remote_code must be a bool, got {trust_remote_code!r}.")
+        check_bool(trust_remote_code, "trust_remote_code")
         self.system_prompt = system_prompt
         self.temperature = float(temperature)
         self.top_p = float(top_p)
@@ -291,7 +289,7 @@ class HFAgent:
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
-        episode_seed = info.get("episode_seed")
+        episode_seed = info.get(EPISODE_SEED)
         if episode_seed is None:
             episode_seed = int(self._episode_rng.integers(2**62))
         prompt_key = ",".join(map(str, prompt))
@@ -389,9 +387,7 @@ def _dtype(dtype: Any, device: str) -> Any:
 
 def _context_length(model: Any, tokenizer: Any, override: int | None) -> int | None:
     if override is not None:
-        if isinstance(override, bool) or not isinstance(override, int) or override < 2:
-            raise ValueError(f"max_context must be an int >= 2, got {override!r}.")
-        return override
+        return check_int(override, "max_context", 2)
     config = getattr(model, "config", None)
     if config is not None and hasattr(config, "get_text_config"):
         config = config.get_text_config()

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import MESSAGES, TURN, AgentAction
+from wrappers.validators import check_int, check_number
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -126,7 +127,7 @@ def build_messages(observation: str, info: Mapping[str, Any], system_prompt: str
     open with a system message (the wrapper's then wins).  The result is a
     fresh list of fresh dicts.
     """
-    history = info.get("messages")
+    history = info.get(MESSAGES)
     if history is None:
         messages = [{"role": "user", "content": observation}]
     else:
@@ -240,22 +241,15 @@ def derive_seed(agent_seed: int, episode_seed: int | None, turn: int, prompt: st
 
 def turn_of(info: Mapping[str, Any]) -> int:
     """Return the turn number for seeding: ``info["turn"]`` or the assistant messages so far."""
-    turn = info.get("turn")
+    turn = info.get(TURN)
     if isinstance(turn, (int, np.integer)) and not isinstance(turn, bool):
         return int(turn)
-    messages = info.get("messages") or ()
+    messages = info.get(MESSAGES) or ()
     return sum(1 for message in messages if message.get("role") == "assistant")
 
 
 def check_sampling(temperature: float, top_p: float, max_new_tokens: int, name: str) -> None:
     """Raise a clear error for out-of-range sampling arguments."""
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a number >= 0, got {temperature!r}.")
-    if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0 (0 means greedy), got {temperature}.")
-    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}.")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise TypeError(f"{name} must be an int >= 1, got {max_new_tokens!r}.")
-    if max_new_tokens < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {max_new_tokens}.")
+    check_number(temperature, "temperature (0 means greedy)", 0.0)
+    check_number(top_p, "top_p", 0.0, 1.0, open_low=True)
+    check_int(max_new_tokens, name, 1)

@@ -2,7 +2,7 @@
 
 vLLM, SGLang, llama.cpp's server, TGI and the OpenAI API itself all serve
 ``POST /v1/chat/completions``.  This agent talks to it with the standard
-library only (``urllib`` and threads), so the ``openai`` SDK is not needed.
+library only (``http.client`` and threads), so the ``openai`` SDK is not needed.
 
 Prompts and parsing are the ones :class:`~baselines.hf_agent.HFAgent` uses
 (:mod:`baselines.llm_prompting`): the dialogue from ``info["messages"]`` or the
@@ -20,9 +20,21 @@ Errors.  Connection failures, timeouts, HTTP 408, 409, 429 and 5xx are
 transient: they are retried up to ``max_retries`` times, waiting
 ``backoff * 2**attempt`` seconds, or the server's ``Retry-After`` if that is
 longer, and never more than ``max_backoff``.  Anything else, or a transient error that
-outlasts the retries, raises :class:`ChatCompletionError`.  The API key goes
-only into the ``Authorization`` header: it is never logged, never in
-``repr`` and never in an exception message.
+outlasts the retries, raises :class:`ChatCompletionError`.
+
+Secrets.  The API key goes only into the ``Authorization`` header of requests
+to ``base_url`` itself: it is never logged, never in ``repr`` and never in an
+exception message.  Design decision: redirects are never followed (``urllib``
+re-sends every header, the bearer token included, to wherever a 30x points);
+a 30x is an error that names the new address, so that the user can point
+``base_url`` there knowingly.  A user name or password inside ``base_url`` is
+refused (a URL is printed in warnings and errors), without echoing them.
+
+Limits.  ``timeout`` is a deadline for the whole request (connect, send,
+headers and body), enforced by a timer that shuts the socket down: a socket
+timeout alone bounds each read, and a server sending a byte a second would
+hold the request for ever.  A reply longer than ``max_reply_bytes`` (8 MiB by
+default) is refused unread beyond that bound, and is that episode's error.
 
 Long dialogues.  When the server refuses a prompt as longer than the model's
 context (HTTP 400/413/422 whose message speaks of the context or of too many
@@ -34,20 +46,22 @@ latest exchange are always kept.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import logging
+import math
 import os
 import re
+import socket
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import EPISODE_SEED, AgentAction
+from agent_envs.redaction import redact_url
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
     build_messages,
@@ -58,8 +72,9 @@ from baselines.llm_prompting import (
     to_agent_action,
     turn_of,
 )
+from wrappers.validators import check_int, check_number
 
-__all__ = ["ChatCompletionError", "OpenAIChatAgent"]
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "MAX_TIMEOUT", "ChatCompletionError", "OpenAIChatAgent"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +85,12 @@ _CONTEXT_ERROR = re.compile(
     r"context|too long|too many tokens|maximum.{0,40}tokens|tokens.{0,40}must be <=", re.IGNORECASE
 )
 _ERROR_BODY_LIMIT = 500
+_READ_CHUNK = 1 << 16
+
+#: The most bytes read from one reply, unless ``max_reply_bytes`` says otherwise.
+DEFAULT_MAX_REPLY_BYTES = 8 * 2**20
+#: The longest ``timeout`` accepted, in seconds (one day): a longer one is a typo.
+MAX_TIMEOUT = 86_400.0
 
 
 class ChatCompletionError(RuntimeError):
@@ -108,9 +129,20 @@ def chat_completions_url(base_url: str) -> str:
         raise TypeError(f"base_url must be a str, got {type(base_url).__name__}.")
     parsed = urllib.parse.urlsplit(base_url.strip())
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        # Whatever precedes an "@" may be a password, even in a malformed URL.
+        shown = f"***@{base_url.rsplit('@', 1)[1]}" if "@" in base_url else base_url
         raise ValueError(
-            f"base_url must be an http(s) URL such as 'http://localhost:8000/v1', got {base_url!r}."
+            f"base_url must be an http(s) URL such as 'http://localhost:8000/v1', got {shown!r}."
         )
+    if "@" in parsed.netloc:
+        raise ValueError(
+            "base_url must not hold a user name or password (URLs are printed in warnings "
+            "and errors); pass the token as api_key or $OPENAI_API_KEY."
+        )
+    try:
+        parsed.port  # noqa: B018 (raises ValueError for a bad port)
+    except ValueError:
+        raise ValueError(f"base_url has an invalid port: {base_url!r}.") from None
     path = parsed.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
@@ -130,7 +162,8 @@ class OpenAIChatAgent:
         temperature: ``0`` for greedy decoding, else the sampling temperature.
         top_p: nucleus sampling threshold in ``(0, 1]``.
         max_tokens: the most tokens generated per turn.
-        timeout: seconds to wait for one response.
+        timeout: seconds one request may take in all, from connecting to the
+            last byte of the reply (at most :data:`MAX_TIMEOUT`).
         max_retries: how often a transient failure is retried.
         backoff: the first retry waits this many seconds, doubling each time.
         max_backoff: the longest wait between two tries.
@@ -138,6 +171,9 @@ class OpenAIChatAgent:
         seed: the agent's seed, mixed into every request's ``seed``.
         extra_body: more JSON fields for every request, such as
             ``{"stop": ["\\n\\n"]}`` or vLLM's ``{"top_k": 20}``.
+        max_reply_bytes: the most bytes read from one reply (default
+            :data:`DEFAULT_MAX_REPLY_BYTES`, 8 MiB); a longer reply raises
+            :class:`ChatCompletionError`, which is that episode's error.
 
     Example::
 
@@ -164,25 +200,19 @@ class OpenAIChatAgent:
         concurrency: int = 16,
         seed: int = 0,
         extra_body: dict[str, Any] | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.url = chat_completions_url(base_url)
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty str, got {model!r}.")
         check_sampling(temperature, top_p, max_tokens, "max_tokens")
-        for name, value, low in (
-            ("timeout", timeout, 0.0),
-            ("backoff", backoff, 0.0),
-            ("max_backoff", max_backoff, 0.0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
-                raise ValueError(f"{name} must be a number >= {low}, got {value!r}.")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}.")
-        for name, value, low in (("max_retries", max_retries, 0), ("concurrency", concurrency, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {seed!r}.")
+        check_number(timeout, "timeout (seconds)", 0.0, MAX_TIMEOUT, open_low=True)
+        check_number(backoff, "backoff", 0.0)
+        check_number(max_backoff, "max_backoff", 0.0)
+        check_int(max_retries, "max_retries", 0)
+        check_int(concurrency, "concurrency", 1)
+        check_int(max_reply_bytes, "max_reply_bytes", 1)
+        check_int(seed, "seed")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
         if extra_body is not None and not isinstance(extra_body, dict):
@@ -199,6 +229,7 @@ class OpenAIChatAgent:
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.concurrency = concurrency
+        self.max_reply_bytes = max_reply_bytes
         self.seed = seed
         self.extra_body = dict(extra_body or {})
         # Checked now so that a bad extra_body fails here, not on the first turn.
@@ -267,7 +298,7 @@ class OpenAIChatAgent:
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "n": 1,
-            "seed": derive_seed(self.seed, info.get("episode_seed"), turn_of(info), prompt_key),
+            "seed": derive_seed(self.seed, info.get(EPISODE_SEED), turn_of(info), prompt_key),
             **self.extra_body,
         }
 
@@ -324,26 +355,23 @@ class OpenAIChatAgent:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key.value:
             headers["Authorization"] = f"Bearer {self._api_key.value}"
-        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as error:
-            detail = self._api_key.scrub(_read_error(error))
-            message = f"HTTP {error.code} {error.reason}: {detail}"
-            if error.code in _TRANSIENT_STATUS:
-                raise _Transient(message, _retry_after(error)) from None
-            if error.code in _CONTEXT_STATUS and _CONTEXT_ERROR.search(detail):
-                raise _ContextTooLong(message) from None
-            raise ChatCompletionError(f"POST {self.url} failed with {message}") from None
-        except TimeoutError:
-            raise _Transient(f"no response within {self.timeout:g}s") from None
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, TimeoutError):
-                raise _Transient(f"no response within {self.timeout:g}s") from None
-            raise _Transient(f"connection failed: {error.reason}") from None
-        except (ConnectionError, http.client.HTTPException) as error:
-            raise _Transient(f"connection failed: {type(error).__name__}: {error}") from None
+        status, reason, reply_headers, payload = self._exchange(data, headers)
+        if 300 <= status < 400:
+            location = self._api_key.scrub(redact_url(reply_headers.get("Location") or "nowhere"))
+            raise ChatCompletionError(
+                f"POST {self.url} was redirected (HTTP {status}) to {location}; "
+                "redirects are not followed, so that the API key goes nowhere else: "
+                "set base_url to the server's own address."
+            )
+        if status >= 400:
+            detail = payload[:_ERROR_BODY_LIMIT].decode("utf-8", "replace").strip()
+            detail = self._api_key.scrub(detail) or "(empty body)"
+            message = f"HTTP {status} {reason}: {detail}"
+            if status in _TRANSIENT_STATUS:
+                raise _Transient(message, _retry_after(reply_headers.get("Retry-After")))
+            if status in _CONTEXT_STATUS and _CONTEXT_ERROR.search(detail):
+                raise _ContextTooLong(message)
+            raise ChatCompletionError(f"POST {self.url} failed with {message}")
         try:
             return json.loads(payload)
         except ValueError:
@@ -351,6 +379,73 @@ class OpenAIChatAgent:
             raise ChatCompletionError(
                 f"POST {self.url} returned a body that is not JSON: {snippet!r}"
             ) from None
+
+    def _exchange(
+        self, data: bytes, headers: dict[str, str]
+    ) -> tuple[int, str, http.client.HTTPMessage, bytes]:
+        """POST ``data`` once and return (status, reason, headers, body) within ``timeout``.
+
+        ``http.client`` rather than ``urllib``: it follows no redirect, and it
+        exposes the socket that the deadline timer shuts down.
+        """
+        parts = urllib.parse.urlsplit(self.url)
+        connection_class = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = connection_class(parts.hostname, parts.port, timeout=self.timeout)
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            sock = connection.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(self.timeout, expire)
+        timer.daemon = True
+        timer.start()
+        too_slow = _Transient(f"no complete response within {self.timeout:g}s")
+        try:
+            connection.connect()
+            if expired.is_set():  # the deadline passed while connecting
+                raise too_slow
+            connection.request("POST", target, body=data, headers=headers)
+            response = connection.getresponse()
+            payload = self._read_capped(response)
+            if expired.is_set():  # a shut-down socket reads as a short body
+                raise too_slow
+            return response.status, response.reason, response.headers, payload
+        except (OSError, http.client.HTTPException) as error:
+            if expired.is_set() or isinstance(error, TimeoutError):
+                raise too_slow from None
+            raise _Transient(f"connection failed: {type(error).__name__}: {error}") from None
+        finally:
+            timer.cancel()
+            connection.close()
+
+    def _read_capped(self, response: http.client.HTTPResponse) -> bytes:
+        """Read the body, refusing it as soon as it passes ``max_reply_bytes``."""
+        limit = self.max_reply_bytes
+        declared = response.getheader("Content-Length") or ""
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_large()
+        chunks, size = [], 0
+        while True:
+            chunk = response.read(min(_READ_CHUNK, limit + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise self._too_large()
+
+    def _too_large(self) -> ChatCompletionError:
+        return ChatCompletionError(
+            f"POST {self.url} returned a reply larger than max_reply_bytes="
+            f"{self.max_reply_bytes}; lower max_tokens or raise max_reply_bytes."
+        )
 
     def _content(self, reply: dict[str, Any]) -> str:
         try:
@@ -367,7 +462,7 @@ class OpenAIChatAgent:
         content = message.get("content") if isinstance(message, dict) else None
         # A reply with only tool calls or a refusal has no content: an empty
         # action, which the env answers as invalid.
-        return content if isinstance(content, str) else ""
+        return self._api_key.scrub(content) if isinstance(content, str) else ""
 
 
 class _ContextTooLong(Exception):
@@ -382,17 +477,9 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-def _read_error(error: urllib.error.HTTPError) -> str:
+def _retry_after(value: str | None) -> float | None:
     try:
-        body = error.read()[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-    except (OSError, http.client.HTTPException):
-        body = ""
-    return body.strip() or "(empty body)"
-
-
-def _retry_after(error: urllib.error.HTTPError) -> float | None:
-    value = error.headers.get("Retry-After") if error.headers else None
-    try:
-        return max(float(value), 0.0) if value is not None else None
+        seconds = float(value) if value is not None else None
     except ValueError:
         return None  # an HTTP date; the exponential backoff applies
+    return max(seconds, 0.0) if seconds is not None and math.isfinite(seconds) else None

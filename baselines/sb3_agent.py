@@ -25,9 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs import install_hint
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3_env import StackSettings
 from wrappers.discrete_actions import action_mask
 from wrappers.turn_budget import budget_line
+from wrappers.validators import check_bool, check_int
 
 __all__ = [
     "ALGORITHMS",
@@ -104,9 +107,7 @@ def algorithm_class(name: str) -> type:
     try:
         return getattr(importlib.import_module(module), attribute)
     except ImportError as error:
-        raise ImportError(
-            f"Algorithm {name!r} needs {module}: pip install 'agent-envs[sb3]'."
-        ) from error
+        raise ImportError(f"Algorithm {name!r} needs {module}: {install_hint('sb3')}.") from error
 
 
 def sidecar_path(model_path: str | Path) -> Path:
@@ -208,6 +209,10 @@ class _Model:
 class SB3Agent:
     """Act with a trained SB3 model, encoding observations exactly as in training.
 
+    Security: load only models you trust.  SB3 saves parts of a model with
+    cloudpickle, so loading a ``model.zip`` can run arbitrary code, exactly as
+    ``pickle.load`` can; a model file is a program, not data.
+
     Args:
         path: the ``.zip`` written by ``train-sb3``; the sidecar ``.json`` must
             sit next to it.
@@ -250,13 +255,10 @@ class SB3Agent:
         threads: int | None = None,
         _shared: _Model | None = None,
     ) -> None:
-        if not isinstance(deterministic, bool):
-            raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}.")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}.")
+        check_bool(deterministic, "deterministic")
+        check_int(seed, "seed")
         if threads is not None:
-            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                raise ValueError(f"threads must be an int >= 1, got {threads!r}.")
+            check_int(threads, "threads", 1)
             import torch
 
             torch.set_num_threads(threads)
@@ -273,7 +275,7 @@ class SB3Agent:
         self.masked = stack.action_masks
         self.recurrent = self.algo == "recurrent_ppo"
         self.budget_aware = stack.visible_budget
-        self.required_info: tuple[str, ...] = ("admissible_actions",) if self.masked else ()
+        self.required_info: tuple[str, ...] = (ADMISSIBLE_ACTIONS,) if self.masked else ()
         self._rng = np.random.default_rng([_SAMPLING_STREAM, seed])
         self._turns: dict[Any, int] = {}
         self._lstm: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
@@ -363,9 +365,7 @@ class SB3Agent:
         keys = [self._episode_key(info, position) for position, info in enumerate(infos)]
         starts = [self._start_turn(key, info) for key, info in zip(keys, infos, strict=True)]
         texts = [self._visible(obs, info) for obs, info in zip(observations, infos, strict=True)]
-        encoded = self._shared.encoder.encode_batch(
-            texts, [info.get("turns_left") for info in infos]
-        )
+        encoded = self._shared.encoder.encode_batch(texts, [info.get(TURNS_LEFT) for info in infos])
         masks = np.stack([self._mask(info) for info in infos]) if self.masked else None
         probabilities = self._probabilities(encoded, masks, keys, starts)
         actions = []
@@ -375,16 +375,16 @@ class SB3Agent:
 
     @staticmethod
     def _episode_key(info: dict[str, Any], position: int) -> Any:
-        if "episode_seed" not in info:
+        if EPISODE_SEED not in info:
             # Without episode_seed, a batch position stands for the episode.
             return ("position", position)
         # With a visible budget the evaluator may play one seed under several
         # budgets at once; the budget tells those episodes apart.
-        return (info["episode_seed"], info.get("budget"))
+        return (info[EPISODE_SEED], info.get(BUDGET))
 
     def _start_turn(self, key: Any, info: dict[str, Any]) -> bool:
         """Record one more turn of episode ``key``; return True if it is the episode's first."""
-        start = key not in self._turns or info.get("turn") == 0
+        start = key not in self._turns or info.get(TURN) == 0
         if start:
             self._turns.pop(key, None)
             self._lstm.pop(key, None)
@@ -398,30 +398,30 @@ class SB3Agent:
         return start
 
     def _visible(self, observation: str, info: dict[str, Any]) -> str:
-        if not self.budget_aware or "budget" not in info or "turns_left" not in info:
+        if not self.budget_aware or BUDGET not in info or TURNS_LEFT not in info:
             return observation
-        line = budget_line(int(info["turns_left"]), int(info["budget"]))
+        line = budget_line(int(info[TURNS_LEFT]), int(info[BUDGET]))
         return observation if observation.endswith(line) else f"{observation}\n{line}"
 
     def _mask(self, info: dict[str, Any]) -> np.ndarray:
-        if "admissible_actions" not in info:
+        if ADMISSIBLE_ACTIONS not in info:
             raise KeyError(
                 "This model was trained with action masks and needs info['admissible_actions']; "
                 "evaluate it through the agent_envs evaluator (it honours required_info) or "
                 "wrap the env with wrappers.ActionHints."
             )
         return action_mask(
-            self._shared.index, len(self._shared.vocabulary), info["admissible_actions"]
+            self._shared.index, len(self._shared.vocabulary), info[ADMISSIBLE_ACTIONS]
         )
 
     def _choose(self, probabilities: np.ndarray, key: Any, info: dict[str, Any]) -> int:
         if self.deterministic:
             return int(np.argmax(probabilities))
-        if "episode_seed" not in info:
+        if EPISODE_SEED not in info:
             rng = self._rng
         else:
-            turn = info.get("turn", self._turns[key])
-            seed = int(info["episode_seed"]) % 2**63
+            turn = info.get(TURN, self._turns[key])
+            seed = int(info[EPISODE_SEED]) % 2**63
             rng = np.random.default_rng([_SAMPLING_STREAM, seed, int(turn)])
         weights = probabilities.astype(np.float64)
         return int(rng.choice(len(weights), p=weights / weights.sum()))

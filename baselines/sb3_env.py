@@ -25,6 +25,7 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.core import MAX_TASK_ID
+from agent_envs.protocol import SUCCESS
 from wrappers.budget_mix import BudgetMix
 from wrappers.discrete_actions import DiscreteActions, action_key
 from wrappers.encode_observation import EncodeObservation, TextEncoder
@@ -244,7 +245,7 @@ def _vec_env(config: TrainConfig) -> Any:
         seed=config.seed,
         vec_env_cls=vec_cls,
         # Success, not reward, is the measure: shaped rewards make the return ambiguous.
-        monitor_kwargs={"info_keywords": ("success",)},
+        monitor_kwargs={"info_keywords": (SUCCESS,)},
     )
 
 

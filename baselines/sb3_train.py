@@ -42,8 +42,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agent_envs import install_hint
+from agent_envs.protocol import SUCCESS
 from baselines.sb3_env import TrainConfig, _vec_env, make_env, stack_settings
 from wrappers.encode_observation import MODES
+from wrappers.validators import parse_float_list, parse_int, parse_int_list
 
 __all__ = [
     "HYPERPARAMETERS",
@@ -192,10 +195,10 @@ def save_model(model: Any, path: Path) -> None:
 
 
 def _recent_success(model: Any) -> float | None:
-    episodes = [info for info in model.ep_info_buffer if "success" in info]
+    episodes = [info for info in model.ep_info_buffer if SUCCESS in info]
     if not episodes:
         return None
-    return round(float(np.mean([bool(info["success"]) for info in episodes])), 3)
+    return round(float(np.mean([bool(info[SUCCESS]) for info in episodes])), 3)
 
 
 def _jsonable(value: Any) -> Any:
@@ -233,11 +236,14 @@ def evaluate_model(
     deterministic: bool = False,
     seed: int = 0,
     out: Path | None = None,
+    step_quality: int = 0,
 ) -> Any:
     """Evaluate a saved model with the agent_envs evaluator; write ``result.json`` in ``out``.
 
     The episode log goes to ``out/episodes.jsonl``, so a stopped evaluation
-    resumes.  Returns the :class:`agent_envs.evaluation.EvalResult`.
+    resumes.  ``step_quality`` is the evaluator's option of that name (shared
+    reference states per task).  Returns the
+    :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
     from baselines.sb3_agent import SB3Agent
@@ -254,6 +260,7 @@ def evaluate_model(
         visible_budget=agent.budget_aware,
         log_path=None if out is None else out / "episodes.jsonl",
         agent_name=f"sb3:{model_path}",
+        step_quality=step_quality,
     )
     if out is not None:
         result.save(out / "result.json")
@@ -270,40 +277,23 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _int_list(text: str, minimum: int = 1) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers such as 5,10,20, got {text!r}"
-        ) from None
-    if not values or min(values) < minimum:
-        raise argparse.ArgumentTypeError(f"expected integers >= {minimum}, got {text!r}")
-    return values
+def _argument_type(parse: Any) -> Any:
+    """Turn a ``wrappers.validators`` parser into an argparse ``type=`` (one-line errors)."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return convert
 
 
-def _seed_list(text: str) -> tuple[int, ...]:
-    # Seeds start at 0 (the default), unlike budgets and K.
-    return _int_list(text, minimum=0)
-
-
-def _float_list(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers such as 1,1,2, got {text!r}"
-        ) from None
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
+_int_list = _argument_type(lambda text: parse_int_list(text, "the list"))
+# Seeds start at 0 (the default), unlike budgets and K.
+_seed_list = _argument_type(lambda text: parse_int_list(text, "the seed list", minimum=0))
+_float_list = _argument_type(lambda text: parse_float_list(text, "the list"))
+_positive = _argument_type(lambda text: parse_int(text, "the value", minimum=1))
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -501,8 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ImportError as error:
         print(
-            f"agent-envs train-sb3: error: {error} (install the extra: pip install "
-            "'agent-envs[sb3]')",
+            f"agent-envs train-sb3: error: {error} (install the extra: {install_hint('sb3')})",
             file=sys.stderr,
         )
         return 1

@@ -16,10 +16,12 @@ its own ``numpy`` generator seeded with ``seed``.
 
 from __future__ import annotations
 
-import operator
 from typing import Any, ClassVar
 
 import numpy as np
+
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
+from wrappers.validators import check_int, check_probability
 
 __all__ = ["NoisyOracleAgent", "OracleAgent", "RandomAgent"]
 
@@ -40,18 +42,6 @@ def _mix(*words: int) -> int:
     return state
 
 
-def _check_seed(seed: Any) -> int:
-    try:
-        if isinstance(seed, bool):
-            raise TypeError
-        seed = operator.index(seed)
-    except TypeError:
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}.") from None
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}.")
-    return seed
-
-
 class _SeededAgent:
     """Shared seeding: per-episode counter-based draws, or an own generator."""
 
@@ -59,11 +49,11 @@ class _SeededAgent:
     required_info: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, seed: int = 0) -> None:
-        self.seed = _check_seed(seed)
+        self.seed = check_int(seed, "seed", 0)
         self._rng = np.random.default_rng(self.seed)
 
     def _draw(self, info: dict[str, Any], stream: int) -> int:
-        episode_seed, turn = info.get("episode_seed"), info.get("turn")
+        episode_seed, turn = info.get(EPISODE_SEED), info.get(TURN)
         if episode_seed is None or turn is None:
             return int(self._rng.integers(0, 1 << 62))
         return _mix(self.seed, episode_seed, turn, stream)
@@ -95,11 +85,11 @@ class RandomAgent(_SeededAgent):
         True
     """
 
-    required_info = ("admissible_actions",)
+    required_info = (ADMISSIBLE_ACTIONS,)
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """Return a uniformly drawn admissible action."""
-        return self._pick(info, self._needs(info, "admissible_actions"))
+        return self._pick(info, self._needs(info, ADMISSIBLE_ACTIONS))
 
 
 class OracleAgent(_SeededAgent):
@@ -119,7 +109,7 @@ class OracleAgent(_SeededAgent):
         'up'
     """
 
-    required_info = ("oracle_actions",)
+    required_info = (ORACLE_ACTIONS,)
 
     def __init__(self, choice: str = "first", seed: int = 0) -> None:
         if choice not in ("first", "random"):
@@ -128,7 +118,7 @@ class OracleAgent(_SeededAgent):
         self.choice = choice
 
     def _oracle(self, info: dict[str, Any]) -> str:
-        actions = self._needs(info, "oracle_actions")
+        actions = self._needs(info, ORACLE_ACTIONS)
         if self.choice == "first" or len(actions) < 2:
             return actions[0] if actions else ""
         return self._pick(info, actions)
@@ -159,22 +149,19 @@ class NoisyOracleAgent(OracleAgent):
         'up'
     """
 
-    required_info = ("admissible_actions", "oracle_actions")
+    required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)
 
     def __init__(self, epsilon: float = 0.1, choice: str = "first", seed: int = 0) -> None:
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-            raise TypeError(f"epsilon must be a number in [0, 1], got {type(epsilon).__name__}.")
-        if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}.")
+        epsilon = check_probability(epsilon, "epsilon")
         super().__init__(choice=choice, seed=seed)
-        self.epsilon = float(epsilon)
+        self.epsilon = epsilon
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """Return a random admissible action with probability epsilon, else an optimal one."""
         coin = (self._draw(info, _COIN) >> 11) / float(1 << 53)
-        oracle = self._needs(info, "oracle_actions")
+        oracle = self._needs(info, ORACLE_ACTIONS)
         if coin < self.epsilon or not oracle:
-            return self._pick(info, self._needs(info, "admissible_actions"))
+            return self._pick(info, self._needs(info, ADMISSIBLE_ACTIONS))
         return self._oracle(info)
 
     def __repr__(self) -> str:

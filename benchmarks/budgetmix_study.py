@@ -65,6 +65,7 @@ ALGO = "maskable_ppo"
 PROCESS_REWARD_COEF = 0.1
 TRAIN_FIRST = 100_000  # training draws task ids from here up; held-out ids lie below
 ORACLE_SAMPLES = 16
+STEP_QUALITY = 2  # shared reference states per task for the step-quality diagnostic
 REGIMES = ("warm", "short", "long", "mix", "long+pr")
 #: PPO fine-tuning: a small learning rate and no entropy bonus keep the warm start.
 FINE_TUNE = {"learning_rate": 1e-4, "ent_coef": 0.0, "n_steps": 128, "batch_size": 256}
@@ -208,6 +209,7 @@ def run_job(job: Job) -> dict[str, Any]:
             samples=job.samples,
             seed=job.seed,
             out=folder,
+            step_quality=STEP_QUALITY,
         )
     sidecar = read_sidecar(folder / "model.zip")
     return {
@@ -258,13 +260,15 @@ def worst_case(result: Any, shortest: list[int]) -> np.ndarray:
 
 def seed_interval(per_seed_tasks: list[np.ndarray], n_bootstrap: int = 2000) -> tuple:
     """Mean over seeds, and a 95% hierarchical bootstrap interval (seeds, then tasks)."""
+    from agent_envs.evaluation.pass_at_k import percentile_interval
     from agent_envs.evaluation.result import bootstrap_rng
     from agent_envs.evaluation.seed_stats import hierarchical_bootstrap, task_sampler
 
     samplers = [task_sampler(values[:, None]) for values in per_seed_tasks]
     draws = hierarchical_bootstrap(samplers, n_bootstrap, bootstrap_rng(0))[:, 0]
+    low, high = percentile_interval(draws)
     mean = float(np.mean([values.mean() for values in per_seed_tasks]))
-    return mean, float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975))
+    return mean, float(low), float(high)
 
 
 def paired_p(a: list[np.ndarray], b: list[np.ndarray]) -> float:
@@ -277,7 +281,11 @@ def paired_p(a: list[np.ndarray], b: list[np.ndarray]) -> float:
 
 
 def analyse_env(
-    env_id: str, summaries: list[dict], shortest: list[int], references: dict[str, Any]
+    env_id: str,
+    summaries: list[dict],
+    shortest: list[int],
+    references: dict[str, Any],
+    out: Path,
 ) -> tuple[list[str], dict[str, Any]]:
     """Return the markdown lines and the JSON record of one env."""
     from agent_envs.evaluation import EvalResult
@@ -331,6 +339,7 @@ def analyse_env(
     lines += ["", "(`+`: the row's regime scores higher than the column's.)", ""]
     lines += surface_lines(runs, references, plan, record)
     lines += diagnostics_lines(runs, record)
+    lines += difference_plots(env_id, runs, out, record)
     lines += training_lines(env_id, summaries)
     return lines, record
 
@@ -377,28 +386,59 @@ def surface_lines(runs: dict, references: dict, plan: EnvPlan, record: dict) -> 
 
 
 def diagnostics_lines(runs: dict, record: dict) -> list[str]:
-    """Per regime: recovery after a non-optimal action and single-step decision quality."""
+    """Per regime: per-error recovery and step quality (issue 11's diagnostics)."""
     lines = [
-        "Diagnostics per regime (mean over seeds; recovery at the largest T):",
+        "Diagnostics per regime (mean over seeds).  *Recovery*: of the non-optimal actions "
+        "after which success was still reachable, the share followed by success, at the "
+        "largest T.  *Step quality*: the share of oracle moves on shared reference states "
+        "(all, on the oracle's path, and off it, i.e. after a mistake):",
         "",
-        "| regime | decision quality | recovery P(success after a non-optimal action) |",
-        "|---|---|---|",
+        "| regime | decision quality | recovery | step quality | on path | off path |",
+        "|---|---|---|---|---|---|",
     ]
     for name, results in runs.items():
-        quality, recovery = [], []
+        columns: dict[str, list[float]] = {}
         for result in results:
             diagnostics = result.diagnostics or {}
-            value = diagnostics.get("decision_quality")
-            if isinstance(value, (int, float)):
-                quality.append(value)
-            rates = (diagnostics.get("recovery") or {}).get("rate")
-            if isinstance(rates, list) and rates and rates[-1] is not None:
-                recovery.append(rates[-1])
-        q = f"{np.mean(quality):.3f}" if quality else "n/a"
-        r = f"{np.mean(recovery):.3f}" if recovery else "n/a"
-        record["diagnostics"][name] = {"decision_quality": q, "recovery": r}
-        lines.append(f"| {name} | {q} | {r} |")
+            recovery = (diagnostics.get("error_recovery") or [{}])[-1]
+            quality = diagnostics.get("step_quality") or {}
+            for key, value in (
+                ("decision quality", diagnostics.get("decision_quality")),
+                ("recovery", recovery.get("rate")),
+                ("step quality", quality.get("optimal_rate")),
+                ("on path", quality.get("on_path_optimal_rate")),
+                ("off path", quality.get("recovery_optimal_rate")),
+            ):
+                if isinstance(value, (int, float)):
+                    columns.setdefault(key, []).append(float(value))
+        names = ("decision quality", "recovery", "step quality", "on path", "off path")
+        means = {key: float(np.mean(columns[key])) if key in columns else None for key in names}
+        record["diagnostics"][name] = means
+        cells = " | ".join("n/a" if means[key] is None else f"{means[key]:.3f}" for key in names)
+        lines.append(f"| {name} | {cells} |")
     return [*lines, ""]
+
+
+def difference_plots(env_id: str, runs: dict, out: Path, record: dict) -> list[str]:
+    """Seed-level ``compare`` of each regime against the warm start; plots and a summary."""
+    from agent_envs.evaluation import compare
+
+    if "warm" not in runs:
+        return []
+    lines = ["Seed-level comparison with the warm start (`agent_envs.evaluation.compare` on the "
+             "per-seed results: hierarchical bootstrap, paired permutation test), cells of "
+             "Pass@(1,T) where the regime differs significantly:", ""]  # fmt: skip
+    short_name = env_id.split("/")[-1]
+    for name, results in runs.items():
+        if name == "warm" or len(results) != len(runs["warm"]):
+            continue
+        difference = compare(results, runs["warm"])
+        record.setdefault("compare_with_warm", {})[name] = difference.to_dict()
+        wins = difference.wins()[0]
+        marked = [f"T={t}: {w}" for t, w in zip(difference.budgets, wins, strict=True) if w]
+        lines.append(f"- {name} - warm: " + (", ".join(marked) if marked else "no cell"))
+        difference.plot(out / f"{short_name}-{name}-minus-warm.png")
+    return [*lines, "", "(A: the regime is higher; B: the warm start is higher.)", ""]
 
 
 def training_lines(env_id: str, summaries: list[dict]) -> list[str]:
@@ -422,8 +462,9 @@ def reference_results(
     from baselines.simple_agents import OracleAgent, RandomAgent
 
     grid = list(grid)
+    # Visible: each T is its own episode, so the oracle plans for that T.
     common = {"ks": [1], "budgets": grid, "tasks": tasks, "samples": samples, "seed": 0,
-              "diagnostics": False}  # fmt: skip
+              "diagnostics": False, "visible_budget": True}  # fmt: skip
     return {
         "oracle": evaluate(OracleAgent(), env_id, agent_name="oracle", **common),
         "random": evaluate(RandomAgent(), env_id, agent_name="random", **common),
@@ -471,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     for env_id in args.envs:
         tasks, shortest = chosen[env_id]
         references = reference_results(env_id, tasks, grid_of(env_id, shortest), oracle_samples)
-        env_lines, record = analyse_env(env_id, summaries, shortest, references)
+        env_lines, record = analyse_env(env_id, summaries, shortest, references, args.out)
         plan = PLANS[env_id]
         intro = [
             f"Held-out tasks: {len(tasks)} ids below {TRAIN_FIRST} (first {tasks[:5]}...), "

@@ -24,7 +24,7 @@ import gymnasium as gym
 
 import agent_envs
 from agent_envs.evaluation import evaluate
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import MESSAGES, AgentAction
 from baselines.llm_prompting import parse_action
 from wrappers.chat_history import ChatHistory
 
@@ -49,7 +49,7 @@ class FrameworkAdapter:
         self.agent = agent
 
     def act(self, observation: str, info: dict) -> AgentAction:
-        reply = self.agent.invoke(info["messages"])["content"]
+        reply = self.agent.invoke(info[MESSAGES])["content"]
         return AgentAction(parse_action(reply), raw=reply)
 
 

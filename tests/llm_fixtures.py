@@ -107,8 +107,11 @@ class ChatServer:
     instead of answering: ``"503"``, ``"429"`` (with ``Retry-After: 0``),
     ``"hang"`` (wait until :meth:`close`, at most 10 s), ``"401"`` (echoes
     the Authorization header back, as a careless server might), ``"400"``,
-    ``"garbage"`` (a body that is not JSON) or ``"barrier"`` (wait until
-    another request arrives: proves two requests are in flight at once).
+    ``"garbage"`` (a body that is not JSON), ``"barrier"`` (wait until
+    another request arrives: proves two requests are in flight at once),
+    ``"redirect"`` (302 to ``redirect_to``), ``"drip"`` (a good reply sent one
+    byte every 20 ms, as a stalling server would) or ``"huge"`` (a good reply
+    of about ``huge_bytes`` bytes).
     ``context_limit`` makes it refuse prompts of more messages, as a server
     refuses a prompt longer than its context.  Every request is recorded.
     """
@@ -121,6 +124,8 @@ class ChatServer:
         self.backend = backend
         self.context_limit = context_limit
         self.script: collections.deque[str] = collections.deque()
+        self.redirect_to = ""
+        self.huge_bytes = 100_000
         self.requests: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -162,7 +167,9 @@ class ChatServer:
             # request can never overlap this one in the count.
             with self._lock:
                 self.in_flight -= 1
-        if reply is not None:
+        if reply is not None and action == "drip":
+            self._send_drip(handler, *reply)
+        elif reply is not None:
             self._send_raw(handler, *reply)
 
     def _reply(self, handler, action: str, body: dict):
@@ -186,6 +193,8 @@ class ChatServer:
             return error(400, "unknown field 'frobnicate'")
         if action == "garbage":
             return 200, b"<html>not json</html>", None
+        if action == "redirect":
+            return 302, b"", {"Location": self.redirect_to}
         if self.context_limit and len(body["messages"]) > self.context_limit:
             return error(400, "This model's maximum context length is 64 tokens.")
         if action == "barrier":
@@ -195,6 +204,8 @@ class ChatServer:
                 return error(500, "alone")
         with self._generate_lock:
             content = self.backend(body)
+        if action == "huge":
+            content += " " * self.huge_bytes
         reply = {
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -222,6 +233,22 @@ class ChatServer:
             handler.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout); nothing to answer
+
+    @staticmethod
+    def _send_drip(handler, status: int, data: bytes, headers: dict | None = None) -> None:
+        import time
+
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            for index in range(len(data)):
+                handler.wfile.write(data[index : index + 1])
+                handler.wfile.flush()
+                time.sleep(0.02)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its deadline); nothing more to send
 
     def close(self) -> None:
         """Release hanging requests and stop the server."""

@@ -7,7 +7,7 @@ import pickle
 import gymnasium as gym
 import pytest
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import AgentAction
 from wrappers import TurnBudget
 from wrappers.chat_history import ChatHistory
 

@@ -206,7 +206,7 @@ def test_train_sb3_dispatches_lazily(monkeypatch, capsys):
 
     monkeypatch.setattr(cli.importlib, "import_module", missing_torch)
     assert cli.main(["train-sb3"]) == 2
-    assert "pip install 'agent-envs[sb3]'" in capsys.readouterr().err
+    assert 'pip install -e ".[sb3]" in the agent-envs checkout' in capsys.readouterr().err
 
 
 class NeedsHistory:
@@ -243,8 +243,14 @@ def test_bring_your_own_agent_with_chat_history(tmp_path, capsys):
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["errors"] == 0 and result["surface"] == [[1.0]]
     assert result["env_id"] == GUESS and result["agent"] == "tests.test_cli:NeedsHistory"
-    assert cli.main(args) == 0  # without --history the agent fails on every episode
-    assert json.loads((tmp_path / "r.json").read_text())["errors"] == 4
+    capsys.readouterr()
+    # Issue 9, item 12: without --history the agent fails on every episode, and
+    # a run in which every episode failed exits non-zero, saying what failed.
+    assert cli.main(args) == 2
+    printed = capsys.readouterr()
+    assert "every episode failed" in printed.err and "4x \"KeyError: 'messages'\"" in printed.err
+    assert printed.out == ""  # no table of zeros
+    assert json.loads((tmp_path / "r.json").read_text())["errors"] == 0  # not overwritten
 
 
 def test_an_unusable_out_path_is_refused_before_the_run(tmp_path, capsys):

@@ -6,6 +6,7 @@ import functools
 import json
 import re
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -209,14 +210,15 @@ def test_visible_budget_runs_every_budget_separately():
         n_bootstrap=50,
     )
     assert stacked.mode == "visible" and np.array_equal(stacked.surface, result.surface)
-    mixed = evaluate(
-        GivesUpWhenRich(),
-        lambda: BudgetMix(gym.make(GUESS), [5, 50], visible=True),
-        ks=[1],
-        budgets=[7, 20],
-        tasks=10,
-        n_bootstrap=50,
-    )
+    with pytest.warns(UserWarning, match="the evaluator's T grid"):
+        mixed = evaluate(
+            GivesUpWhenRich(),
+            lambda: BudgetMix(gym.make(GUESS), [5, 50], visible=True),
+            ks=[1],
+            budgets=[7, 20],
+            tasks=10,
+            n_bootstrap=50,
+        )
     assert mixed.mode == "visible" and np.array_equal(mixed.surface, result.surface)
     with pytest.raises(ValueError, match="hidden TurnBudget"):
         evaluate(
@@ -238,7 +240,12 @@ def test_a_budget_wrapper_of_the_user_follows_the_grid():
         lambda: BudgetMix(gym.make(GUESS), [1, 50]),
         lambda: TurnBudget(gym.make(GUESS), 2),
     ):
-        result = evaluate(NoisyOracleAgent(0.3), make, **grid)
+        # A BudgetMix is warned about: it draws nothing under the T grid.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = evaluate(NoisyOracleAgent(0.3), make, **grid)
+        mix = isinstance(make(), BudgetMix)
+        assert any("T grid" in str(warning.message) for warning in caught) == mix
         assert result.mode == "hidden"
         assert np.array_equal(counts_of(result), counts_of(plain))
 
@@ -537,10 +544,17 @@ def test_diagnostics_on_a_scripted_corridor():
     )
     assert counts_of(result).tolist() == [[1, 2, 2], [1, 2, 2]]
     diagnostics = result.diagnostics
-    assert diagnostics["decision_quality"] == 6 / 7
+    # Per task: 3 + 4 + 1 judged turns (the "left" at cell 0 is invalid), 6 optimal.
+    assert diagnostics["decision_quality"] == 6 / 8
+    assert diagnostics["decision_quality_valid"] == 6 / 7
     assert diagnostics["invalid_action_rate"] == 10 / 17
     assert diagnostics["dead_end_rate"] == [1 / 3] * 3
-    assert [item["success_rate"] for item in diagnostics["recovery"]] == [0.0, 0.5, 0.5]
+    # The only errors are the jumps, into a dead end: fatal, nothing to recover.
+    fatal_only = {"errors": 2, "fatal": 2, "recoverable": 0, "recovered": 0, "rate": None}
+    for item in diagnostics["error_recovery"]:
+        assert item == {**fatal_only, "mean_turns_to_recover": None}
+    assert [item["success_rate"] for item in diagnostics["success_after_error"]] == [0.0, 0.5, 0.5]
+    assert diagnostics["privileged_oracle"] is False
     assert diagnostics["by_horizon"] == {"3": {"tasks": 2, "success_rate": [1 / 3, 2 / 3, 2 / 3]}}
     assert diagnostics["turns"]["mean_ratio"] == pytest.approx((1 + 4 / 3) / 2)
     off = evaluate(
@@ -571,7 +585,8 @@ def test_another_spelling_of_an_oracle_move_is_optimal():
         result = evaluate(Verbose(prefix), env_id, ks=[1], budgets=[budget], tasks=3)
         assert result.pass_at(1, budget) == 1.0
         assert result.diagnostics["decision_quality"] == 1.0
-        assert result.diagnostics["recovery"] == [{"episodes": 0, "success_rate": None}]
+        assert result.diagnostics["success_after_error"] == [{"episodes": 0, "success_rate": None}]
+        assert result.diagnostics["error_recovery"][0]["errors"] == 0
 
 
 # ------------------------------------------------------------- result object
@@ -631,7 +646,7 @@ def test_table_and_plot(tmp_path, monkeypatch):
     for name in [m for m in sys.modules if m.startswith("matplotlib")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match=r"agent-envs\[plot\]"):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[plot\]"'):
         result.plot(tmp_path / "again.png")
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import agent_envs
-from agent_envs.envs.frozen_lake import (
+from agent_envs.envs.frozen_lake.env import (
     INTENDED_PROBABILITY,
     FrozenLakeEnv,
     LakeTask,
@@ -231,9 +231,17 @@ def test_from_rows_rejects_bad_maps(rows):
         LakeTask.from_rows(rows)
 
 
-@pytest.mark.parametrize("kwargs", [{"size": 1}, {"size": 33}, {"size": 4.0}, {"size": True}])
-def test_bad_size_is_a_clear_error(kwargs):
-    with pytest.raises(ValueError, match="size"):
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"size": 1}, ValueError),
+        ({"size": 33}, ValueError),
+        ({"size": 4.0}, TypeError),
+        ({"size": True}, TypeError),
+    ],
+)
+def test_bad_size_is_a_clear_error(kwargs, error):
+    with pytest.raises(error, match="size"):
         FrozenLakeEnv(**kwargs)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import agent_envs
-from agent_envs.envs.frozen_lake import (
+from agent_envs.envs.frozen_lake.env import (
     INTENDED_PROBABILITY,
     FrozenLakeEnv,
     LakeTask,

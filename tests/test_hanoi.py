@@ -159,7 +159,10 @@ def test_solving_reports_success_in_the_feedback():
     assert (reward, terminated, info["success"], info["dead_end"]) == (1.0, True, True, False)
 
 
-@pytest.mark.parametrize("bad", [0, 13, 3.0, True, "3"])
-def test_bad_disk_count_is_a_clear_error(bad):
-    with pytest.raises(ValueError, match="n_disks"):
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [(0, ValueError), (13, ValueError), (3.0, TypeError), (True, TypeError), ("3", TypeError)],
+)
+def test_bad_disk_count_is_a_clear_error(bad, error):
+    with pytest.raises(error, match="n_disks"):
         HanoiEnv(n_disks=bad)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent_envs.envs.household import HouseholdEnv
-from agent_envs.envs.household_world import COLD, HOT
+from agent_envs.envs.household.world import COLD, HOT
 
 SIZE_NAMES = ("small", "medium", "large")
 INFO_PREFIXES = ("look", "inventory", "examine")

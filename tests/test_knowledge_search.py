@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agent_envs.envs._knowledge_base import normalize_answer
 from agent_envs.envs.knowledge_search import KnowledgeSearchEnv
+from agent_envs.envs.knowledge_search.knowledge_base import normalize_answer
 
 HOPS = {"agent_envs/KnowledgeSearch-v0": {2}, "agent_envs/KnowledgeSearch-Deep-v0": {3, 4}}
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import agent_envs
-from agent_envs.envs._grid import OPPOSITE
+from agent_envs.envs.common.grid import OPPOSITE
 from agent_envs.envs.maze import MazeEnv, draw_maze, generate_maze, min_exit_distance
 
 gym.register_envs(agent_envs)
@@ -145,7 +145,11 @@ def test_the_oracle_reads_the_true_map():
     assert env.step("north")[-1]["valid_action"] is False
 
 
-@pytest.mark.parametrize("size", [1, 41, 7.0, True, "7"])
-def test_bad_size_is_a_clear_error(size):
-    with pytest.raises(ValueError, match="size"):
+# A value out of range is a ValueError, a wrong type a TypeError (wrappers.validators).
+@pytest.mark.parametrize(
+    ("size", "error"),
+    [(1, ValueError), (41, ValueError), (7.0, TypeError), (True, TypeError), ("7", TypeError)],
+)
+def test_bad_size_is_a_clear_error(size, error):
+    with pytest.raises(error, match="size"):
         MazeEnv(size=size)

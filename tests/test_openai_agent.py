@@ -19,7 +19,7 @@ import gymnasium as gym
 import pytest
 from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
 
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.llm_prompting import DEFAULT_SYSTEM_PROMPT, parse_action
 from baselines.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
 from wrappers.chat_history import ChatHistory
@@ -188,7 +188,7 @@ def test_a_hang_past_the_timeout_is_retried_then_answered(server):
 
 def test_a_server_that_keeps_hanging_raises_a_timeout_error(server):
     server.script.extend(["hang", "hang"])
-    with pytest.raises(ChatCompletionError, match=r"no response within 0\.2s"):
+    with pytest.raises(ChatCompletionError, match=r"no complete response within 0\.2s"):
         make_agent(server, timeout=0.2, max_retries=1).act("x", {})
     assert len(server.requests) == 2
 
@@ -260,6 +260,12 @@ def test_chat_completions_url():
         ({"model": ""}, ValueError),
         ({"concurrency": 0}, ValueError),
         ({"timeout": 0}, ValueError),
+        # Issue 9, item 7: a timeout that is not a finite, sane number fails now.
+        ({"timeout": float("nan")}, ValueError),
+        ({"timeout": float("inf")}, ValueError),
+        ({"timeout": 1e30}, ValueError),
+        ({"backoff": float("nan")}, ValueError),
+        ({"max_reply_bytes": 0}, ValueError),
         ({"max_retries": -1}, ValueError),
         ({"temperature": -0.1}, ValueError),
         ({"extra_body": {"stop": {1, 2}}}, TypeError),
@@ -270,6 +276,51 @@ def test_bad_arguments_fail_clearly(kwargs, error):
     arguments = {"base_url": "http://127.0.0.1:9/v1", "model": "m", **kwargs}
     with pytest.raises(error):
         OpenAIChatAgent(**arguments)
+
+
+def test_credentials_in_base_url_are_refused_without_echoing_them():
+    """Issue 9, item 3: a user name and password in base_url never print."""
+    with pytest.raises(ValueError) as failure:
+        OpenAIChatAgent("http://bob:hunter2@127.0.0.1:9/v1", "m")
+    assert "hunter2" not in str(failure.value) and "bob" not in str(failure.value)
+    with pytest.raises(ValueError) as failure:
+        OpenAIChatAgent("bob:hunter2@127.0.0.1:9/v1", "m")  # malformed as well
+    assert "hunter2" not in str(failure.value)
+
+
+def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(server, backend):
+    """Issue 9, item 2: the bearer token is never sent to another origin."""
+    elsewhere = ChatServer(backend)
+    try:
+        server.redirect_to = elsewhere.base_url + "/chat/completions"
+        server.script.append("redirect")
+        with pytest.raises(ChatCompletionError, match="redirected") as failure:
+            make_agent(server, api_key=SECRET, max_retries=0).act("x", {})
+        assert elsewhere.requests == []
+        assert SECRET not in str(failure.value)
+        assert "base_url" in str(failure.value)
+    finally:
+        elsewhere.close()
+
+
+def test_timeout_is_a_deadline_for_the_whole_request(server):
+    """Issue 9, item 5: a server that drips its reply cannot hold a request past timeout.
+
+    The drip sends a byte every 20 ms, so no single read waits anywhere near
+    the timeout; only a deadline over the whole request stops it.
+    """
+    server.script.append("drip")
+    with pytest.raises(ChatCompletionError, match=r"no complete response within 0\.3s"):
+        make_agent(server, timeout=0.3, max_retries=0).act("x", {})
+
+
+def test_a_reply_larger_than_max_reply_bytes_is_an_error(server):
+    """Issue 9, item 6: the bytes read per reply are capped."""
+    server.script.append("huge")
+    agent = make_agent(server, max_retries=0, max_reply_bytes=20_000)
+    with pytest.raises(ChatCompletionError, match="larger than max_reply_bytes=20000"):
+        agent.act("x", {})
+    assert isinstance(agent.act("x", {}), AgentAction)  # a normal reply still fits
 
 
 def test_extra_body_is_sent(server):
@@ -362,3 +413,84 @@ def test_the_wrap_an_existing_agent_example_runs(capsys):
     assert "Pass@(K,T)" in capsys.readouterr().out
     # Bisection within 7 guesses always finds a secret in 1..100.
     assert result["surface"][0][-1] == 1.0
+
+
+def test_the_api_key_appears_nowhere_in_a_cli_run(server, capsys, tmp_path):
+    """Issue 9, item 1: not in stdout, stderr, the result, the log, transcripts or plots."""
+    cli = pytest.importorskip("agent_envs.cli")
+    kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, "backoff": 0}
+    files = {name: tmp_path / name for name in ("r.json", "run.jsonl", "r.png")}
+    common = ["eval", "GuessNumber-v0", "--agent", "openai", "--k", "1", "--t", "2"]
+    status = cli.main(
+        [
+            *common,
+            "--agent-kwargs",
+            json.dumps({**kwargs, "api_key": SECRET}),
+            "--tasks",
+            "2",
+            "--n-bootstrap",
+            "10",
+            "--no-progress",
+            "--transcripts",
+            "--out",
+            str(files["r.json"]),
+            "--log",
+            str(files["run.jsonl"]),
+            "--plot",
+            str(files["r.png"]),
+        ]
+    )
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    assert server.requests[-1]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    assert '"api_key": "***"' in printed.out  # the table title says a key was given
+    for text in (printed.out, printed.err):
+        assert SECRET not in text
+    for path in files.values():
+        assert SECRET.encode() not in path.read_bytes()
+    # Bad --agent-kwargs holding a key: the error never echoes it.
+    for bad in (
+        f'{{"api_key": "{SECRET}", oops}}',
+        json.dumps({**kwargs, "api_key": SECRET, "no_such_argument": 1}),
+        json.dumps({**kwargs, "api_key": SECRET, "timeout": "soon"}),
+    ):
+        assert cli.main([*common, "--agent-kwargs", bad]) == 2
+        printed = capsys.readouterr()
+        assert "error" in printed.err and SECRET not in printed.err + printed.out
+
+
+def test_a_rotated_key_resumes_the_run_and_another_model_does_not(server, capsys, tmp_path):
+    """Issue 9, item 1: the resume check tells agents apart without the secret."""
+    cli = pytest.importorskip("agent_envs.cli")
+    log = tmp_path / "run.jsonl"
+
+    def run(**changes):
+        kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, **changes}
+        argv = ["eval", "GuessNumber-v0", "--agent", "openai", "--k", "1", "--t", "2"]
+        argv += ["--tasks", "1", "--n-bootstrap", "10", "--no-progress", "--log", str(log)]
+        return cli.main([*argv, "--agent-kwargs", json.dumps(kwargs)])
+
+    assert run(api_key="sk-first-key-000") == 0
+    requests = len(server.requests)
+    assert run(api_key="sk-second-key-111") == 0  # same agent: resumed
+    assert len(server.requests) == requests  # no episode redone
+    assert run(api_key="sk-second-key-111", model="other") == 2
+    assert "different settings" in capsys.readouterr().err
+    assert b"sk-first" not in log.read_bytes() and b"sk-second" not in log.read_bytes()
+
+
+def test_a_run_against_an_unreachable_server_exits_non_zero(backend, capsys, tmp_path):
+    """Issue 9, item 12: every episode failed, so the run fails and says why."""
+    cli = pytest.importorskip("agent_envs.cli")
+    chat = ChatServer(backend)
+    url = chat.base_url
+    chat.close()  # nothing listens there now
+    kwargs = {"base_url": url, "model": "tiny", "max_retries": 0, "backoff": 0}
+    out = tmp_path / "r.json"
+    argv = ["eval", "GuessNumber-v0", "--agent", "openai", "--agent-kwargs", json.dumps(kwargs)]
+    argv += ["--k", "1", "--t", "2", "--tasks", "3", "--samples", "1", "--no-progress"]
+    assert cli.main([*argv, "--out", str(out)]) == 2
+    printed = capsys.readouterr()
+    assert "every episode failed" in printed.err and "3 of 3 episodes" in printed.err
+    assert "3x 'ChatCompletionError: POST" in printed.err and "connection failed" in printed.err
+    assert printed.out == "" and not out.exists()

@@ -57,9 +57,9 @@ def test_edge_cases_are_exact():
     [
         (4, 2, 5, "k must be at most n"),
         (4, 5, 1, "c .* must be at most n"),
-        (-1, 0, 0, "n must be non-negative"),
-        (4, -1, 1, "c must be non-negative"),
-        (4, 1, -2, "k must be non-negative"),
+        (-1, 0, 0, "n must be an int >= 0"),
+        (4, -1, 1, "c must be an int >= 0"),
+        (4, 1, -2, "k must be an int >= 0"),
     ],
 )
 def test_bad_values_raise_value_error(n, c, k, match):

@@ -228,15 +228,17 @@ def test_check_env_passes(env_id):
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"coef": float("nan")}, "coef must be a finite number"),
-        ({"coef": "0.1"}, "coef must be a finite number"),
-        ({"gamma": 0.0}, "gamma must be in"),
-        ({"gamma": 1.5}, "gamma must be in"),
-        ({"coef": -0.1}, "coef must be >= 0"),
+        ({"coef": float("nan")}, "coef must be a number >= 0"),
+        ({"coef": "0.1"}, "coef must be a number >= 0"),
+        ({"coef": -0.1}, "coef must be a number >= 0"),
+        ({"gamma": 0.0}, r"gamma must be a number in \(0, 1\]"),
+        ({"gamma": 1.5}, r"gamma must be a number in \(0, 1\]"),
+        ({"truncation_is_terminal": 1}, "truncation_is_terminal must be a bool"),
     ],
 )
 def test_bad_arguments_raise_clear_errors(arguments, message):
-    with pytest.raises(ValueError, match=message):
+    # A wrong type is a TypeError, a bad value a ValueError (wrappers.validators).
+    with pytest.raises((TypeError, ValueError), match=message):
         ProcessReward(CorridorEnv(), **arguments)
 
 

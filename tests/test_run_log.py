@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent_envs.evaluation import evaluate
-from agent_envs.policy import AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.simple_agents import NoisyOracleAgent
 
 GUESS = "agent_envs/GuessNumber-v0"
@@ -36,8 +36,10 @@ EPISODE_KEYS = {
     "error",
     "oracle_turns",
     "judged",
+    "judged_valid",
     "optimal",
     "first_non_optimal_turn",
+    "oracle_errors",
 }
 
 
@@ -70,7 +72,7 @@ def test_every_episode_is_one_json_line_after_a_header(tmp_path):
     log = tmp_path / "run.jsonl"
     result = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
     header, *episodes = lines(log)
-    assert header["type"] == "header" and header["format"] == "agent-envs-runlog/1"
+    assert header["type"] == "header" and header["format"] == "agent-envs-runlog/2"
     assert header["settings"]["task_ids"] == [0, 1, 2, 3, 4]
     assert len(episodes) == result.episodes == 15
     assert all(set(episode) == EPISODE_KEYS for episode in episodes)
@@ -251,3 +253,57 @@ def test_numpy_oracle_turns_are_logged_as_json(tmp_path):
     )
     assert all(isinstance(line["oracle_turns"], int) for line in lines(log)[1:])
     json.dumps(result.to_dict())
+
+
+def test_a_log_of_an_older_format_is_refused_by_name(tmp_path):
+    log = tmp_path / "old.jsonl"
+    log.write_text(json.dumps({"type": "header", "format": "agent-envs-runlog/1"}) + "\n")
+    with pytest.raises(ValueError, match=r"older run log \(agent-envs-runlog/1.*new --log path"):
+        evaluate(
+            NoisyOracleAgent(0.4),
+            "agent_envs/GuessNumber-v0",
+            ks=[1],
+            budgets=[5],
+            tasks=2,
+            log_path=log,
+        )
+
+
+def test_a_transcript_entry_is_bounded(tmp_path):
+    """Issue 9, item 6: a huge agent reply cannot make a huge log line."""
+    from agent_envs.evaluation.rollout import TRANSCRIPT_TEXT_LIMIT
+
+    def chatty(observation):
+        return AgentAction("50", raw="x" * 1_000_000)
+
+    log = tmp_path / "run.jsonl"
+    evaluate(
+        chatty, GUESS, ks=[1], budgets=[2], tasks=1, n_bootstrap=10, log_path=log, transcripts=True
+    )
+    lines = log.read_text().splitlines()
+    step = json.loads(lines[1])["transcript"]["steps"][0]
+    assert step["raw"].startswith("x" * 100) and step["raw"].endswith("more characters]")
+    assert max(len(line) for line in lines) < 4 * TRANSCRIPT_TEXT_LIMIT
+
+
+def test_a_second_run_on_a_locked_log_fails_at_once_and_resume_works_after(tmp_path):
+    """Issue 9, item 8: one run owns its log; the second fails naming it, redoing nothing."""
+    from agent_envs.evaluation.run_log import RunLogLocked
+
+    log = tmp_path / "run.jsonl"
+    grid = dict(ks=[1], budgets=[3], tasks=2, n_bootstrap=10, agent_name="same", log_path=log)
+    refused = []
+
+    def policy(observation):
+        if not refused:  # while the first run holds the log, start a second one
+            with pytest.raises(RunLogLocked, match=str(log)):
+                evaluate(policy, GUESS, **grid)
+            refused.append(True)
+        return "50"
+
+    first = evaluate(policy, GUESS, **grid)
+    assert refused and first.timing["episodes_run"] == 2
+    lines = log.read_text().splitlines()
+    assert len(lines) == 3  # header + 2 episodes: nothing duplicated
+    again = evaluate(policy, GUESS, **grid)  # the lock went with the first run
+    assert again.timing["episodes_run"] == 0 and again.timing["episodes_resumed"] == 2

@@ -244,7 +244,7 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
     ("argv", "message"),
     [
         (["agent_envs/Nope-v0"], "unknown env id"),
-        (["agent_envs/FrozenLake-v0", "--budget", "0"], "expected an integer >= 1"),
+        (["agent_envs/FrozenLake-v0", "--budget", "0"], "must be an int >= 1"),
         (["agent_envs/FrozenLake-v0", "--budget", "5", "--budget-mix", "5,10"], "not allowed"),
         (["agent_envs/FrozenLake-v0", "--weights", "1,2"], "--weights needs --budget-mix"),
         (["agent_envs/FrozenLake-v0", "--budget-mix", "5,10", "--weights", "1"], "has 1 values"),
@@ -252,7 +252,7 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
         (["agent_envs/FrozenLake-v0", "--encoding", "tokens"], "needs --tokenizer"),
         (["agent_envs/FrozenLake-v0", "--algo", "sac"], "invalid choice"),
         (["agent_envs/FrozenLake-v0", "--gamma", "2"], "--gamma must be in"),
-        (["agent_envs/FrozenLake-v0", "--seed", "-1"], "expected integers >= 0"),
+        (["agent_envs/FrozenLake-v0", "--seed", "-1"], "must be an int >= 0"),
     ],
 )
 def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys):

@@ -131,11 +131,12 @@ def test_decision_quality_falls_as_epsilon_grows():
             n_bootstrap=50,
         )
         quality.append(result.diagnostics["decision_quality"])
+        recovery = result.diagnostics["error_recovery"]
         if epsilon == 0.0:
-            assert result.diagnostics["recovery"][0]["episodes"] == 0
+            assert recovery[0]["errors"] == 0
         else:
-            # Mistakes happen, and the oracle-driven agent still recovers from them.
-            assert result.diagnostics["recovery"][-1]["success_rate"] > 0.5
+            # Mistakes happen, and the oracle-driven agent wins back the lost ground.
+            assert recovery[-1]["rate"] > 0.9
     assert quality[0] == 1.0
     assert quality[0] > quality[1] > quality[2]
 
@@ -187,3 +188,32 @@ def test_importing_agent_envs_imports_no_agent_or_heavy_dependency():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert output.strip() == "[]"
+
+
+def test_describe_agent_masks_secrets_but_keeps_what_changes_behaviour():
+    """Issue 9, item 1: the recorded agent name holds no secret, yet tells agents apart."""
+    from agent_envs.agents import describe_agent
+
+    def name(model, key, password):
+        return describe_agent(
+            "openai", {"model": model, "api_key": key, "db": {"password": password}}
+        )
+
+    first = name("a", "sk-1", "p")
+    assert "sk-1" not in first and '"p"' not in first
+    assert first == name("a", "sk-2", "q")
+    assert first != name("b", "sk-1", "p")
+    assert "u:pw" not in describe_agent("openai", {"base_url": "http://u:pw@h/v1"})
+    for name in ("api_key", "token", "password", "hf_token", "my_key", "secret"):
+        assert "s3cr3t" not in describe_agent("x:Y", {name: "s3cr3t"})
+
+
+def test_sb3_docs_warn_that_loading_a_model_runs_code():
+    """Issue 9, item 4: SB3 model files are cloudpickle; load only models you trust."""
+    from pathlib import Path
+
+    from baselines.sb3_agent import SB3Agent
+
+    assert "load only models you trust" in SB3Agent.__doc__.lower()
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "classic_rl.md").read_text()
+    assert "load only models you trust" in docs.lower() and "cloudpickle" in docs

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import agent_envs
-from agent_envs.envs._sokoban_rooms import SokobanTask, render
-from agent_envs.envs.sokoban import DIRECTIONS, SokobanEnv
+from agent_envs.envs.sokoban.env import DIRECTIONS, SokobanEnv
+from agent_envs.envs.sokoban.rooms import SokobanTask, render
 
 gym.register_envs(agent_envs)
 

@@ -9,9 +9,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agent_envs.envs._bm25 import BM25, char_trigrams, word_tokens
-from agent_envs.envs._catalogue import CATEGORIES, PAGE_SIZE, _satisfies
-from agent_envs.envs.webshop import WebShopEnv, _key
+from agent_envs.envs.common.bm25 import BM25, char_trigrams, word_tokens
+from agent_envs.envs.webshop.catalogue import CATEGORIES, PAGE_SIZE, _satisfies
+from agent_envs.envs.webshop.env import WebShopEnv, _key
 
 BUTTON_KEYS = {
     "backtosearch",

@@ -7,7 +7,8 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from agent_envs.envs._wordle_words import (
+from agent_envs.envs.wordle.env import BOARD_ROWS, WordleEnv, render_marks
+from agent_envs.envs.wordle.words import (
     _answer_patterns,
     _encode,
     feedback,
@@ -15,7 +16,6 @@ from agent_envs.envs._wordle_words import (
     pattern_row,
     word_lists,
 )
-from agent_envs.envs.wordle import BOARD_ROWS, WordleEnv, render_marks
 
 
 def env_with_secret(secret: str) -> tuple[WordleEnv, int]:

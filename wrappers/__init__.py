@@ -15,7 +15,8 @@ from wrappers.process_reward import ProcessReward
 from wrappers.show_actions import ShowActions
 from wrappers.task_pool import TaskPool
 from wrappers.truncation import TruncationIsTerminal
-from wrappers.turn_budget import TurnBudget, budget_line, check_budget
+from wrappers.turn_budget import TurnBudget, budget_line
+from wrappers.validators import check_budget
 
 __all__ = [
     "ActionHints",

@@ -6,6 +6,9 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.protocol import ADMISSIBLE_ACTIONS, ORACLE_ACTIONS, AdmissibleActions, Oracle
+from wrappers.validators import check_bool
+
 __all__ = ["ActionHints"]
 
 
@@ -28,14 +31,17 @@ class ActionHints(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
     """
 
     def __init__(self, env: gym.Env, admissible: bool = True, oracle: bool = False) -> None:
-        if not isinstance(admissible, bool) or not isinstance(oracle, bool):
-            raise TypeError("admissible and oracle must be bools.")
+        check_bool(admissible, "admissible")
+        check_bool(oracle, "oracle")
         base = env.unwrapped
-        for wanted, method in ((admissible, "admissible_actions"), (oracle, "oracle_actions")):
-            if wanted and not callable(getattr(base, method, None)):
+        for wanted, api, key in (
+            (admissible, AdmissibleActions, ADMISSIBLE_ACTIONS),
+            (oracle, Oracle, ORACLE_ACTIONS),
+        ):
+            if wanted and not isinstance(base, api):
                 raise ValueError(
-                    f"{type(base).__name__} has no {method}() method, so ActionHints "
-                    f"cannot provide info['{method}']."
+                    f"{type(base).__name__} has no {key}() method (the {api.__name__} API), "
+                    f"so ActionHints cannot provide info['{key}']."
                 )
         gym.utils.RecordConstructorArgs.__init__(self, admissible=admissible, oracle=oracle)
         gym.Wrapper.__init__(self, env)
@@ -56,7 +62,7 @@ class ActionHints(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         base = self.env.unwrapped
         info = dict(info)
         if self.admissible:
-            info["admissible_actions"] = list(base.admissible_actions())
+            info[ADMISSIBLE_ACTIONS] = list(base.admissible_actions())
         if self.oracle:
-            info["oracle_actions"] = list(base.oracle_actions())
+            info[ORACLE_ACTIONS] = list(base.oracle_actions())
         return info

@@ -9,7 +9,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from wrappers.turn_budget import TurnBudget, check_budget
+from wrappers.protocol import BUDGET
+from wrappers.turn_budget import TurnBudget
+from wrappers.validators import check_budget
 
 __all__ = ["BudgetMix"]
 
@@ -78,8 +80,11 @@ class BudgetMix(TurnBudget):
             raise TypeError(f"weights must be numbers, got {list(weights)!r}.") from None
         if not all(math.isfinite(value) and value >= 0 for value in values):
             raise ValueError(f"weights must be finite and non-negative, got {list(weights)!r}.")
-        if values.sum() <= 0:
+        if values.max() <= 0:
             raise ValueError("weights must not all be zero.")
+        # Scaled by the largest first: the sum of finite weights can overflow
+        # (two of 1e308 sum to inf), and tiny ones can underflow; x / max is in [0, 1].
+        values = values / values.max()
         return values / values.sum()
 
     def reset(
@@ -90,6 +95,6 @@ class BudgetMix(TurnBudget):
         return super().reset(seed=seed, options=options)
 
     def _episode_budget(self, options: dict[str, Any] | None) -> int:
-        if options and "budget" in options:
+        if options and BUDGET in options:
             return super()._episode_budget(options)
         return int(self.budgets[self._budget_rng.choice(len(self.budgets), p=self.weights)])

@@ -7,6 +7,9 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.protocol import MESSAGES
+from wrappers.validators import check_int
+
 __all__ = ["ChatHistory"]
 
 _RECORD_CHOICES = ("action", "raw")
@@ -42,7 +45,7 @@ class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         record: what the assistant side holds: ``"action"`` (the action string
             sent to ``step``) or ``"raw"`` (the action's ``raw`` attribute when it
             has one, such as the full generation behind a
-            ``agent_envs.policy.AgentAction``, else the action).
+            ``agent_envs.protocol.AgentAction``, else the action).
 
     Nothing carries over from one episode to the next: ``reset`` starts a new
     dialogue.
@@ -67,13 +70,8 @@ class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         record: str = "action",
     ) -> None:
         if window is not None:
-            if isinstance(window, bool) or not isinstance(window, int):
-                raise TypeError(f"window must be an int >= 1 or None, got {window!r}.")
-            if window < 1:
-                raise ValueError(
-                    f"window must be >= 1 (the last exchange holds the current observation), "
-                    f"got {window}. Pass None to keep the whole dialogue."
-                )
+            # >= 1: the last exchange holds the current observation.
+            window = check_int(window, "window (None keeps the whole dialogue)", 1)
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
         if record not in _RECORD_CHOICES:
@@ -94,7 +92,7 @@ class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         observation, info = self.env.reset(seed=seed, options=options)
         self._task_statement = observation
         self._exchanges.clear()
-        return observation, {**info, "messages": self.messages()}
+        return observation, {**info, MESSAGES: self.messages()}
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._task_statement is None:
@@ -102,7 +100,7 @@ class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         observation, reward, terminated, truncated, info = self.env.step(action)
         said = getattr(action, "raw", None) if self.record == "raw" else None
         self._exchanges.append((str(action) if not isinstance(said, str) else said, observation))
-        return observation, reward, terminated, truncated, {**info, "messages": self.messages()}
+        return observation, reward, terminated, truncated, {**info, MESSAGES: self.messages()}
 
     def messages(self) -> list[dict[str, str]]:
         """Return a fresh copy of the dialogue kept so far (empty before ``reset``)."""

@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from wrappers.turn_budget import budget_line
+from wrappers.validators import check_bool, check_int
 
 __all__ = ["MODES", "EncodeObservation", "TextEncoder"]
 
@@ -32,12 +33,6 @@ _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 _WORD_SALT, _NGRAM_SALT = zlib.crc32(b"word"), zlib.crc32(b"char-ngram")
 _CACHE_SIZE = 4096
 _BUDGET_PREFIX = budget_line(0, 0).split("0")[0]  # "[Turns left: "
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 class TextEncoder:
@@ -107,12 +102,11 @@ class TextEncoder:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
         if keep not in ("tail", "head"):
             raise ValueError(f"keep must be 'tail' or 'head', got {keep!r}.")
-        if not isinstance(view_only, bool):
-            raise TypeError(f"view_only must be a bool, got {type(view_only).__name__}.")
+        check_bool(view_only, "view_only")
         self.mode = mode
         self.keep = keep
         self.view_only = view_only
-        self.max_length = _check_int(
+        self.max_length = check_int(
             _DEFAULT_LENGTH[mode] if max_length is None else max_length, "max_length", 1
         )
         self.charset: str | None = None
@@ -148,15 +142,15 @@ class TextEncoder:
         )
 
     def _init_hashing(self, dim: int, ngram_range: Sequence[int]) -> None:
-        self.dim = _check_int(dim, "dim", 1)
+        self.dim = check_int(dim, "dim", 1)
         if (
             isinstance(ngram_range, (str, bytes))
             or not isinstance(ngram_range, Sequence)
             or len(ngram_range) != 2
         ):
             raise ValueError(f"ngram_range must be (low, high), got {ngram_range!r}.")
-        low = _check_int(ngram_range[0], "ngram_range[0]", 1)
-        high = _check_int(ngram_range[1], "ngram_range[1]", low)
+        low = check_int(ngram_range[0], "ngram_range[0]", 1)
+        high = check_int(ngram_range[1], "ngram_range[1]", low)
         self.ngram_range = (low, high)
         self.space = spaces.Box(0.0, 1.0, shape=(self.dim,), dtype=np.float32)
 
@@ -185,7 +179,7 @@ class TextEncoder:
             raise ValueError(
                 "budget_scale needs mode 'chars' or 'hashing': one-hot token ids would be huge."
             )
-        self.budget_scale = _check_int(budget_scale, "budget_scale", 1)
+        self.budget_scale = check_int(budget_scale, "budget_scale", 1)
         if self.mode == "chars":
             self._categories = len(self.charset) + 2
             width = self.max_length * self._categories

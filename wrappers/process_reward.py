@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.protocol import Oracle
+from wrappers.validators import check_bool, check_number
+
 __all__ = ["ProcessReward"]
-
-
-def _check_number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    return float(value)
 
 
 class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -72,16 +68,10 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gamma: float = 0.99,
         truncation_is_terminal: bool = True,
     ) -> None:
-        coef = _check_number(coef, "coef")
-        if coef < 0:
-            raise ValueError(f"coef must be >= 0, got {coef}.")
-        gamma = _check_number(gamma, "gamma")
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {gamma}.")
-        if not isinstance(truncation_is_terminal, bool):
-            kind = type(truncation_is_terminal).__name__
-            raise TypeError(f"truncation_is_terminal must be a bool, got {kind}.")
-        if not callable(getattr(env.unwrapped, "oracle_turns", None)):
+        coef = check_number(coef, "coef", 0.0)
+        gamma = check_number(gamma, "gamma", 0.0, 1.0, open_low=True)
+        truncation_is_terminal = check_bool(truncation_is_terminal, "truncation_is_terminal")
+        if not isinstance(env.unwrapped, Oracle):
             raise ValueError(
                 f"{type(env.unwrapped).__name__} has no oracle_turns() method, so ProcessReward "
                 "has no distance to shape with."

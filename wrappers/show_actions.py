@@ -7,6 +7,9 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
+from wrappers.protocol import AdmissibleActions
+from wrappers.validators import check_int
+
 __all__ = ["ShowActions"]
 
 _HEADER = "Admissible actions: "
@@ -48,7 +51,7 @@ class ShowActions(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
 
     def __init__(self, env: gym.Env, separator: str = ", ", max_chars: int | None = None) -> None:
         base = env.unwrapped
-        if not callable(getattr(base, "admissible_actions", None)):
+        if not isinstance(base, AdmissibleActions):
             raise ValueError(
                 f"{type(base).__name__} has no admissible_actions() method, so ShowActions "
                 "has nothing to show."
@@ -64,10 +67,8 @@ class ShowActions(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             raise ValueError(f"separator {separator!r} has characters outside the charset.")
         if max_chars is None:
             max_chars = _vocabulary_length(base, separator)
-        elif isinstance(max_chars, bool) or not isinstance(max_chars, int):
-            raise TypeError(f"max_chars must be an int >= 1 or None, got {max_chars!r}.")
-        elif max_chars < 1:
-            raise ValueError(f"max_chars must be >= 1, got {max_chars}.")
+        else:
+            max_chars = check_int(max_chars, "max_chars (or None)", 1)
         gym.utils.RecordConstructorArgs.__init__(self, separator=separator, max_chars=max_chars)
         gym.Wrapper.__init__(self, env)
         self.separator = separator

@@ -8,6 +8,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from wrappers.protocol import TASK_ID
+
 __all__ = ["TaskPool"]
 
 # Salts the pool's generator so that reset(seed=s) does not reuse the env's stream.
@@ -53,7 +55,7 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
             self._rng = np.random.default_rng([_POOL_STREAM, seed])
-        if not options or "task_id" not in options:
+        if not options or TASK_ID not in options:
             task_id = int(self.task_ids[int(self._rng.integers(len(self.task_ids)))])
-            options = {**(options or {}), "task_id": task_id}
+            options = {**(options or {}), TASK_ID: task_id}
         return self.env.reset(seed=seed, options=options)

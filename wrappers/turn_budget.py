@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 from gymnasium import spaces
 
-__all__ = ["TurnBudget", "budget_line", "check_budget"]
+from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
+from wrappers.validators import check_bool, check_budget
+
+__all__ = ["TurnBudget", "budget_line", "time_limit_steps"]
 
 
 def budget_line(turns_left: int, budget: int) -> str:
@@ -20,21 +22,16 @@ def budget_line(turns_left: int, budget: int) -> str:
 _BUDGET_LINE_MAX = len(budget_line(10**12, 10**12))
 
 
-def check_budget(value: Any, name: str = "max_turns") -> int:
-    """Return ``value`` as an int if it is a valid budget (an integer >= 1), else raise."""
-    try:
-        # operator.index accepts numpy integers (they come out of samplers and
-        # configs) and refuses floats such as 5.0.
-        if isinstance(value, bool):
-            raise TypeError
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be an int >= 1, got {type(value).__name__} {value!r}."
-        ) from None
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value}.")
-    return value
+def time_limit_steps(env: gym.wrappers.TimeLimit) -> int:
+    """Return the step limit of a Gymnasium ``TimeLimit`` wrapper.
+
+    Gymnasium keeps it only in the private ``_max_episode_steps`` (``env.spec``
+    is ``None`` for an env built without ``gym.make``), so this is the one
+    place in the project that reads a private Gymnasium attribute.
+    ``tests/test_budget.py::test_time_limit_steps_reads_gymnasium`` fails if a
+    Gymnasium release renames it.
+    """
+    return int(env._max_episode_steps)
 
 
 def _inner_limit(env: gym.Env) -> int | None:
@@ -43,7 +40,7 @@ def _inner_limit(env: gym.Env) -> int | None:
     while isinstance(env, gym.Wrapper):
         inner = None
         if isinstance(env, gym.wrappers.TimeLimit):
-            inner = env._max_episode_steps
+            inner = time_limit_steps(env)
         elif isinstance(env, TurnBudget):
             inner = env._max_budget
         if inner is not None:
@@ -67,10 +64,19 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
     An inner ``TimeLimit`` or ``TurnBudget`` that would cut the episode before
     the budget is refused at construction, so ``T`` turns always means ``T``.
 
-    Budget-aware oracles: if the unwrapped env has a ``set_turns_left(n)``
-    method, the wrapper calls it after every reset and step with the turns
-    left, so that an oracle can plan for the budget (slippery FrozenLake
-    does).  The outermost budget wrapper calls it last, so its budget wins.
+    The attribute ``report_budget`` (default ``True``) can be set to ``False``
+    by whoever drives the budget from outside (see :mod:`wrappers.budget`):
+    ``info`` then carries ``turn`` only, never ``budget`` or ``turns_left``.
+    The evaluator does this when it plays a hidden budget at max(T), so the
+    policy never sees a budget that is not the one being measured.
+
+    Budget-aware oracles (:class:`wrappers.protocol.BudgetAwareOracle`): if
+    the unwrapped env has a ``set_turns_left(n)`` method, the wrapper calls it
+    after every reset and step with the turns left, so that an oracle can
+    plan for the budget (slippery FrozenLake does); with ``report_budget``
+    off it passes ``None`` (no budget), because the budget played is not the
+    one measured.  The outermost budget wrapper calls it last, so its budget
+    wins.
 
     Example:
         >>> import gymnasium as gym, agent_envs
@@ -83,8 +89,7 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
 
     def __init__(self, env: gym.Env, max_turns: int, visible: bool = False) -> None:
         max_turns = check_budget(max_turns, "max_turns")
-        if not isinstance(visible, bool):
-            raise TypeError(f"visible must be a bool, got {type(visible).__name__}.")
+        check_bool(visible, "visible")
         gym.utils.RecordConstructorArgs.__init__(self, max_turns=max_turns, visible=visible)
         gym.Wrapper.__init__(self, env)
         self.max_turns = max_turns
@@ -98,9 +103,11 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
                 min_length=inner.min_length,
                 charset=inner.character_set,
             )
+        self.report_budget = True
         self._budget = max_turns
         self._turn = 0
-        self._tell_turns_left = getattr(env.unwrapped, "set_turns_left", None)
+        base = env.unwrapped
+        self._tell_turns_left = base.set_turns_left if isinstance(base, BudgetAwareOracle) else None
 
     # The largest budget this wrapper may run; BudgetMix overrides it.
     @property
@@ -122,8 +129,8 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
             )
 
     def _episode_budget(self, options: dict[str, Any] | None) -> int:
-        if options and "budget" in options:
-            budget = check_budget(options["budget"], "options['budget']")
+        if options and BUDGET in options:
+            budget = check_budget(options[BUDGET], "options['budget']")
             self._check_inner_limit(budget)
             return budget
         return self.max_turns
@@ -133,9 +140,9 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
     ) -> tuple[str, dict[str, Any]]:
         self._budget = self._episode_budget(options)
         self._turn = 0
-        if options and "budget" in options:
+        if options and BUDGET in options:
             # The budget is ours; never mutate the caller's dict or leak it inward.
-            options = {key: value for key, value in options.items() if key != "budget"}
+            options = {key: value for key, value in options.items() if key != BUDGET}
         observation, info = self.env.reset(seed=seed, options=options)
         return self._decorate(observation, info)
 
@@ -149,8 +156,11 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         if not turns_left and not terminated:
             truncated = True
         if self._tell_turns_left is not None:
-            self._tell_turns_left(turns_left)
-        info["budget"], info["turn"], info["turns_left"] = budget, turn, turns_left
+            self._tell_turns_left(turns_left if self.report_budget else None)
+        if self.report_budget:
+            info[BUDGET], info[TURN], info[TURNS_LEFT] = budget, turn, turns_left
+        else:
+            info[TURN] = turn
         if self.visible:
             observation = f"{observation}\n{budget_line(turns_left, budget)}"
         return observation, reward, terminated, truncated, info
@@ -158,10 +168,13 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
     def _decorate(self, observation: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         turns_left = max(self._budget - self._turn, 0)
         if self._tell_turns_left is not None:
-            self._tell_turns_left(turns_left)
+            self._tell_turns_left(turns_left if self.report_budget else None)
         # The inner env hands us a fresh dict each call, so adding keys in place
         # is safe and spares a copy on the hot path.
-        info["budget"], info["turn"], info["turns_left"] = self._budget, self._turn, turns_left
+        if self.report_budget:
+            info[BUDGET], info[TURN], info[TURNS_LEFT] = self._budget, self._turn, turns_left
+        else:
+            info[TURN] = self._turn
         if self.visible:
             observation = f"{observation}\n{budget_line(turns_left, self._budget)}"
         return observation, info

@@ -7,6 +7,7 @@ import re
 import numpy as np
 
 from agent_envs.core import TextEnv
+from wrappers.validators import check_int
 
 _NUMBER = re.compile(r"^(?:guess\s*)?(-?\d{1,12})$")
 
@@ -77,9 +78,7 @@ class GuessNumberEnv(TextEnv[int]):
     max_action_length = 64
 
     def __init__(self, max_number: int = 100, render_mode: str | None = None) -> None:
-        if isinstance(max_number, bool) or not isinstance(max_number, int) or max_number < 2:
-            raise ValueError(f"max_number must be an int >= 2, got {max_number!r}.")
-        self.max_number = max_number
+        self.max_number = check_int(max_number, "max_number", 2)
         # One canonical action per guess, so discrete-action libraries can play.
         self.action_vocabulary = tuple(str(number) for number in range(1, max_number + 1))
         super().__init__(render_mode=render_mode)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent_envs.core import TextEnv
+from wrappers.validators import check_int
 
 __all__ = ["PEG_PAIRS", "HanoiEnv", "HanoiTask", "hanoi_plan"]
 
@@ -126,9 +127,7 @@ class HanoiEnv(TextEnv[HanoiTask]):
     )
 
     def __init__(self, n_disks: int = 3, render_mode: str | None = None) -> None:
-        if isinstance(n_disks, bool) or not isinstance(n_disks, int) or not 1 <= n_disks <= 12:
-            raise ValueError(f"n_disks must be an int from 1 to 12, got {n_disks!r}.")
-        self.n_disks = n_disks
+        self.n_disks = check_int(n_disks, "n_disks", 1, 12)
         super().__init__(render_mode=render_mode)
 
     def _make_task(self, task_id: int, rng: np.random.Generator) -> HanoiTask:

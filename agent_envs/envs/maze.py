@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.envs._grid import (
+from agent_envs.envs.common.grid import (
     DOWN,
     LEFT,
     OPPOSITE,
@@ -18,6 +18,7 @@ from agent_envs.envs._grid import (
     direction_parser,
     grid_neighbours,
 )
+from wrappers.validators import check_int
 
 __all__ = ["MazeEnv", "MazeTask", "draw_maze", "generate_maze"]
 
@@ -45,7 +46,7 @@ class MazeTask:
     Attributes:
         size: the maze is ``size`` x ``size`` cells.
         open_sides: per cell, a bit mask of the directions without a wall
-            (bit ``d`` for direction ``d`` of :mod:`agent_envs.envs._grid`).
+            (bit ``d`` for direction ``d`` of :mod:`agent_envs.envs.common.grid`).
         start: the agent's first cell.
         exit: the cell to reach.
         distances: per cell, the fewest moves to the exit.
@@ -210,12 +211,11 @@ class MazeEnv(TextEnv[MazeTask]):
 
     action_vocabulary = tuple(_NAMES[d] for d in _ORDER)
     action_format = "Reply with one of: north, south, east, west."
+    privileged_oracle = True
     max_action_length = 64
 
     def __init__(self, size: int = 7, render_mode: str | None = None) -> None:
-        if isinstance(size, bool) or not isinstance(size, int) or not 2 <= size <= 40:
-            raise ValueError(f"size must be an int in [2, 40], got {size!r}.")
-        self.size = size
+        self.size = check_int(size, "size", 2, 40)
         # (-1, +size, +1, -size): the cell-index change of each direction.
         self._offsets = (-1, size, 1, -size)
         super().__init__(render_mode=render_mode)

@@ -14,9 +14,11 @@ from agent_envs.evaluation.pass_at_k import pass_at_k
 from agent_envs.evaluation.policies import PerEpisode
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord, episode_seed
+from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE
+from agent_envs.evaluation.step_quality import NoisyOracleReference, step_quality
 
 __all__ = [
     "HIDDEN",
@@ -24,10 +26,13 @@ __all__ = [
     "CompareResult",
     "EpisodeRecord",
     "EvalResult",
+    "NoisyOracleReference",
     "PerEpisode",
     "RunAborted",
+    "RunLogLocked",
     "compare",
     "episode_seed",
     "evaluate",
     "pass_at_k",
+    "step_quality",
 ]

@@ -1,9 +1,15 @@
-"""compare(): where in (K,T) does policy A beat policy B, with confidence intervals."""
+"""compare(): where in (K,T) does policy A beat policy B, with confidence intervals.
+
+Two results are compared task by task.  Lists of results, one per training
+seed, are compared seed by seed (see :mod:`agent_envs.evaluation.seed_stats`).
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,19 +17,42 @@ import numpy as np
 from agent_envs.evaluation.formatting import write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
 from agent_envs.evaluation.result import EvalResult, bootstrap_rng
+from agent_envs.evaluation.seed_stats import (
+    MIN_SEEDS,
+    SeedSampler,
+    hierarchical_bootstrap,
+    min_p_value,
+    paired_permutation_test,
+    task_sampler,
+    unpaired_permutation_test,
+)
 
 __all__ = ["CompareResult", "compare"]
 
 
 @dataclass
 class CompareResult:
-    """The difference surface A - B of two results on the same env and grid.
+    """The difference surface A - B of two results (or two lists of seeds) on one env and grid.
 
     ``diff[i][j]`` is Pass@(``ks[i]``, ``budgets[j]``) of A minus that of B,
-    with a ``confidence`` bootstrap interval ``[ci_low, ci_high]``.  With
-    ``paired=True`` both results hold the same tasks and the bootstrap
-    resamples tasks jointly (tighter); otherwise each side is resampled on its
-    own.  A cell whose interval lies above 0 is where A beats B.
+    with a ``confidence`` bootstrap interval ``[ci_low, ci_high]``.
+
+    ``unit="task"`` (two results): with ``paired=True`` both hold the same
+    tasks and the bootstrap resamples tasks jointly; otherwise each side is
+    resampled on its own.  A cell whose interval excludes 0 is marked.
+
+    ``unit="seed"`` (lists of results, one per training seed): ``diff`` is the
+    mean over seeds of A minus that of B; the interval is a hierarchical
+    bootstrap (seeds, then tasks within each seed); ``p_value`` is the
+    seed-level ``test`` (paired by position when both lists are equally
+    long).  A cell is marked only when its interval excludes 0 *and* its
+    p-value is at most ``1 - confidence``; with fewer than ``MIN_SEEDS``
+    seeds per side, or when ``min_p_value`` (the smallest p-value the test
+    can give with these seeds) is above ``1 - confidence``, no cell can be.
+
+    ``step_quality``, when every result carries one on the same state set:
+    the optimal-action rates of A and B and their difference with an interval
+    (same resampling as the surface, over tasks or seeds then tasks).
     """
 
     env_id: str
@@ -37,12 +66,30 @@ class CompareResult:
     paired: bool
     confidence: float
     n_bootstrap: int
+    unit: str = "task"
+    seeds: list[int] = field(default_factory=lambda: [1, 1])
+    test: str | None = None
+    p_value: np.ndarray | None = None
+    min_p_value: float | None = None
+    step_quality: dict[str, Any] | None = None
+
+    @property
+    def can_be_significant(self) -> bool:
+        """Whether any cell could be significant with this many seeds (always, over tasks)."""
+        if self.unit == "task":
+            return True
+        return min(self.seeds) >= MIN_SEEDS and (self.min_p_value or 1.0) <= 1 - self.confidence
 
     def wins(self) -> np.ndarray:
         """Return a ``(K, T)`` array: ``"A"`` where A is better, ``"B"`` where B is, else ``""``."""
         marks = np.full(self.diff.shape, "", dtype=object)
-        marks[self.ci_low > 0] = "A"
-        marks[self.ci_high < 0] = "B"
+        significant = np.ones(self.diff.shape, dtype=bool)
+        if self.unit == "seed":
+            if not self.can_be_significant:
+                return marks
+            significant = self.p_value <= 1 - self.confidence
+        marks[significant & (self.ci_low > 0)] = "A"
+        marks[significant & (self.ci_high < 0)] = "B"
         return marks
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,6 +99,7 @@ class CompareResult:
             value = getattr(self, name)
             data[name] = value.tolist() if isinstance(value, np.ndarray) else value
         data["wins"] = self.wins().tolist()
+        data["can_be_significant"] = self.can_be_significant
         return data
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -70,9 +118,25 @@ class CompareResult:
             grid_table(
                 self.ks, self.budgets, self.diff, self.ci_low, self.ci_high, ci, True, marks
             ),
-            f"[{self.confidence:.0%} {'paired' if self.paired else 'unpaired'} bootstrap over "
-            f"tasks, {self.n_bootstrap} resamples; A/B marks a cell whose interval excludes 0]",
+            self._method(),
         ]
+        if self.unit == "seed":
+            lines.append("seed-level p-values:")
+            for i, k in enumerate(self.ks):
+                cells = "  ".join(
+                    f"T={t}: {self.p_value[i, j]:.3f}" for j, t in enumerate(self.budgets)
+                )
+                lines.append(f"  K={k}  {cells}")
+            if not self.can_be_significant:
+                lines.append(self._why_nothing_is_significant())
+        if self.step_quality:
+            sq = self.step_quality
+            lines.append(
+                f"step quality (optimal-action rate on {sq['states']} shared reference states"
+                f"{', privileged oracle' if sq.get('privileged_oracle') else ''}): "
+                f"A {sq['a']:.3f}, B {sq['b']:.3f}, A - B {sq['diff']:+.3f} "
+                f"[{sq['ci_low']:+.3f},{sq['ci_high']:+.3f}]"
+            )
         for side in ("A", "B"):
             cells = [
                 f"(K={k},T={t})"
@@ -85,21 +149,58 @@ class CompareResult:
             lines.append(f"{side} is better at: {', '.join(cells) if cells else 'nowhere'}")
         return "\n".join(lines)
 
-    def plot(self, path: str | os.PathLike[str]) -> None:
-        """Write the difference as a diverging heatmap PNG (needs the ``[plot]`` extra)."""
+    def _method(self) -> str:
+        if self.unit == "task":
+            kind = "paired" if self.paired else "unpaired"
+            return (
+                f"[{self.confidence:.0%} {kind} bootstrap over tasks, {self.n_bootstrap} "
+                "resamples; A/B marks a cell whose interval excludes 0]"
+            )
+        return (
+            f"[{self.confidence:.0%} hierarchical bootstrap (seeds, then tasks within each seed), "
+            f"{self.n_bootstrap} resamples; {self.test} over {self.seeds[0]} vs {self.seeds[1]} "
+            f"seeds; A/B marks a cell whose interval excludes 0 and whose p <= "
+            f"{1 - self.confidence:.2g}]"
+        )
+
+    def _why_nothing_is_significant(self) -> str:
+        fewest = min(self.seeds)
+        if fewest < MIN_SEEDS:
+            reason = f"fewer than {MIN_SEEDS} seeds per side ({self.seeds[0]} vs {self.seeds[1]})"
+        else:
+            reason = (
+                f"with {self.seeds[0]} vs {self.seeds[1]} seeds the {self.test} cannot go below "
+                f"p = {self.min_p_value:.3g}"
+            )
+        return f"No cell can be significant: {reason}; train more seeds."
+
+    def plot(self, path: str | os.PathLike[str], scale: float = 1.0) -> Path:
+        """Write the difference as a diverging heatmap (needs ``[plot]``); return the path.
+
+        Design decision: the colour scale is fixed and symmetric, ``-scale``
+        to ``+scale`` (default -1..1, every possible difference), so that a
+        difference of 0.10 looks small and equal colours mean equal
+        differences in every plot.  Scaling to the largest cell instead made
+        0.10 as saturated as 0.97.  Pass a smaller ``scale`` to zoom in.
+        """
         from agent_envs.evaluation.plotting import plot_grid
 
-        bound = max(float(np.abs(self.diff).max()), 0.05)
+        if not 0 < scale <= 1:
+            raise ValueError(f"scale must be in (0, 1], got {scale!r}.")
         marks = np.where(self.wins() != "", "*", "")
-        plot_grid(
+        return plot_grid(
             path,
             self.diff,
             self.ks,
             self.budgets,
-            title=f"Pass@(K,T) A - B on {self.env_id} (* = CI excludes 0)",
-            vmin=-bound,
-            vmax=bound,
+            title=(
+                f"Pass@(K,T) difference A - B on {self.env_id} (* = CI excludes 0)\n"
+                f"A = {self.a}\nB = {self.b}"
+            ),
+            vmin=-scale,
+            vmax=scale,
             cmap="RdBu",
+            label="Pass@(K,T) of A minus B",
             marks=marks,
         )
 
@@ -120,9 +221,82 @@ def _check_compatible(a: EvalResult, b: EvalResult) -> None:
         )
 
 
+def _sides(side: EvalResult | Sequence[EvalResult], name: str) -> list[EvalResult]:
+    results = [side] if isinstance(side, EvalResult) else list(side)
+    if not results or not all(isinstance(result, EvalResult) for result in results):
+        raise TypeError(f"{name} must be an EvalResult or a non-empty list of them (one per seed).")
+    return results
+
+
+def _pair_sampler(a: np.ndarray, a_tasks: list[int], b: np.ndarray, b_tasks: list[int]):
+    """Sample one seed's A - B: tasks jointly when both hold the same tasks."""
+    if sorted(a_tasks) == sorted(b_tasks):
+        where = {task: index for index, task in enumerate(b_tasks)}
+        return task_sampler(a - b[[where[task] for task in a_tasks]])
+    return lambda m, rng: bootstrap_means(a, m, rng) - bootstrap_means(b, m, rng)
+
+
+def _ratio_sampler(hits: np.ndarray, states: np.ndarray) -> SeedSampler:
+    """Sample sum(hits) / sum(states) over resampled tasks (one seed's pooled rate)."""
+    columns = np.stack([hits, states], axis=1).astype(float)
+
+    def sample(m: int, rng: np.random.Generator) -> np.ndarray:
+        means = bootstrap_means(columns, m, rng)
+        return means[:, 0] / means[:, 1]
+
+    return sample
+
+
+def _step_quality_rows(result: EvalResult) -> dict[str, Any] | None:
+    return (result.diagnostics or {}).get("step_quality")
+
+
+def _step_quality_difference(
+    side_a: list[EvalResult],
+    side_b: list[EvalResult],
+    paired: bool,
+    n_bootstrap: int,
+    rng: np.random.Generator,
+    confidence: float,
+) -> dict[str, Any] | None:
+    """A - B of the step quality's optimal-action rate, when all share one state set."""
+    found = [_step_quality_rows(result) for result in side_a + side_b]
+    if any(item is None for item in found):
+        return None
+    if any(item["state_set"] != found[0]["state_set"] for item in found):
+        return None  # different states: the rates answer different questions
+    rows = [np.array(item["per_task"], dtype=float) for item in found]
+    rates = [row[:, 2].sum() / row[:, 1].sum() for row in rows]
+    rows_a, rows_b = rows[: len(side_a)], rows[len(side_a) :]
+    if paired:
+        # One state set: per task, A's and B's hits on the very same states.
+        samplers = [
+            _ratio_sampler(a[:, 2] - b[:, 2], a[:, 1]) for a, b in zip(rows_a, rows_b, strict=True)
+        ]
+        draws = hierarchical_bootstrap(samplers, n_bootstrap, rng)
+    else:
+        draws = hierarchical_bootstrap(
+            [_ratio_sampler(a[:, 2], a[:, 1]) for a in rows_a], n_bootstrap, rng
+        ) - hierarchical_bootstrap(
+            [_ratio_sampler(b[:, 2], b[:, 1]) for b in rows_b], n_bootstrap, rng
+        )
+    low, high = percentile_interval(draws, confidence)
+    rate_a = float(np.mean(rates[: len(side_a)]))
+    rate_b = float(np.mean(rates[len(side_a) :]))
+    return {
+        "states": int(rows[0][:, 1].sum()),
+        "privileged_oracle": bool(found[0].get("privileged_oracle")),
+        "a": rate_a,
+        "b": rate_b,
+        "diff": rate_a - rate_b,
+        "ci_low": float(low),
+        "ci_high": float(high),
+    }
+
+
 def compare(
-    a: EvalResult,
-    b: EvalResult,
+    a: EvalResult | Sequence[EvalResult],
+    b: EvalResult | Sequence[EvalResult],
     *,
     n_bootstrap: int | None = None,
     confidence: float | None = None,
@@ -130,14 +304,22 @@ def compare(
 ) -> CompareResult:
     """Return the difference surface ``a - b`` with bootstrap intervals.
 
+    Two results are compared over tasks.  Lists of results, one per training
+    seed, are compared at the seed level: a hierarchical bootstrap (seeds,
+    then tasks within each seed) and a seed-level permutation test, paired
+    seed by seed (``a[i]`` with ``b[i]``) when both lists are equally long.
+    With fewer than ``MIN_SEEDS`` (5) seeds per side no cell is marked.
+
     Args:
-        a, b: results on the same env with the same K and T grids.
-        n_bootstrap: resamples (default: the larger of the two results').
-        confidence: interval coverage (default: ``a.confidence``).
-        seed: seeds the bootstrap.
+        a, b: results on the same env with the same K and T grids, or lists
+            of them (one per training seed).
+        n_bootstrap: resamples (default: the largest of the results').
+        confidence: interval coverage (default: that of the first result of ``a``).
+        seed: seeds the bootstrap and the Monte Carlo tests.
 
     Raises:
         ValueError: when the envs or grids differ.
+        TypeError: when a side is neither a result nor a list of results.
 
     Example:
         >>> from agent_envs.evaluation import evaluate, compare
@@ -147,32 +329,72 @@ def compare(
         >>> random = evaluate(RandomAgent(), "agent_envs/GuessNumber-v0", **grid)
         >>> compare(oracle, random).wins().tolist()
         [['A']]
+        >>> seeds = compare([oracle] * 3, [random] * 3)
+        >>> seeds.unit, seeds.can_be_significant, seeds.wins().tolist()
+        ('seed', False, [['']])
     """
-    _check_compatible(a, b)
-    n_bootstrap = n_bootstrap or max(a.n_bootstrap, b.n_bootstrap)
-    confidence = confidence or a.confidence
-    values_a, values_b = a.per_task_values(), b.per_task_values()
+    seed_level = not (isinstance(a, EvalResult) and isinstance(b, EvalResult))
+    side_a, side_b = _sides(a, "a"), _sides(b, "b")
+    for other in side_a[1:] + side_b:
+        _check_compatible(side_a[0], other)
+    first = side_a[0]
+    n_bootstrap = n_bootstrap or max(result.n_bootstrap for result in side_a + side_b)
+    confidence = confidence or first.confidence
     rng = bootstrap_rng(seed)
-    paired = sorted(a.task_ids) == sorted(b.task_ids)
-    if paired:
-        where = {task: index for index, task in enumerate(b.task_ids)}
-        order = [where[task] for task in a.task_ids]
-        draws = bootstrap_means(values_a - values_b[order], n_bootstrap, rng)
+    values_a = [result.per_task_values() for result in side_a]
+    values_b = [result.per_task_values() for result in side_b]
+    means_a = np.stack([values.mean(axis=0) for values in values_a])
+    means_b = np.stack([values.mean(axis=0) for values in values_b])
+    extra: dict[str, Any] = {}
+    if not seed_level:
+        paired = sorted(first.task_ids) == sorted(side_b[0].task_ids)
+        if paired:
+            sampler = _pair_sampler(values_a[0], first.task_ids, values_b[0], side_b[0].task_ids)
+            draws = sampler(n_bootstrap, rng)
+        else:
+            draws = bootstrap_means(values_a[0], n_bootstrap, rng) - bootstrap_means(
+                values_b[0], n_bootstrap, rng
+            )
     else:
-        draws = bootstrap_means(values_a, n_bootstrap, rng) - bootstrap_means(
-            values_b, n_bootstrap, rng
+        paired = len(side_a) == len(side_b)
+        tests = np.random.default_rng([seed, 0x7E57])
+        if paired:
+            samplers = [
+                _pair_sampler(va, ra.task_ids, vb, rb.task_ids)
+                for va, ra, vb, rb in zip(values_a, side_a, values_b, side_b, strict=True)
+            ]
+            draws = hierarchical_bootstrap(samplers, n_bootstrap, rng)
+            p_value = paired_permutation_test(means_a - means_b, tests)
+            test = "paired sign-flip permutation test"
+        else:
+            draws_a = hierarchical_bootstrap([task_sampler(v) for v in values_a], n_bootstrap, rng)
+            draws_b = hierarchical_bootstrap([task_sampler(v) for v in values_b], n_bootstrap, rng)
+            draws = draws_a - draws_b
+            p_value = unpaired_permutation_test(means_a, means_b, tests)
+            test = "unpaired permutation test"
+        extra = dict(
+            unit="seed",
+            seeds=[len(side_a), len(side_b)],
+            test=test,
+            p_value=p_value,
+            min_p_value=min_p_value(len(side_a), len(side_b), paired),
         )
     low, high = percentile_interval(draws, confidence)
+    step = _step_quality_difference(
+        side_a, side_b, paired, n_bootstrap, np.random.default_rng([seed, 0x5739]), confidence
+    )
     return CompareResult(
-        env_id=a.env_id,
-        a=a.agent or "A",
-        b=b.agent or "B",
-        ks=list(a.ks),
-        budgets=list(a.budgets),
-        diff=a.surface - b.surface,
+        env_id=first.env_id,
+        a=first.agent or "A",
+        b=side_b[0].agent or "B",
+        ks=list(first.ks),
+        budgets=list(first.budgets),
+        diff=means_a.mean(axis=0) - means_b.mean(axis=0),
         ci_low=low,
         ci_high=high,
         paired=paired,
         confidence=confidence,
         n_bootstrap=n_bootstrap,
+        step_quality=step,
+        **extra,
     )

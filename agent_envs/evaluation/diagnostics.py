@@ -8,7 +8,9 @@ the same diagnostics as an uninterrupted one.
 Always computed (free, from ``info``):
     ``invalid_action_rate``, ``dead_end_rate`` (per T).
 With the oracle (``diagnostics=True`` and an env with ``oracle_actions()``):
-    ``decision_quality``, ``recovery`` (per T), ``by_horizon``, ``turns``.
+    ``decision_quality``, ``decision_quality_valid``, ``error_recovery`` (per
+    T), ``success_after_error`` (per T), ``by_horizon``, ``turns`` and
+    ``privileged_oracle``.
 
 Per-T figures read each T off the episodes that serve it.  The others
 (``invalid_action_rate``, ``decision_quality``, ``turns``) count the episodes
@@ -27,7 +29,7 @@ from typing import Any
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.settings import HIDDEN
 
-__all__ = ["summarize"]
+__all__ = ["error_recovery", "summarize"]
 
 
 def _rate(hits: int, total: int) -> float | None:
@@ -49,7 +51,11 @@ def _per_budget(
 
 
 def summarize(
-    records: Sequence[EpisodeRecord], budgets: Sequence[int], mode: str, oracle: bool
+    records: Sequence[EpisodeRecord],
+    budgets: Sequence[int],
+    mode: str,
+    oracle: bool,
+    privileged: bool = False,
 ) -> dict[str, Any]:
     """Return the diagnostics of ``records`` as a JSON-ready dict.
 
@@ -58,6 +64,8 @@ def summarize(
         budgets: the T grid.
         mode: ``"hidden"`` or ``"visible"``.
         oracle: whether the records carry the oracle counts.
+        privileged: the env's oracle sees what the agent cannot (recorded as
+            ``privileged_oracle``, with the oracle figures).
 
     Returns:
         A dict with the keys described in the module docstring; per-T values
@@ -77,17 +85,51 @@ def summarize(
     }
     if not oracle:
         return result
-    judged = sum(r.judged or 0 for r in longest)
-    result["decision_quality"] = _rate(sum(r.optimal or 0 for r in longest), judged)
-    recovery = []
+    optimal = sum(r.optimal or 0 for r in longest)
+    result["decision_quality"] = _rate(optimal, sum(r.judged or 0 for r in longest))
+    result["decision_quality_valid"] = _rate(optimal, sum(r.judged_valid or 0 for r in longest))
+    result["privileged_oracle"] = privileged
+    result["error_recovery"] = [error_recovery(group, t) for t, group in per_budget]
+    after_error = []
     for t, group in per_budget:
         erred = [r for r in group if _within(r.first_non_optimal_turn, t)]
-        recovered = sum(_within(r.first_success_turn, t) for r in erred)
-        recovery.append({"episodes": len(erred), "success_rate": _rate(recovered, len(erred))})
-    result["recovery"] = recovery
+        solved = sum(_within(r.first_success_turn, t) for r in erred)
+        after_error.append({"episodes": len(erred), "success_rate": _rate(solved, len(erred))})
+    result["success_after_error"] = after_error
     result["by_horizon"] = _by_horizon(per_budget)
     result["turns"] = _turns(longest)
     return result
+
+
+def error_recovery(records: Sequence[EpisodeRecord], budget: int) -> dict[str, Any]:
+    """Return the per-error recovery of ``records`` within ``budget`` turns.
+
+    Counts the errors made by turn ``budget`` (see ``EpisodeRecord.oracle_errors``):
+    ``fatal`` ones entered a dead end, the others are ``recoverable``, and
+    ``recovered`` those back at their pre-error oracle distance (or solved) by
+    turn ``budget``.  ``rate`` is recovered / recoverable and
+    ``mean_turns_to_recover`` the mean of (recovery turn - error turn) over
+    the recovered ones.
+    """
+    errors = fatal = 0
+    delays = []
+    for record in records:
+        for turn, recovered, dead in record.oracle_errors or ():
+            if turn > budget:
+                continue
+            errors += 1
+            fatal += bool(dead)
+            if recovered is not None and recovered <= budget:
+                delays.append(recovered - turn)
+    recoverable = errors - fatal
+    return {
+        "errors": errors,
+        "fatal": fatal,
+        "recoverable": recoverable,
+        "recovered": len(delays),
+        "rate": _rate(len(delays), recoverable),
+        "mean_turns_to_recover": sum(delays) / len(delays) if delays else None,
+    }
 
 
 def _by_horizon(per_budget: list[tuple[int, list[EpisodeRecord]]]) -> dict[str, Any]:

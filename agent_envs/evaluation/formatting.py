@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["diagnostics_lines", "grid_table", "write_json"]
+__all__ = [
+    "check_output_path",
+    "diagnostics_lines",
+    "error_summary",
+    "grid_table",
+    "write_json",
+]
 
 
 def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
@@ -18,6 +24,45 @@ def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
+    """Return ``path`` if a file can be written there, else raise a one-line ``ValueError``.
+
+    Run before the first episode, so that a run is never lost to an output
+    path that fails at the end: the path must not be a folder, the nearest
+    folder that exists above it must be a folder (not a file, as in
+    ``README.md/x.json``) and writable, and an existing file must be
+    writable.  Nothing is created here; the folders are made when writing.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{what} {target} is a directory; give a file path inside it.")
+    ancestor = target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(f"{what} {target} cannot be written: {ancestor} is a file, not a folder.")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {target} cannot be written: the folder {ancestor} is read-only.")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"{what} {target} cannot be written: the file is read-only.")
+    return target
+
+
+def error_summary(errors: Iterable[tuple[str, int]], shown: int = 3) -> str:
+    """Return what the errors were: the first ``shown`` distinct messages, with counts.
+
+    ``errors`` holds ``(message, count)`` pairs, first-seen message first.
+
+    >>> error_summary([("ValueError: a", 3), ("KeyError: b", 1)])
+    "3x 'ValueError: a'; 1x 'KeyError: b'"
+    """
+    pairs = list(errors)
+    text = "; ".join(f"{count}x {message!r}" for message, count in pairs[:shown])
+    if len(pairs) > shown:
+        text += f"; and {len(pairs) - shown} more kinds"
+    return text
 
 
 def _cell(value: float, low: float, high: float, ci: bool, signed: bool) -> str:
@@ -76,14 +121,24 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
     dead = diagnostics.get("dead_end_rate") or []
     lines.append(f"  dead-end rate ({per_t}): " + "  ".join(_fmt(value) for value in dead))
     if "decision_quality" in diagnostics:
+        privileged = " [privileged oracle]" if diagnostics.get("privileged_oracle") else ""
         lines.append(
-            "  decision quality (valid actions that are oracle actions): "
-            + _fmt(diagnostics["decision_quality"])
+            f"  decision quality{privileged}: {_fmt(diagnostics['decision_quality'])} of all "
+            f"judged turns, {_fmt(diagnostics.get('decision_quality_valid'))} of valid ones"
         )
-        recovery = diagnostics.get("recovery") or []
+        recovery = diagnostics.get("error_recovery") or []
         lines.append(
-            f"  recovery P(success | a non-optimal action) ({per_t}): "
-            + "  ".join(f"{_fmt(item['success_rate'])} (n={item['episodes']})" for item in recovery)
+            f"  per-error recovery{privileged} ({per_t}): "
+            + "  ".join(
+                f"{_fmt(item['rate'])} ({item['recovered']}/{item['recoverable']}, "
+                f"{item['fatal']} fatal)"
+                for item in recovery
+            )
+        )
+        after = diagnostics.get("success_after_error") or []
+        lines.append(
+            f"  success after an error ({per_t}): "
+            + "  ".join(f"{_fmt(item['success_rate'])} (n={item['episodes']})" for item in after)
         )
         for horizon, item in (diagnostics.get("by_horizon") or {}).items():
             tasks = f"{item['tasks']} task" + ("" if item["tasks"] == 1 else "s")
@@ -97,4 +152,14 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
                 f"  turns to success: {_fmt(turns['mean_turns'], 2)} vs oracle "
                 f"{_fmt(turns['mean_oracle_turns'], 2)} (mean ratio {_fmt(turns['mean_ratio'], 2)})"
             )
+    step = diagnostics.get("step_quality")
+    if step:
+        privileged = " [privileged oracle]" if step.get("privileged_oracle") else ""
+        lines.append(
+            f"  step quality{privileged} on {step['states']} shared reference states: "
+            f"{_fmt(step['optimal_rate'])} optimal (recovery states "
+            f"{_fmt(step['recovery_optimal_rate'])}, n={step['recovery_states']}; on-path "
+            f"{_fmt(step['on_path_optimal_rate'])}, n={step['on_path_states']}), "
+            f"{_fmt(step['invalid_rate'])} invalid"
+        )
     return lines

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
+from wrappers.validators import check_int
+
 __all__ = ["bootstrap_means", "pass_at_k", "pass_at_k_table", "percentile_interval"]
-
-
-def _check_count(value: object, name: str) -> int:
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        number = operator.index(value)  # accepts numpy integers, refuses floats
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}.") from None
-    if number < 0:
-        raise ValueError(f"{name} must be non-negative, got {number}.")
-    return number
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -45,7 +34,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     >>> round(pass_at_k(10, 3, 4), 6)
     0.833333
     """
-    n, c, k = _check_count(n, "n"), _check_count(c, "c"), _check_count(k, "k")
+    n, c, k = check_int(n, "n", 0), check_int(c, "c", 0), check_int(k, "k", 0)
     if c > n:
         raise ValueError(f"c (successes) must be at most n (attempts), got c={c} > n={n}.")
     if k > n:

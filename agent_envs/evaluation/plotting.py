@@ -4,11 +4,35 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_grid"]
+__all__ = ["PLOT_SUFFIXES", "build_figure", "plot_grid", "plot_path"]
+
+#: The formats a plot may be written in; a path without a suffix gets ``.png``.
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def plot_path(path: str | os.PathLike[str]) -> Path:
+    """Return the file a plot of ``path`` is written to: ``.png`` added when it has no suffix.
+
+    Matplotlib itself adds ``.png`` to a bare name; saying so here lets the
+    caller print, and check before a run, the path that is really written.
+
+    >>> str(plot_path("out/surface")), str(plot_path("out/surface.svg"))
+    ('out/surface.png', 'out/surface.svg')
+    """
+    target = Path(path)
+    if not target.suffix:
+        return target.with_name(target.name + ".png")
+    if target.suffix.lower() not in PLOT_SUFFIXES:
+        raise ValueError(
+            f"a plot is written as {', '.join(PLOT_SUFFIXES)}; {target} ends in "
+            f"{target.suffix!r}: end it in .png."
+        )
+    return target
 
 
 def _matplotlib() -> Any:
@@ -18,12 +42,13 @@ def _matplotlib() -> Any:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise ImportError("Plotting needs matplotlib: pip install 'agent-envs[plot]'.") from None
+        from agent_envs import install_hint
+
+        raise ImportError(f"Plotting needs matplotlib: {install_hint('plot')}.") from None
     return Figure, FigureCanvasAgg
 
 
-def plot_grid(
-    path: str | os.PathLike[str],
+def build_figure(
     values: np.ndarray,
     ks: Sequence[int],
     budgets: Sequence[int],
@@ -32,17 +57,19 @@ def plot_grid(
     vmin: float,
     vmax: float,
     cmap: str,
+    label: str,
     marks: np.ndarray | None = None,
-) -> None:
-    """Write a K x T heatmap of ``values`` with each cell's value printed on it.
+) -> Any:
+    """Return a K x T heatmap figure of ``values`` with each cell's value printed on it.
 
     Args:
-        path: the PNG to write.
         values: array of shape ``(len(ks), len(budgets))``.
         ks, budgets: row (K) and column (T) labels.
         title: the figure title.
-        vmin, vmax: the colour scale's range.
+        vmin, vmax: the colour scale's range (fixed, so that colours compare
+            across plots).
         cmap: a matplotlib colormap name.
+        label: what the colorbar measures.
         marks: optional strings shown under each value (e.g. ``"*"``).
     """
     figure_cls, canvas_cls = _matplotlib()
@@ -57,14 +84,22 @@ def plot_grid(
     axes.set_title(title, fontsize=9)
     for i in range(len(ks)):
         for j in range(len(budgets)):
-            label = f"{values[i, j]:.2f}"
+            text = f"{values[i, j]:.2f}"
             if marks is not None and marks[i, j]:
-                label += f"\n{marks[i, j]}"
+                text += f"\n{marks[i, j]}"
             red, green, blue, _ = image.cmap(image.norm(values[i, j]))
             # White text on dark cells, black on light ones (perceived luminance).
             colour = "white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black"
-            axes.text(j, i, label, ha="center", va="center", fontsize=8, color=colour)
-    figure.colorbar(image, ax=axes)
+            axes.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
+    figure.colorbar(image, ax=axes, label=label)
     figure.tight_layout()
-    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
-    figure.savefig(os.fspath(path), dpi=120)
+    return figure
+
+
+def plot_grid(path: str | os.PathLike[str], values: np.ndarray, *args: Any, **kwargs: Any) -> Path:
+    """Write :func:`build_figure` to :func:`plot_path` of ``path``; return the path written."""
+    target = plot_path(path)
+    figure = build_figure(values, *args, **kwargs)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, dpi=120)
+    return target

@@ -1,6 +1,6 @@
 """Turn any compliant policy into the two calls the evaluator makes.
 
-The evaluator accepts four shapes of policy (see ``agent_envs.policy``):
+The evaluator accepts four shapes of policy (see ``agent_envs.protocol``):
 
 * an object with ``act(observation, info) -> str`` (and maybe ``act_batch``),
   shared by every episode;
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_envs.policy import REQUIRED_INFO_KEYS
+from agent_envs.protocol import REQUIRED_INFO_KEYS
 
 __all__ = ["PerEpisode", "PolicyAdapter", "adapt_policy", "describe_error"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.evaluation.formatting import write_json
+from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
 
 __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
@@ -48,7 +48,8 @@ class EvalResult:
         success_counts: int array of shape ``(len(task_ids), len(budgets))``.
         confidence, n_bootstrap: the interval's settings.
         episodes: episodes counted; errors: how many of them the policy broke.
-        error_examples: up to five distinct error messages.
+        error_examples: up to five distinct error messages, first seen first.
+        error_counts: how many episodes ended in each of ``error_examples``.
         diagnostics: see :mod:`agent_envs.evaluation.diagnostics`, or ``None``.
         settings: the remaining run settings (visible_budget, diagnostics, ...).
         timing: wall time, episodes run and resumed, env steps, policy calls.
@@ -72,6 +73,7 @@ class EvalResult:
     episodes: int = 0
     errors: int = 0
     error_examples: list[str] = field(default_factory=list)
+    error_counts: list[int] = field(default_factory=list)
     diagnostics: dict[str, Any] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     timing: dict[str, Any] = field(default_factory=dict)
@@ -127,14 +129,78 @@ class EvalResult:
         try:
             for name in _ARRAYS:
                 fields[name] = np.asarray(fields[name], dtype=float)
-            fields["success_counts"] = np.asarray(fields["success_counts"], dtype=np.int64)
+            counts = np.asarray(fields["success_counts"], dtype=float)
+            if not np.array_equal(counts, np.round(counts)):
+                raise ValueError("success_counts must hold whole numbers")
+            fields["success_counts"] = counts.astype(np.int64)
             result = cls(**fields)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed result ({exc}).") from None
-        shape = (len(result.ks), len(result.budgets))
-        if any(getattr(result, name).shape != shape for name in _ARRAYS):
-            raise ValueError(f"malformed result: the surface is not {shape[0]}x{shape[1]} (K x T).")
+        problem = result._inconsistency()
+        if problem:
+            raise ValueError(f"malformed result: {problem}.")
         return result
+
+    def _inconsistency(self) -> str:
+        """Return what makes this result self-contradictory, or ``""`` if nothing does.
+
+        Design decision: a loaded result is checked against itself, not only
+        for its shape: the surface must be what its ``success_counts`` give,
+        so that :func:`compare` (which resamples the counts) and the table
+        (which shows the surface) can never disagree.
+        """
+
+        def ints(values: Any, minimum: int) -> bool:
+            return isinstance(values, list) and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in values
+            )
+
+        if not (ints(self.ks, 1) and ints(self.budgets, 1) and self.ks and self.budgets):
+            return "ks and budgets must be non-empty lists of ints >= 1"
+        if self.ks != sorted(set(self.ks)) or self.budgets != sorted(set(self.budgets)):
+            return "ks and budgets must be sorted and distinct"
+        if not ints(self.task_ids, 0) or not self.task_ids:
+            return "task_ids must be a non-empty list of ints >= 0"
+        if len(set(self.task_ids)) != len(self.task_ids):
+            return "task_ids must be distinct"
+        if not ints([self.samples], max(self.ks)):
+            return f"samples must be an int >= max(K) = {max(self.ks)}"
+        if not ints([self.episodes, self.errors], 0) or self.errors > self.episodes:
+            return "episodes and errors must be ints with errors <= episodes"
+        if self.mode not in ("hidden", "visible"):
+            return f"mode must be 'hidden' or 'visible', got {self.mode!r}"
+        grid = (len(self.ks), len(self.budgets))
+        for name in _ARRAYS:
+            values = getattr(self, name)
+            if values.shape != grid:
+                return f"{name} is not {grid[0]}x{grid[1]} (K x T)"
+            if not np.all(np.isfinite(values)) or values.min() < 0 or values.max() > 1:
+                return f"{name} must hold numbers in [0, 1]"
+        counts = self.success_counts
+        if counts.shape != (len(self.task_ids), len(self.budgets)):
+            return (
+                f"success_counts is not {len(self.task_ids)}x{len(self.budgets)} (tasks x T), "
+                f"it is {'x'.join(str(n) for n in counts.shape)}"
+            )
+        if counts.size and (counts.min() < 0 or counts.max() > self.samples):
+            return f"success_counts must lie in [0, samples={self.samples}]"
+        if not np.allclose(self.per_task_values().mean(axis=0), self.surface, atol=1e-9):
+            return "the surface is not what its success_counts give"
+        if np.any(self.ci_low > self.ci_high):
+            return "ci_low exceeds ci_high"
+        return ""
+
+    def error_summary(self) -> str:
+        """Return ``"E of N episodes ended in a policy error: 3x '...'; ..."``, or ``""``."""
+        if not self.errors:
+            return ""
+        counts = self.error_counts if len(self.error_counts) == len(self.error_examples) else []
+        kinds = error_summary(zip(self.error_examples, counts, strict=True)) if counts else ""
+        if not kinds and self.error_examples:
+            kinds = f"first: {self.error_examples[0]!r}"
+        return f"{self.errors} of {self.episodes} episodes ended in a policy error" + (
+            f": {kinds}" if kinds else ""
+        )
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_dict` as JSON to ``path``, creating its folder."""
@@ -174,18 +240,22 @@ class EvalResult:
             interval = f"{self.confidence:.0%} bootstrap interval over tasks"
             lines.append(f"[{interval}, {self.n_bootstrap} resamples]")
         if self.errors:
-            lines.append(f"{self.errors} of {self.episodes} episodes ended in a policy error.")
+            lines.append(self.error_summary() + ".")
         if self.diagnostics:
             from agent_envs.evaluation.formatting import diagnostics_lines
 
             lines.extend(diagnostics_lines(self.diagnostics, self.budgets))
         return "\n".join(lines)
 
-    def plot(self, path: str | os.PathLike[str]) -> None:
-        """Write the surface as a heatmap PNG (needs the ``[plot]`` extra: matplotlib)."""
+    def plot(self, path: str | os.PathLike[str]) -> Path:
+        """Write the surface as a heatmap (needs the ``[plot]`` extra); return the path written.
+
+        ``.png`` is added to a path without a suffix (see
+        :func:`~agent_envs.evaluation.plotting.plot_path`).
+        """
         from agent_envs.evaluation.plotting import plot_grid
 
-        plot_grid(
+        return plot_grid(
             path,
             self.surface,
             self.ks,
@@ -194,6 +264,7 @@ class EvalResult:
             vmin=0.0,
             vmax=1.0,
             cmap="viridis",
+            label="Pass@(K,T)",
         )
 
     def __repr__(self) -> str:

@@ -7,25 +7,54 @@ or in what order: the results are the same for every batch size.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from agent_envs.core import normalize_action
+from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
 from agent_envs.evaluation.policies import PolicyAdapter, describe_error
+from agent_envs.protocol import (
+    BUDGET,
+    DEAD_END,
+    EPISODE_SEED,
+    ORACLE_ACTIONS,
+    SUCCESS,
+    TASK_ID,
+    VALID_ACTION,
+    ActionParser,
+)
 
 __all__ = [
+    "TRANSCRIPT_TEXT_LIMIT",
     "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
     "RunOptions",
+    "clip_text",
     "episode_seed",
     "run_lockstep",
     "run_sequential",
 ]
+
+
+#: The most characters one transcript field (an observation, an action, a raw
+#: reply) keeps.  Design decision: a transcript is for reading what happened,
+#: and an agent's reply is unbounded (a server may send megabytes), so a field
+#: is cut here with a note of how much was dropped, and a log line stays small.
+TRANSCRIPT_TEXT_LIMIT = 16_384
+
+
+def clip_text(text: str, limit: int = TRANSCRIPT_TEXT_LIMIT) -> str:
+    """Return ``text``, or its first ``limit`` characters and how many were dropped.
+
+    >>> clip_text("abcdef", 3)
+    'abc...[3 more characters]'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}...[{len(text) - limit} more characters]"
 
 
 def episode_seed(base_seed: int, task_id: int, sample: int) -> int:
@@ -71,10 +100,18 @@ class EpisodeRecord:
         dead_end_turn: the first turn after which success was unreachable.
         error: ``"Type: message"`` if the policy raised, else ``None``.
         oracle_turns: ``oracle_turns()`` at reset.
-        judged: valid actions taken where the oracle had an action.
-        optimal: those of ``judged`` that were in ``oracle_actions()``.
-        first_non_optimal_turn: the first turn whose action was invalid or
-            not in ``oracle_actions()`` (while success was reachable).
+        judged: turns taken where the oracle had an action (success still
+            reachable), invalid actions included.
+        judged_valid: those of ``judged`` whose action was valid.
+        optimal: those of ``judged`` whose action was in ``oracle_actions()``.
+        first_non_optimal_turn: the first judged turn whose action was
+            invalid or not in ``oracle_actions()``.
+        oracle_errors: one ``[turn, recovered_turn, fatal]`` per *error* (a
+            valid judged action not in ``oracle_actions()``): ``fatal`` when
+            it entered a dead end; ``recovered_turn`` is the first turn, from
+            the error's own on, that ended with success or with
+            ``oracle_turns()`` at most its value before the error (``None``
+            if none did, and for a fatal error).
     """
 
     task_id: int
@@ -90,8 +127,10 @@ class EpisodeRecord:
     error: str | None = None
     oracle_turns: int | None = None
     judged: int | None = None
+    judged_valid: int | None = None
     optimal: int | None = None
     first_non_optimal_turn: int | None = None
+    oracle_errors: list[list[Any]] | None = None
 
     _JSON_KEYS = (
         ("task", "task_id"),
@@ -107,8 +146,10 @@ class EpisodeRecord:
         ("error", "error"),
         ("oracle_turns", "oracle_turns"),
         ("judged", "judged"),
+        ("judged_valid", "judged_valid"),
         ("optimal", "optimal"),
         ("first_non_optimal_turn", "first_non_optimal_turn"),
+        ("oracle_errors", "oracle_errors"),
     )
 
     @property
@@ -136,24 +177,31 @@ class RunOptions:
     Attributes:
         diagnose: ask the oracle before every action (diagnostics).
         transcripts: keep every observation and action.
-        hide_budget: drop ``budget`` and ``turns_left`` from the policy's
-            ``info``; in hidden mode the run's budget is max(T), not the T
-            being measured, so a policy must not see it.
+        hidden_budget: the run's record of a policy reading a hidden budget
+            key (it warns once per run), or ``None`` when the budget is visible.
+        parsed_oracle: the run's cache of ``parse_action`` of oracle actions.
     """
 
     diagnose: bool = False
     transcripts: bool = False
-    hide_budget: bool = False
+    hidden_budget: BudgetReads | None = None
+    parsed_oracle: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 class EpisodeRun:
     """The bookkeeping of one episode in progress (hot loop: keep it lean)."""
 
     __slots__ = (
+        "_ceiling",
+        "_distance",
+        "_exact_oracle",
         "_oracle",
+        "_parse",
+        "_parsed_oracle",
+        "_pending",
         "base",
+        "budget_reads",
         "diagnose",
-        "hide_budget",
         "key",
         "record",
         "transcript",
@@ -163,89 +211,156 @@ class EpisodeRun:
         self.key = key
         self.base = base
         self.diagnose = options.diagnose
-        self.hide_budget = options.hide_budget
+        self.budget_reads = options.hidden_budget
         self.record = EpisodeRecord(key.task_id, key.sample, key.seed, key.budget)
         if self.diagnose:
-            self.record.judged = self.record.optimal = 0
+            self.record.judged = self.record.judged_valid = self.record.optimal = 0
+            self.record.oracle_errors = []
         self.transcript: dict[str, Any] | None = {} if options.transcripts else None
-        self._oracle: frozenset[str] = frozenset()
+        self._oracle: Sequence[str] = ()
+        self._parse = (
+            base.parse_action if self.diagnose and isinstance(base, ActionParser) else None
+        )
+        # oracle_turns() of the current state; in a deterministic env an
+        # oracle move lowers it by exactly one, so it is asked for only after
+        # other moves (an env that does not say it is deterministic is asked
+        # after every valid move).
+        self._distance: int | None = None
+        self._exact_oracle = not getattr(base, "stochastic", True)
+        # Unrecovered non-fatal errors: (oracle_turns() before, its record entry).
+        self._pending: list[tuple[int, list[Any]]] = []
+        self._ceiling = -1  # the largest distance limit among the pending errors
+        self._parsed_oracle = options.parsed_oracle
+
+    def policy_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Return ``info`` as the policy may see it (no budget keys when it is hidden)."""
+        info[EPISODE_SEED] = self.key.seed
+        if self.budget_reads is None:
+            return info
+        return HiddenBudgetInfo(info, self.budget_reads)
 
     def reset(self, env: gym.Env) -> tuple[str, dict[str, Any]]:
-        """Reset ``env`` to this episode and return the first observation and info."""
+        """Reset ``env`` to this episode and return the first observation and the policy's info."""
         key = self.key
         observation, info = env.reset(
-            seed=key.seed, options={"task_id": key.task_id, "budget": key.budget}
+            seed=key.seed, options={TASK_ID: key.task_id, BUDGET: key.budget}
         )
-        info["episode_seed"] = key.seed
-        if self.hide_budget:
-            info.pop("budget", None)
-            info.pop("turns_left", None)
         if self.diagnose:
-            turns = self.base.oracle_turns()
-            # int(): an env may answer with a numpy integer, which JSON refuses.
-            self.record.oracle_turns = None if turns is None else int(turns)
+            self._distance = self.record.oracle_turns = self._oracle_turns()
         if self.transcript is not None:
-            self.transcript.update(observation=observation, steps=[])
-        return observation, info
+            self.transcript.update(observation=clip_text(observation), steps=[])
+        return observation, self.policy_info(info)
+
+    def _oracle_turns(self) -> int | None:
+        turns = self.base.oracle_turns()
+        # int(): an env may answer with a numpy integer, which JSON refuses.
+        return None if turns is None else int(turns)
 
     def before_act(self, info: dict[str, Any]) -> None:
         """Note the oracle's actions in the state the policy is about to act in."""
         if self.diagnose:
             # ActionHints already asked the oracle when the policy wanted it.
-            oracle = info.get("oracle_actions")
-            if oracle is None:
-                oracle = self.base.oracle_actions()
-            self._oracle = frozenset(normalize_action(action) for action in oracle)
+            oracle = dict.get(info, ORACLE_ACTIONS)
+            self._oracle = self.base.oracle_actions() if oracle is None else oracle
 
     def after_step(self, action: str, observation: str, done: bool, info: dict[str, Any]) -> bool:
         """Account for one step; return whether the episode is over."""
         record = self.record
         record.turns += 1
         turn = record.turns
-        info["episode_seed"] = self.key.seed
-        if self.hide_budget:
-            info.pop("budget", None)
-            info.pop("turns_left", None)
         # .get: envs outside agent_envs may not report these contract keys.
-        valid = info.get("valid_action", True)
+        valid = info.get(VALID_ACTION, True)
         if valid:
             record.valid += 1
         else:
             record.invalid += 1
-        if info["success"] and record.first_success_turn is None:
+        if info[SUCCESS] and record.first_success_turn is None:
             record.first_success_turn = turn
             record.success = True
-        if record.dead_end_turn is None and info.get("dead_end", False):
+        if record.dead_end_turn is None and info.get(DEAD_END, False):
             record.dead_end_turn = turn
-        if self.diagnose and self._oracle:
-            optimal = valid and self._is_oracle_move(action)
-            if valid:
-                record.judged += 1
-                record.optimal += optimal
-            if not optimal and record.first_non_optimal_turn is None:
-                record.first_non_optimal_turn = turn
+        if self.diagnose:
+            self._judge(action, valid, turn, info[SUCCESS])
         if self.transcript is not None:
-            step = {"action": str(action), "observation": observation, "valid": valid}
+            step = {
+                "action": clip_text(str(action)),
+                "observation": clip_text(observation),
+                "valid": valid,
+            }
             raw = getattr(action, "raw", None)
             if raw is not None and raw != action:
-                step["raw"] = raw
+                step["raw"] = clip_text(str(raw))
             self.transcript["steps"].append(step)
         return done
 
+    def _judge(self, action: str, valid: bool, turn: int, success: bool) -> None:
+        """Score the action against the oracle and follow the errors not yet recovered."""
+        if not self._oracle:
+            return  # success was out of reach before the action: nothing to judge
+        record = self.record
+        record.judged += 1
+        if not valid:
+            # An invalid action is no error: it leaves the state (and distance) unchanged.
+            if record.first_non_optimal_turn is None:
+                record.first_non_optimal_turn = turn
+            return
+        record.judged_valid += 1
+        before = self._distance
+        if self._is_oracle_move(action):
+            record.optimal += 1
+            if self._exact_oracle and before is not None:
+                distance = self._distance = before - 1
+            else:
+                distance = self._distance = self._oracle_turns()
+            if not self._pending:
+                return
+        else:
+            if record.first_non_optimal_turn is None:
+                record.first_non_optimal_turn = turn
+            distance = self._distance = self._oracle_turns()
+            entry: list[Any] = [turn, None, distance is None]
+            record.oracle_errors.append(entry)
+            if distance is None:
+                return  # fatal, and nothing pending can be recovered in a dead end
+            # Without a distance before, only success recovers the error.
+            limit = -1 if before is None else before
+            self._pending.append((limit, entry))
+            self._ceiling = max(self._ceiling, limit)
+        if success or (distance is not None and distance <= self._ceiling):
+            still = []
+            for limit, entry in self._pending:
+                if success or (distance is not None and distance <= limit):
+                    entry[1] = turn
+                else:
+                    still.append((limit, entry))
+            self._pending = still
+            self._ceiling = max((limit for limit, _ in still), default=-1)
+
     def _is_oracle_move(self, action: str) -> bool:
         """Return whether ``action`` is one of the oracle's moves, however it is spelled."""
+        oracle = self._oracle
+        if action in oracle:
+            return True
         text = normalize_action(action)
-        if text in self._oracle:
+        if text in oracle:  # oracle actions are usually canonical already
             return True
         # Envs accept several spellings of one move ("guess 50" for "50", "move
-        # up" or "u" for "up"): compare what the env parses them to.  Only
-        # TextEnv has _parse (a pure function of the text); other envs are judged
-        # by the text alone.
-        parse = getattr(self.base, "_parse", None)
+        # up" or "u" for "up"): compare what the env parses them to (a pure
+        # function of the text, so the oracle's parses are cached for the run).
+        # Envs without the ActionParser API are judged by the normalised text.
+        parse = self._parse
         if parse is None:
-            return False
+            return any(text == normalize_action(move) for move in oracle)
         move = parse(text)
-        return move is not None and any(move == parse(oracle) for oracle in self._oracle)
+        if move is None:
+            return False
+        parsed = self._parsed_oracle
+        for name in oracle:
+            if name not in parsed:
+                parsed[name] = parse(name)
+            if parsed[name] == move:
+                return True
+        return False
 
     def fail(self, exc: BaseException) -> None:
         """Mark the episode as an error: it ends now and counts as a failure."""
@@ -295,6 +410,7 @@ def run_sequential(
             observation, _, terminated, truncated, info = env.step(action)
             if run.after_step(action, observation, terminated or truncated, info):
                 break
+            info = run.policy_info(info)
         finish(run)
 
 
@@ -338,8 +454,8 @@ def run_lockstep(
                 done = True
             else:
                 observation, _, terminated, truncated, info = env.step(action)
-                slot[2], slot[3] = observation, info
                 done = run.after_step(action, observation, terminated or truncated, info)
+                slot[2], slot[3] = observation, run.policy_info(info)
             if done:
                 finish(run)
                 freed.append(env)

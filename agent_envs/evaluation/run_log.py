@@ -4,6 +4,15 @@ The first line is a header with the run's settings; every other line is one
 finished episode (:meth:`EpisodeRecord.to_json`, plus ``transcript`` when
 asked).  A line is written in one call and flushed, so a crash leaves at most
 one half-written last line, which the next open drops and the run redoes.
+
+One run owns its log.  Design decision: :meth:`RunLog.open` takes an exclusive
+OS lock (``fcntl.flock``) on the log file itself before it reads a byte, and
+:meth:`RunLog.close` drops it; a second run on a locked log fails at once
+with :class:`RunLogLocked`, naming the log.  The lock belongs to the open
+file, so the OS drops it when the process dies (no stale lock files to clean
+up), and it must be taken by the one process that writes the log: with a
+distributed backend, the driver.  Without ``fcntl`` (Windows) runs are not
+locked against each other.
 """
 
 from __future__ import annotations
@@ -11,14 +20,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover (Windows)
+    fcntl = None  # type: ignore[assignment]
 from typing import IO, Any
 
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.settings import EvalSettings
 
-__all__ = ["LOG_FORMAT", "RunLog"]
+__all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
-LOG_FORMAT = "agent-envs-runlog/1"
+# /2: episodes record every judged turn and the per-error recovery (oracle_errors).
+LOG_FORMAT = "agent-envs-runlog/2"
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -34,6 +49,24 @@ def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
         if old.get(key) != new.get(key)
     ]
     return "; ".join(changes) or "unknown difference"
+
+
+class RunLogLocked(OSError):
+    """Another run holds this run log."""
+
+
+def _lock(handle: IO[str], path: Path) -> None:
+    """Take the exclusive lock on ``handle``'s file, or fail at once with :class:`RunLogLocked`."""
+    if fcntl is None:  # pragma: no cover
+        return
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise RunLogLocked(
+            f"run log {path} is in use by another run; wait for it to end (then rerun to "
+            "resume) or pass another --log path."
+        ) from None
 
 
 class RunLog:
@@ -63,14 +96,20 @@ class RunLog:
         records: dict[tuple, EpisodeRecord] = {}
         if path.is_dir():
             raise ValueError(f"--log {path} is a directory; give a file path such as run.jsonl.")
-        if path.exists() and path.stat().st_size > 0:
-            records = cls._load(path, wanted)
-        else:
-            if path.parent and not path.parent.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("w", encoding="utf-8") as fresh:
-                fresh.write(json.dumps({**header, "settings": wanted}) + "\n")
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        # Locked before anything is read, so that no other run changes it under us.
         handle = path.open("a", encoding="utf-8")
+        _lock(handle, path)
+        try:
+            if path.stat().st_size > 0:
+                records = cls._load(path, wanted)
+            else:
+                handle.write(json.dumps({**header, "settings": wanted}) + "\n")
+                handle.flush()
+        except BaseException:
+            handle.close()
+            raise
         return cls(path, handle, records)
 
     @staticmethod
@@ -87,6 +126,13 @@ class RunLog:
             header = json.loads(body[0]) if body else None
         except (UnicodeDecodeError, json.JSONDecodeError):
             header = None
+        fmt = header.get("format") if isinstance(header, dict) else None
+        old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
+        if old and fmt != LOG_FORMAT:
+            raise ValueError(
+                f"{path} is an older run log ({fmt}, this version writes "
+                f"{LOG_FORMAT}) whose episodes lack today's diagnostics; pass a new --log path."
+            )
         if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
             raise ValueError(
                 f"{path} is not an agent-envs run log (no header line); "
@@ -129,5 +175,5 @@ class RunLog:
         self._handle.flush()
 
     def close(self) -> None:
-        """Close the append handle."""
+        """Close the append handle, which releases the run's lock on the log."""
         self._handle.close()

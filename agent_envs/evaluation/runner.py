@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
+from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import (
@@ -24,16 +26,19 @@ from agent_envs.evaluation.rollout import (
     run_sequential,
 )
 from agent_envs.evaluation.session import RunState
-from agent_envs.evaluation.settings import (
-    HIDDEN,
-    VISIBLE,
-    EvalSettings,
-    check_grid,
-    check_tasks,
-)
+from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings, check_tasks
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
 from wrappers import ActionHints, TurnBudget
+from wrappers.budget import StackBudget, resolve_budget
+from wrappers.validators import (
+    check_bool,
+    check_grid,
+    check_int,
+    check_number,
+    check_probability,
+)
 
-__all__ = ["evaluate", "resolve_env"]
+__all__ = ["build_stack", "describe_wrappers", "evaluate", "resolve_env"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,53 +69,28 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
     return env, env_name
 
 
-def _find_budget(env: gym.Env, max_budget: int) -> TurnBudget | None:
-    """Return the stack's one ``TurnBudget``/``BudgetMix``, refusing stacks that break T.
-
-    The evaluator sets each episode's budget with ``reset(options={"budget": T})``,
-    which only the outermost budget wrapper reads: an inner one would keep its own
-    budget (a ``BudgetMix`` would draw a new one per episode) and cut episodes
-    short, and a ``TimeLimit`` below max(T) would too.  Both are refused.
-    """
-    budgets: list[TurnBudget] = []
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, TurnBudget):
-            budgets.append(env)
-        elif isinstance(env, gym.wrappers.TimeLimit) and env._max_episode_steps < max_budget:
-            raise ValueError(
-                f"the env stack has a TimeLimit of {env._max_episode_steps} steps, below the "
-                f"largest budget T={max_budget}: remove it (the evaluator's TurnBudget ends "
-                "episodes) or raise it to at least max(T)."
-            )
-        env = env.env
-    if len(budgets) > 1:
-        names = " around ".join(type(budget).__name__ for budget in budgets)
-        raise ValueError(
-            f"the env stack holds {names}: the evaluator sets each episode's budget through "
-            "the outermost one only, so an inner one would change T; keep at most one."
-        )
-    return budgets[0] if budgets else None
+#: Named in the warning a BudgetMix under the evaluator gets.
+_GRID = "the evaluator's T grid (budgets=...)"
 
 
-def _build(
-    make_env: Callable[[], gym.Env], max_budget: int, visible: bool, wants: frozenset[str]
-) -> gym.Env:
+def build_stack(
+    make_env: Callable[[], gym.Env],
+    max_budget: int,
+    visible: bool,
+    wants: frozenset[str],
+    driver: str | None = None,
+) -> tuple[gym.Env, StackBudget]:
+    """Build one env for the run: the user's stack, its budget, and ``ActionHints`` if wanted."""
     env = make_env()
     if not isinstance(env, gym.Env):
         raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
-    budget = _find_budget(env, max_budget)
-    if budget is None:
-        env = TurnBudget(env, max_turns=max_budget, visible=visible)
-    elif visible and not budget.visible:
-        raise ValueError(
-            "visible_budget=True, but the env already has a hidden TurnBudget; build it "
-            "with visible=True or leave the budget to the evaluator."
-        )
+    budget = resolve_budget(env, max_budget, visible=visible, driver=driver)
+    env = budget.env
     if wants:
         env = ActionHints(
-            env, admissible="admissible_actions" in wants, oracle="oracle_actions" in wants
+            env, admissible=ADMISSIBLE_ACTIONS in wants, oracle=ORACLE_ACTIONS in wants
         )
-    return env
+    return env, budget
 
 
 def _env_name(base: gym.Env) -> str:
@@ -134,10 +114,52 @@ def _env_name(base: gym.Env) -> str:
     return f"{spec.id} {json.dumps(changed, sort_keys=True, default=repr)}"
 
 
+# gym.make adds these for every id alike; the evaluator adds ActionHints for the
+# policy's required_info and drives any TurnBudget/BudgetMix itself.
+_UNDESCRIBED = (
+    gym.wrappers.PassiveEnvChecker,
+    gym.wrappers.OrderEnforcing,
+    gym.wrappers.TimeLimit,
+    TurnBudget,
+    ActionHints,
+)
+
+
+def describe_wrappers(env: gym.Env) -> tuple[str, ...]:
+    """Return the wrappers of ``env``'s stack that change what an episode does, outermost first.
+
+    Each is ``Name`` or ``Name {"arg": value}`` with the arguments it recorded
+    (``gymnasium.utils.RecordConstructorArgs``).  They belong to the resume
+    check: a run with ``ChatHistory(window=2)`` shows the agent other prompts
+    than one without it, so its episodes must not be mixed into the same log.
+    The budget wrappers are left out (the evaluator sets T per episode and
+    their visibility is the run's ``mode``), as are the wrappers ``gym.make``
+    adds to every env and ``ActionHints`` (a consequence of the policy).
+
+    >>> import gymnasium as gym, agent_envs
+    >>> from wrappers import ChatHistory
+    >>> describe_wrappers(ChatHistory(gym.make("agent_envs/GuessNumber-v0"), window=2))
+    ('ChatHistory {"record": "action", "system_prompt": null, "window": 2}',)
+    """
+    names = []
+    while isinstance(env, gym.Wrapper):
+        if not isinstance(env, _UNDESCRIBED):
+            recorded = dict(getattr(env, "_saved_kwargs", None) or {})
+            recorded.pop("env", None)
+            # An argument JSON cannot hold (a callable, say) is named by its type:
+            # its repr may hold a memory address, which would differ every run.
+            arguments = json.dumps(
+                recorded, sort_keys=True, default=lambda value: type(value).__qualname__
+            )
+            names.append(type(env).__name__ + (f" {arguments}" if recorded else ""))
+        env = env.env
+    return tuple(names)
+
+
 def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     """Check the env reports success; return whether it has a working oracle."""
-    _, info = env.reset(seed=0, options={"task_id": task_id, "budget": budget})
-    if "success" not in info:
+    _, info = env.reset(seed=0, options={TASK_ID: task_id, BUDGET: budget})
+    if SUCCESS not in info:
         raise ValueError(f"{name} does not report info['success'], so success cannot be counted.")
     base = env.unwrapped
     try:
@@ -167,23 +189,13 @@ def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) ->
 def _check_options(
     visible_budget: Any, diagnostics: Any, max_error_rate: Any, n_bootstrap: Any, confidence: Any
 ) -> None:
-    for flag, name in ((visible_budget, "visible_budget"), (diagnostics, "diagnostics")):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}.")
-    for value, name, low, high in (
-        (max_error_rate, "max_error_rate", 0.0, 1.0),
-        (confidence, "confidence", 0.0, 1.0),
-    ):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not low <= value <= high
-        ):
-            raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}.")
-    if confidence in (0, 1):
+    check_bool(visible_budget, "visible_budget")
+    check_bool(diagnostics, "diagnostics")
+    check_probability(max_error_rate, "max_error_rate")
+    check_number(confidence, "confidence", 0.0, 1.0, open_low=True)
+    if confidence == 1:
         raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}.")
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 1:
-        raise ValueError(f"n_bootstrap must be an int >= 1, got {n_bootstrap!r}.")
+    check_int(n_bootstrap, "n_bootstrap", 1)
 
 
 def evaluate(
@@ -207,6 +219,7 @@ def evaluate(
     progress: bool = False,
     agent_name: str | None = None,
     env_name: str | None = None,
+    step_quality: int = 0,
 ) -> EvalResult:
     """Measure the Pass@(K,T) surface of ``policy`` on ``env``.
 
@@ -251,6 +264,10 @@ def evaluate(
         n_bootstrap, confidence: the bootstrap interval over tasks.
         progress: show a tqdm progress bar (if tqdm is installed).
         agent_name, env_name: names to record instead of the derived ones.
+        step_quality: also judge the policy on this many shared reference
+            states per task (``diagnostics["step_quality"]``, see
+            :func:`~agent_envs.evaluation.step_quality`); 0 (default) skips it.
+            Needs the oracle; the states are seeded by ``seed``.
 
     Returns:
         An :class:`EvalResult`.
@@ -272,27 +289,34 @@ def evaluate(
     budget_grid = check_grid(budgets, "budgets (T)")
     task_ids = check_tasks(tasks)
     _check_options(visible_budget, diagnostics, max_error_rate, n_bootstrap, confidence)
+    check_int(step_quality, "step_quality", 0)
     if transcripts and log_path is None:
         raise ValueError("transcripts are written to the run log: pass log_path as well.")
     adapter = adapt_policy(policy)
     make_env, name = resolve_env(env, env_name)
     if batch_size is None:
         batch_size = DEFAULT_BATCH_SIZE if adapter.batched else 1
-    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}.")
+    else:
+        batch_size = check_int(batch_size, "batch_size", 1)
+
+    wants = adapter.required_info
+    probe, probe_budget = build_stack(make_env, max(budget_grid), visible_budget, wants, _GRID)
+    name = name or _env_name(probe.unwrapped)
+    visible = visible_budget or adapter.budget_aware or probe_budget.visible
+    # Hidden: episodes run at max(T), a budget the policy must not see.
+    probe_budget.report(visible)
 
     def build() -> gym.Env:
-        return _build(make_env, max(budget_grid), visible_budget, adapter.required_info)
+        env, budget = build_stack(make_env, max(budget_grid), visible_budget, wants)
+        budget.report(visible)
+        return env
 
-    probe = build()
-    name = name or _env_name(probe.unwrapped)
-    stack_visible = _find_budget(probe, max(budget_grid)).visible
-    visible = visible_budget or adapter.budget_aware or stack_visible
     has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
     if diagnostics and not has_oracle:
         logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
     settings = EvalSettings.build(
         env=name,
+        wrappers=describe_wrappers(probe),
         agent=agent_name or adapter.name,
         ks=ks,
         budgets=budget_grid,
@@ -304,7 +328,11 @@ def evaluate(
         diagnostics=diagnostics and has_oracle,
     )
     run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
-    options = RunOptions(settings.diagnostics, transcripts, settings.mode == HIDDEN)
+    # The budget owner keeps budget keys out of a hidden run's info; a policy
+    # that asks for them anyway is told so once (see hidden_budget).
+    options = RunOptions(
+        settings.diagnostics, transcripts, hidden_budget=None if visible else BudgetReads()
+    )
     with run:
         if adapter.batched:
             slots = min(batch_size, max(len(run.todo), 1))
@@ -313,10 +341,32 @@ def evaluate(
         else:
             run_sequential(adapter, probe, run.todo, options, run.finish)
     records = run.records()
+    diagnosed = summarize(
+        records,
+        settings.budgets,
+        settings.mode,
+        settings.diagnostics,
+        privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
+    )
+    if step_quality and has_oracle:
+        # Imported here: step_quality builds its stacks with this module's build_stack.
+        from agent_envs.evaluation.step_quality import step_quality as judge_steps
+
+        diagnosed["step_quality"] = judge_steps(
+            policy,
+            env,
+            tasks=task_ids,
+            states_per_task=step_quality,
+            seed=seed,
+            max_turns=max(budget_grid),
+            visible_budget=visible_budget,
+            batch_size=batch_size,
+        )
     counts = _success_counts(settings, records)
     values = EvalResult.per_task(settings.samples, counts, ks)
     surface, low, high = EvalResult.surface_and_interval(values, n_bootstrap, seed, confidence)
     errors = [record.error for record in records if record.error is not None]
+    error_counts = Counter(errors)  # in first-seen order
     elapsed = time.perf_counter() - started
     return EvalResult(
         env_id=name,
@@ -335,11 +385,14 @@ def evaluate(
         n_bootstrap=n_bootstrap,
         episodes=len(records),
         errors=len(errors),
-        error_examples=list(dict.fromkeys(errors))[:5],
-        diagnostics=summarize(records, settings.budgets, settings.mode, settings.diagnostics),
+        error_examples=list(error_counts)[:5],
+        error_counts=list(error_counts.values())[:5],
+        diagnostics=diagnosed,
         settings={
+            "wrappers": list(settings.wrappers),
             "visible_budget": visible_budget,
             "diagnostics": settings.diagnostics,
+            "step_quality": step_quality if has_oracle else 0,
             "batch_size": batch_size if adapter.batched else 1,
             "max_error_rate": max_error_rate,
         },

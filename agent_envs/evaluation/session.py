@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections import Counter
 
 from agent_envs import __version__
+from agent_envs.evaluation.formatting import error_summary
 from agent_envs.evaluation.rollout import EpisodeRecord, EpisodeRun
 from agent_envs.evaluation.run_log import RunLog
 from agent_envs.evaluation.settings import EvalSettings
 
 __all__ = ["MIN_ERRORS_TO_STOP", "Progress", "RunAborted", "RunState"]
+
+logger = logging.getLogger(__name__)
 
 #: The error-rate stop only applies once this many episodes have failed.
 MIN_ERRORS_TO_STOP = 5
@@ -67,8 +72,18 @@ class RunState:
         wanted = {key.ident for key in self.plan}
         self.done = {ident: record for ident, record in done.items() if ident in wanted}
         self.todo = [key for key in self.plan if key.ident not in self.done]
+        if self.log is not None and self.log.records:
+            redo = len(self.log.records) - len(self.done)
+            logger.info(
+                "Resuming %s: %d finished episodes found, %d to run%s.",
+                self.log.path,
+                len(self.done),
+                len(self.todo),
+                f" ({redo} of them errors, redone)" if retry_errors and redo else "",
+            )
         self.fresh: dict[tuple, EpisodeRecord] = {}
         self.errors = self.turns = 0
+        self._error_kinds: Counter[str] = Counter()
         self._max_error_rate = max_error_rate
         self._bar = Progress(progress, len(self.plan), len(self.done), settings.env.split("/")[-1])
 
@@ -89,6 +104,7 @@ class RunState:
         self.turns += record.turns
         if record.error is not None:
             self.errors += 1
+            self._error_kinds[record.error] += 1
             finished = len(self.fresh)
             if self.errors >= MIN_ERRORS_TO_STOP and self.errors > self._max_error_rate * finished:
                 resume = (
@@ -98,8 +114,8 @@ class RunState:
                 )
                 raise RunAborted(
                     f"Stopped after {finished} episodes: {self.errors} raised an error in the "
-                    f"policy (more than max_error_rate={self._max_error_rate:g}). "
-                    f"Last: {record.error}. Fix the policy and rerun{resume}"
+                    f"policy (more than max_error_rate={self._max_error_rate:g}): "
+                    f"{error_summary(self._error_kinds.items())}. Fix the policy and rerun{resume}"
                 )
         self._bar.update(self.errors)
 

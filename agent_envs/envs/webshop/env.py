@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.core import TextEnv, parse_bracket_call, sanitize
-from agent_envs.envs._catalogue import (
+from agent_envs.envs.webshop.catalogue import (
     PAGE_SIZE,
     Product,
     ShopTask,
@@ -15,6 +15,7 @@ from agent_envs.envs._catalogue import (
     make_shop_task,
     match_score,
 )
+from wrappers.validators import check_int
 
 __all__ = ["WebShopEnv"]
 
@@ -112,14 +113,14 @@ class WebShopEnv(TextEnv[ShopTask]):
     """
 
     action_format = "Use search[query] on the search page or click[button] for a [button] shown."
+    privileged_oracle = True
     max_observation_length = 4096
 
     def __init__(
         self, min_products: int = 30, max_products: int = 45, render_mode: str | None = None
     ) -> None:
-        for name, value in (("min_products", min_products), ("max_products", max_products)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}.")
+        check_int(min_products, "min_products")
+        check_int(max_products, "max_products")
         if not 20 <= min_products <= max_products <= 200:
             raise ValueError(
                 "Need 20 <= min_products <= max_products <= 200, "

@@ -4,7 +4,7 @@ A home is a list of numbered receptacles (``cabinet 2``, ``fridge 1``) and a
 list of numbered objects (``apple 1``) that start inside them, plus one
 ``desklamp 1`` standing on a desk, side table or dresser.  :func:`generate_home`
 builds one home and its goal from a task generator; :func:`names_of` lists
-every name a home of a size can have, from which ``household_commands`` builds
+every name a home of a size can have, from which ``commands`` builds
 the fixed command vocabulary.
 """
 

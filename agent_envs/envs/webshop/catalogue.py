@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent_envs.envs._bm25 import BM25, word_tokens
-from agent_envs.envs._draws import Draws
+from agent_envs.envs.common.bm25 import BM25, word_tokens
+from agent_envs.envs.common.draws import Draws
 
 __all__ = ["CATEGORIES", "PAGE_SIZE", "Product", "ShopTask", "make_shop_task", "match_score"]
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_envs.envs.household_world import Home
+from agent_envs.envs.household.world import Home
 
 __all__ = ["plan"]
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from agent_envs.core import TextEnv, parse_bracket_call, sanitize
-from agent_envs.envs._knowledge_base import KnowledgeTask, make_knowledge_task, normalize_answer
+from agent_envs.envs.knowledge_search.knowledge_base import (
+    KnowledgeTask,
+    make_knowledge_task,
+    normalize_answer,
+)
+from wrappers.validators import check_int
 
 __all__ = ["KnowledgeSearchEnv"]
 
@@ -92,9 +97,8 @@ class KnowledgeSearchEnv(TextEnv[KnowledgeTask]):
     def __init__(
         self, min_hops: int = 2, max_hops: int = 2, render_mode: str | None = None
     ) -> None:
-        for name, value in (("min_hops", min_hops), ("max_hops", max_hops)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}.")
+        check_int(min_hops, "min_hops")
+        check_int(max_hops, "max_hops")
         if not 1 <= min_hops <= max_hops <= 4:
             raise ValueError(f"Need 1 <= min_hops <= max_hops <= 4, got {min_hops}, {max_hops}.")
         self.min_hops, self.max_hops = min_hops, max_hops

@@ -9,8 +9,18 @@ from typing import Any
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.envs._grid import bfs_distances, descending_moves, direction_parser, grid_neighbours
-from agent_envs.envs._slippery import BudgetedLake, solve_budgeted_lake, solve_slippery_lake
+from agent_envs.envs.common.grid import (
+    bfs_distances,
+    descending_moves,
+    direction_parser,
+    grid_neighbours,
+)
+from agent_envs.envs.frozen_lake.slippery import (
+    BudgetedLake,
+    solve_budgeted_lake,
+    solve_slippery_lake,
+)
+from wrappers.validators import check_bool, check_int
 
 __all__ = [
     "DEADLINE_DISCOUNT",
@@ -130,7 +140,7 @@ def solve_slippery(
 ) -> tuple[tuple[float, ...], tuple[tuple[int, ...], ...]]:
     """Return the slippery oracle of ``task``, memoised on it.
 
-    See :func:`agent_envs.envs._slippery.solve_slippery_lake` for the
+    See :func:`agent_envs.envs.frozen_lake.slippery.solve_slippery_lake` for the
     criterion (success before a random deadline) and the returned
     ``(probabilities, moves)`` per tile.
     """
@@ -143,7 +153,7 @@ def solve_slippery(
 def budgeted_oracle(task: LakeTask, intended: float = INTENDED_PROBABILITY) -> BudgetedLake:
     """Return the budget-aware slippery oracle of ``task``, memoised on it.
 
-    See :class:`agent_envs.envs._slippery.BudgetedLake`: dynamic programming
+    See :class:`agent_envs.envs.frozen_lake.slippery.BudgetedLake`: dynamic programming
     over (tile, turns left) for the highest probability of reaching the goal
     within the turns left.
     """
@@ -263,12 +273,8 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
     def __init__(
         self, size: int = 4, slippery: bool = False, render_mode: str | None = None
     ) -> None:
-        if isinstance(size, bool) or not isinstance(size, int) or not 2 <= size <= 32:
-            raise ValueError(f"size must be an int in [2, 32], got {size!r}.")
-        if not isinstance(slippery, bool):
-            raise TypeError(f"slippery must be a bool, got {type(slippery).__name__}.")
-        self.size = size
-        self.slippery = slippery
+        self.size = check_int(size, "size", 2, 32)
+        self.slippery = check_bool(slippery, "slippery")
         self.stochastic = slippery
         super().__init__(render_mode=render_mode)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agent_envs.envs._grid import descending_moves, grid_neighbours
+from agent_envs.envs.common.grid import descending_moves, grid_neighbours
 
 __all__ = ["BudgetedLake", "solve_budgeted_lake", "solve_slippery_lake"]
 

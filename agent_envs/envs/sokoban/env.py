@@ -1,7 +1,7 @@
 """Sokoban: push every box onto a target in a small procedurally generated room.
 
 Room generation and the searches behind the oracle and ``dead_end`` live in
-:mod:`agent_envs.envs._sokoban_rooms`; this module is the text interface.
+:mod:`agent_envs.envs.sokoban.rooms`; this module is the text interface.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.envs._grid import DOWN, LEFT, RIGHT, UP, direction_parser
-from agent_envs.envs._sokoban_rooms import (
+from agent_envs.envs.common.grid import DOWN, LEFT, RIGHT, UP, direction_parser
+from agent_envs.envs.sokoban.rooms import (
     MAX_SIDE,
     MIN_SIDE,
     PLAYER_BITS,
@@ -21,6 +21,7 @@ from agent_envs.envs._sokoban_rooms import (
     neighbour_steps,
     render,
 )
+from wrappers.validators import check_int
 
 __all__ = ["DIRECTIONS", "SokobanEnv", "SokobanTask"]
 
@@ -127,20 +128,10 @@ class SokobanEnv(TextEnv[SokobanTask]):
         num_boxes: int = 1,
         render_mode: str | None = None,
     ) -> None:
-        for name, value in (("width", width), ("height", height)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}.")
-            if not MIN_SIDE <= value <= MAX_SIDE:
-                raise ValueError(
-                    f"{name} must be in [{MIN_SIDE}, {MAX_SIDE}] (walls included), got {value}."
-                )
+        check_int(width, "width (walls included)", MIN_SIDE, MAX_SIDE)
+        check_int(height, "height (walls included)", MIN_SIDE, MAX_SIDE)
         limit = min(_MAX_BOXES, (width - 2) * (height - 2) // 4)
-        if isinstance(num_boxes, bool) or not isinstance(num_boxes, int):
-            raise TypeError(f"num_boxes must be an int, got {type(num_boxes).__name__}.")
-        if not 1 <= num_boxes <= limit:
-            raise ValueError(
-                f"num_boxes must be in [1, {limit}] for a {width}x{height} room, got {num_boxes}."
-            )
+        check_int(num_boxes, f"num_boxes for a {width}x{height} room", 1, limit)
         self.width, self.height, self.num_boxes = width, height, num_boxes
         self._deltas = neighbour_steps(width)
         super().__init__(render_mode=render_mode)

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.envs.household_commands import APPLIANCE_OF, Verb, command_set, parse
-from agent_envs.envs.household_oracle import plan
-from agent_envs.envs.household_world import CLEAN, COLD, HOT, SIZES, Home, generate_home, listing
+from agent_envs.envs.household.commands import APPLIANCE_OF, Verb, command_set, parse
+from agent_envs.envs.household.oracle import plan
+from agent_envs.envs.household.world import CLEAN, COLD, HOT, SIZES, Home, generate_home, listing
 
 __all__ = ["HouseholdEnv"]
 
@@ -110,7 +110,7 @@ class HouseholdEnv(TextEnv[Home]):
 
     ## Oracle
     A privileged planner that knows where every object is (see
-    ``agent_envs.envs.household_oracle``): a breadth-first search over the
+    ``agent_envs.envs.household.oracle``): a breadth-first search over the
     goal-relevant state (target objects, the receptacles holding them, the
     appliance, the lamp, the agent's place and load, open flags), which is
     exact because nothing it leaves out can shorten a plan.
@@ -130,6 +130,7 @@ class HouseholdEnv(TextEnv[Home]):
     """
 
     action_format = _FORMAT
+    privileged_oracle = True
     max_observation_length = 4096
     max_action_length = 256
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent_envs.envs._bm25 import BM25, char_trigrams
-from agent_envs.envs._draws import Draws
+from agent_envs.envs.common.bm25 import BM25, char_trigrams
+from agent_envs.envs.common.draws import Draws
 
 __all__ = ["KnowledgeTask", "make_knowledge_task", "normalize_answer"]
 

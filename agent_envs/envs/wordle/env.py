@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent_envs.core import TextEnv, sanitize
-from agent_envs.envs._wordle_words import (
+from agent_envs.envs.wordle.words import (
     WordLists,
     choose_guess,
     feedback,

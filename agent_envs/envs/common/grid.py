@@ -1,4 +1,4 @@
-"""Grid helpers shared by the grid-navigation families (FrozenLake and Maze).
+"""Grid helpers shared by the grid-navigation families (FrozenLake, Maze and Sokoban).
 
 Cells are numbered row-major, ``cell = row * cols + col``, with row 0 at the
 top (north).  Directions follow Gymnasium's FrozenLake order: ``0`` left

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent_envs.envs.household_world import RECEPTACLE_TYPES, HomeSize, names_of
+from agent_envs.envs.household.world import RECEPTACLE_TYPES, HomeSize, names_of
 
 __all__ = ["APPLIANCE_OF", "CommandSet", "Verb", "command_set", "parse"]
 

@@ -1,0 +1,1 @@
+"""Shared helpers: grids (``grid``), task draws (``draws``), BM25 (``bm25``)."""

@@ -1,0 +1,80 @@
+"""Hidden budgets: warn a policy that looks for the budget it cannot have.
+
+In hidden mode every episode runs at max(T) while the surface reads each T off
+it, so the policy must not learn the budget: the budget's one owner
+(``wrappers.budget``) then leaves ``budget`` and ``turns_left`` out of
+``info`` (``turn`` stays: it reveals no budget).  A policy that reads them
+anyway would silently get nothing and be measured as if it had no budget
+sense at all; :class:`HiddenBudgetInfo` tells it so, once per run, with the
+fix.
+
+The check costs nothing on the hot path of a policy that never asks: plain
+lookups of present keys go through ``dict`` itself, and only a miss
+(``__missing__``), ``get`` and ``in`` run Python code.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from agent_envs.protocol import BUDGET, TURNS_LEFT
+
+__all__ = ["HIDDEN_BUDGET_KEYS", "BudgetReads", "HiddenBudgetInfo"]
+
+#: The ``info`` keys that reveal the budget; removed in hidden mode.
+HIDDEN_BUDGET_KEYS = (BUDGET, TURNS_LEFT)
+_HIDDEN = frozenset(HIDDEN_BUDGET_KEYS)
+
+
+class BudgetReads:
+    """One run's record of whether the policy read a hidden budget key; warns once."""
+
+    __slots__ = ("key",)
+
+    def __init__(self) -> None:
+        #: The first hidden key the policy asked for, or ``None``.
+        self.key: str | None = None
+
+    def read(self, key: str) -> None:
+        """Note that the policy asked for ``key``; warn on the first time in this run."""
+        if self.key is None:
+            self.key = key
+            warnings.warn(
+                f"the policy read info[{key!r}], but the budget is hidden in this run (every "
+                "episode runs at max(T)), so it got nothing. If the policy uses the budget, "
+                "set budget_aware = True on it or pass visible_budget=True (--visible-budget).",
+                UserWarning,
+                stacklevel=3,
+            )
+
+
+class HiddenBudgetInfo(dict):
+    """A policy's ``info`` without the budget keys; asking for one notes it in ``reads``."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self, info: dict[str, Any], reads: BudgetReads) -> None:
+        super().__init__(info)
+        for key in HIDDEN_BUDGET_KEYS:  # absent already when the budget owner hides it
+            self.pop(key, None)
+        self.reads = reads
+
+    def __missing__(self, key: Any) -> Any:
+        if key in _HIDDEN:
+            self.reads.read(key)
+        raise KeyError(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in _HIDDEN:
+            self.reads.read(key)
+        return dict.get(self, key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if key in _HIDDEN:
+            self.reads.read(key)  # type: ignore[arg-type]
+        return dict.__contains__(self, key)
+
+    def __reduce__(self) -> Any:
+        # Pickles (e.g. to a Ray worker) as the plain dict it stands for.
+        return (dict, (dict(self),))

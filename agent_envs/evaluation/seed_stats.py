@@ -1,0 +1,119 @@
+"""Seed-level statistics: the training seed, not the (seed, task) pair, is the unit.
+
+Results of several training seeds are not independent draws of tasks: each
+seed's tasks share one trained policy.  Treating (seed, task) pairs as
+independent makes intervals far too narrow.  Here the bootstrap resamples
+seeds, then tasks within each drawn seed, and the test compares seeds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from agent_envs.evaluation.pass_at_k import bootstrap_means
+
+__all__ = [
+    "MIN_SEEDS",
+    "hierarchical_bootstrap",
+    "min_p_value",
+    "paired_permutation_test",
+    "unpaired_permutation_test",
+]
+
+#: Fewer seeds per side than this and no cell is called significant.
+MIN_SEEDS = 5
+# Exact tests enumerate at most this many relabellings; beyond, Monte Carlo.
+_EXACT_LIMIT = 1 << 14
+_MONTE_CARLO = 1 << 14
+
+#: Draws ``m`` task-level bootstrap means of one seed, shape ``(m, ...)``.
+SeedSampler = Callable[[int, np.random.Generator], np.ndarray]
+
+
+def task_sampler(values: np.ndarray) -> SeedSampler:
+    """Return a sampler of one seed's mean over its tasks (rows of ``values``)."""
+    return lambda m, rng: bootstrap_means(values, m, rng)
+
+
+def hierarchical_bootstrap(
+    samplers: Sequence[SeedSampler], n_bootstrap: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Return ``n_bootstrap`` draws of the mean over seeds of each seed's mean over tasks.
+
+    Each draw picks ``len(samplers)`` seeds with replacement and, for every
+    pick (a seed picked twice counts twice, with two independent task
+    resamples), a resample of that seed's tasks.
+    """
+    seeds = len(samplers)
+    picks = rng.integers(0, seeds, size=(n_bootstrap, seeds))
+    total: np.ndarray | None = None
+    for index, sampler in enumerate(samplers):
+        rows = np.nonzero(picks == index)[0]  # one entry per pick, in draw order
+        if rows.size == 0:
+            continue
+        draws = sampler(rows.size, rng)
+        if total is None:
+            total = np.zeros((n_bootstrap, *draws.shape[1:]))
+        np.add.at(total, rows, draws)
+    assert total is not None  # some seed is always picked
+    return total / seeds
+
+
+def min_p_value(seeds_a: int, seeds_b: int, paired: bool) -> float:
+    """Return the smallest two-sided p-value the seed-level test can give."""
+    if paired:
+        return min(1.0, 2.0 / 2**seeds_a)
+    splits = math.comb(seeds_a + seeds_b, seeds_a)
+    return min(1.0, (2.0 if seeds_a == seeds_b else 1.0) / splits)
+
+
+def _p_value(observed: np.ndarray, statistics: np.ndarray) -> np.ndarray:
+    # A relabelling counts when it is at least as extreme; the tolerance keeps
+    # float noise from splitting ties (the identity relabelling always counts).
+    extreme = np.abs(statistics) >= np.abs(observed) - 1e-12
+    return extreme.mean(axis=0)
+
+
+def paired_permutation_test(differences: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Two-sided sign-flip test of mean(differences) = 0 over axis 0 (the seeds).
+
+    Exact (every sign pattern) for up to 14 seeds, Monte Carlo beyond.
+    Returns the p-value of each cell.
+    """
+    differences = np.asarray(differences, dtype=float)
+    seeds = differences.shape[0]
+    if 2**seeds <= _EXACT_LIMIT:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=seeds)))
+    else:
+        signs = rng.choice((1.0, -1.0), size=(_MONTE_CARLO, seeds))
+        signs[0] = 1.0
+    flat = differences.reshape(seeds, -1)
+    statistics = signs @ flat / seeds
+    observed = flat.mean(axis=0)
+    return _p_value(observed, statistics).reshape(differences.shape[1:])
+
+
+def unpaired_permutation_test(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Two-sided permutation test of mean(a) = mean(b) over axis 0 (the seeds).
+
+    Exact (every split) when there are at most 16384 splits, Monte Carlo beyond.
+    """
+    pooled = np.concatenate([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
+    total, first = pooled.shape[0], len(a)
+    flat = pooled.reshape(total, -1)
+    if math.comb(total, first) <= _EXACT_LIMIT:
+        groups = list(itertools.combinations(range(total), first))
+    else:
+        groups = [tuple(range(first))] + [
+            tuple(rng.permutation(total)[:first]) for _ in range(_MONTE_CARLO - 1)
+        ]
+    member = np.zeros((len(groups), total))
+    for row, group in enumerate(groups):
+        member[row, list(group)] = 1.0
+    statistics = member @ flat / first - (1.0 - member) @ flat / (total - first)
+    observed = flat[:first].mean(axis=0) - flat[first:].mean(axis=0)
+    return _p_value(observed, statistics).reshape(pooled.shape[1:])

@@ -1,0 +1,285 @@
+"""Step quality: every policy judged on one shared, seeded set of reference states.
+
+Decision quality is measured on the states a policy visits itself, so two
+policies that go to different places are judged on different questions.
+:func:`step_quality` fixes the questions: it replays seeded trajectories of a
+reference policy (by default a noisy oracle, so that the set holds states just
+after mistakes), hands the policy each chosen state with its exact history,
+through the same env stack as ``evaluate``, and scores the one action it
+returns against ``oracle_actions()``.  The state set depends only on the env,
+the reference, ``tasks``, ``states_per_task``, ``max_turns`` and ``seed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agent_envs.evaluation.hidden_budget import BudgetReads
+from agent_envs.evaluation.policies import adapt_policy
+from agent_envs.evaluation.rollout import (
+    EpisodeKey,
+    EpisodeRun,
+    RunOptions,
+    episode_seed,
+    run_sequential,
+)
+from agent_envs.evaluation.runner import build_stack, resolve_env
+from agent_envs.evaluation.settings import check_tasks
+from agent_envs.protocol import (
+    ADMISSIBLE_ACTIONS,
+    EPISODE_SEED,
+    ORACLE_ACTIONS,
+    TURN,
+    VALID_ACTION,
+)
+from wrappers.validators import check_int
+
+__all__ = ["NoisyOracleReference", "step_quality"]
+
+# Salts the draw of the states so that it never reuses the episodes' seeds.
+_STATE_STREAM = 0x57E9
+
+
+class NoisyOracleReference:
+    """The default reference: the oracle's first action, or with probability ``epsilon`` a
+    uniformly drawn admissible one.
+
+    Each draw comes from ``numpy.random.default_rng([seed, episode_seed, turn])``,
+    so a trajectory depends only on its episode seed.
+
+    >>> NoisyOracleReference(epsilon=0.0).act("", {"oracle_actions": ["up"],
+    ...     "admissible_actions": ["up", "down"], "episode_seed": 1, "turn": 0})
+    'up'
+    """
+
+    required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)
+
+    def __init__(self, epsilon: float = 0.3, seed: int = 0) -> None:
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}.")
+        self.epsilon, self.seed = float(epsilon), seed
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Return the oracle's action, or a random admissible one with probability epsilon."""
+        rng = np.random.default_rng([self.seed, info[EPISODE_SEED], info[TURN]])
+        oracle, admissible = info[ORACLE_ACTIONS], info[ADMISSIBLE_ACTIONS]
+        if oracle and rng.random() >= self.epsilon:
+            return oracle[0]
+        return admissible[int(rng.integers(len(admissible)))] if admissible else ""
+
+    def __repr__(self) -> str:
+        return f"NoisyOracleReference(epsilon={self.epsilon}, seed={self.seed})"
+
+
+def _reference_states(
+    reference: Any,
+    build: Callable[[frozenset[str], bool], gym.Env],
+    task: int,
+    states_per_task: int,
+    max_turns: int,
+    seed: int,
+) -> list[tuple[int, tuple[str, ...], bool]]:
+    """Return the chosen states of one task as ``(episode seed, actions so far, after a mistake)``.
+
+    Reference attempts ``0, 1, ...`` at the task are played until they hold
+    ``states_per_task`` solvable states (at most ``states_per_task`` attempts);
+    the states are then drawn without replacement.
+    """
+    adapter = adapt_policy(reference)
+    env = build(adapter.required_info, False)
+    options = RunOptions(diagnose=True, transcripts=True)
+    candidates: list[tuple[int, tuple[str, ...], bool]] = []
+    finished: list[EpisodeRun] = []
+    for attempt in range(states_per_task):
+        key = EpisodeKey(task, attempt, max_turns, episode_seed(seed, task, attempt))
+        run_sequential(adapter, env, [key], options, finished.append)
+        run = finished[-1]
+        if run.record.error is not None:
+            raise RuntimeError(f"the reference policy failed: {run.record.error}")
+        steps = run.transcript["steps"]
+        errors = {turn for turn, _, _ in run.record.oracle_errors}
+        solvable = len(steps) if run.record.dead_end_turn is None else run.record.dead_end_turn
+        off_path = False
+        for turn in range(min(solvable, len(steps))):
+            # The state before action turn + 1, reached by the first `turn` actions.
+            candidates.append((key.seed, tuple(s["action"] for s in steps[:turn]), off_path))
+            if steps[turn]["valid"]:
+                off_path = turn + 1 in errors
+        if len(candidates) >= states_per_task:
+            break
+    rng = np.random.default_rng([_STATE_STREAM, seed, task])
+    picks = rng.choice(len(candidates), size=min(states_per_task, len(candidates)), replace=False)
+    return [candidates[index] for index in sorted(picks)]
+
+
+def step_quality(
+    policy: Any,
+    env: str | Callable[[], gym.Env],
+    *,
+    tasks: int | Sequence[int],
+    states_per_task: int,
+    reference: Any = None,
+    seed: int = 0,
+    max_turns: int = 50,
+    visible_budget: bool = False,
+    batch_size: int | None = None,
+) -> dict[str, Any]:
+    """Judge ``policy`` on a fixed, seeded set of reference states; return a JSON-ready dict.
+
+    For each task, up to ``states_per_task`` states where success is still
+    reachable are drawn from reference trajectories (attempt ``j`` uses
+    ``episode_seed(seed, task, j)``, under a hidden budget of ``max_turns``).
+    Each state is rebuilt by replaying its actions through the stack
+    ``evaluate`` would build for ``policy`` (so ``ChatHistory`` holds the same
+    messages); the policy acts once, and its action is judged against
+    ``oracle_actions()`` of that state, and stepped only to learn whether the
+    env takes it as valid.  A policy that raises counts as invalid there.
+    Results do not depend on ``batch_size``.
+
+    Args:
+        policy: any policy ``evaluate`` accepts.
+        env: a registered id, or a callable that builds an env.
+        tasks: a count or a list of task ids.
+        states_per_task: states drawn per task (>= 1).
+        reference: the policy whose trajectories give the states; default
+            :class:`NoisyOracleReference` ``(epsilon=0.3)``.
+        seed: seeds the reference attempts and the draw of the states.
+        max_turns: the budget of the reference attempts.
+        visible_budget: show the policy the turns left, as in ``evaluate``.
+        batch_size: states per ``act_batch`` call (default 64).
+
+    Returns:
+        ``optimal_rate`` (optimal actions / states), ``recovery_optimal_rate``
+        and ``on_path_optimal_rate`` (the same over *recovery states*, those
+        whose last valid reference action was an error, and over the others),
+        ``invalid_rate``, the state counts, ``privileged_oracle``, the
+        ``state_set`` that identifies the states, and ``per_task`` rows
+        ``[task, states, optimal, invalid, recovery states, recovery optimal]``.
+
+    Example:
+        >>> from agent_envs.evaluation import step_quality
+        >>> oracle = NoisyOracleReference(epsilon=0.0)
+        >>> step_quality(oracle, "agent_envs/Sokoban-v0", tasks=2, states_per_task=3)["states"]
+        6
+    """
+    task_ids = check_tasks(tasks)
+    check_int(states_per_task, "states_per_task", 1)
+    check_int(max_turns, "max_turns", 1)
+    if batch_size is not None:
+        check_int(batch_size, "batch_size", 1)
+    reference = NoisyOracleReference() if reference is None else reference
+    adapter = adapt_policy(policy)
+    make_env, _ = resolve_env(env, None)
+    probe_env, probe_budget = build_stack(
+        make_env, max_turns, visible_budget, adapter.required_info
+    )
+    visible = visible_budget or adapter.budget_aware or probe_budget.visible
+    probe_budget.report(visible)
+
+    def build(wants: frozenset[str], report: bool) -> gym.Env:
+        # As in evaluate: the budget is reported in info only when it is visible.
+        stack, budget = build_stack(make_env, max_turns, visible_budget, wants)
+        budget.report(report)
+        return stack
+
+    states = [
+        (task, *state)
+        for task in task_ids
+        for state in _reference_states(reference, build, task, states_per_task, max_turns, seed)
+    ]
+    slots = (batch_size or 64) if adapter.batched else 1
+    envs = [probe_env] + [build(adapter.required_info, visible) for _ in range(slots - 1)]
+    options = RunOptions(diagnose=True, hidden_budget=None if visible else BudgetReads())
+    outcomes: list[tuple[bool, bool]] = []
+    for start in range(0, len(states), slots):
+        chunk = states[start : start + slots]
+        runs, observations, infos = [], [], []
+        for env_, (task, episode, actions, _) in zip(envs, chunk, strict=False):
+            run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
+            observation, info = run.reset(env_)
+            for action in actions:
+                observation, _, _, _, info = env_.step(action)
+                info = run.policy_info(info)
+            run.before_act(info)
+            runs.append(run)
+            observations.append(observation)
+            infos.append(info)
+        actions_out = _act(adapter, observations, infos)
+        for env_, run, action in zip(envs, runs, actions_out, strict=False):
+            if not isinstance(action, str):
+                outcomes.append((False, True))
+                continue
+            _, _, _, _, info = env_.step(action)
+            valid = bool(info.get(VALID_ACTION, True))
+            outcomes.append((valid and run._is_oracle_move(action), not valid))
+    return _summary(
+        states,
+        outcomes,
+        privileged=bool(getattr(probe_env.unwrapped, "privileged_oracle", False)),
+        state_set={
+            "reference": adapt_policy(reference).name,
+            "tasks": list(task_ids),
+            "states_per_task": states_per_task,
+            "max_turns": max_turns,
+            "seed": seed,
+        },
+        policy=adapter.name,
+    )
+
+
+def _act(adapter: Any, observations: list[str], infos: list[dict[str, Any]]) -> list[Any]:
+    """Return one action (or the exception it raised) per state."""
+    if adapter.batched:
+        try:
+            return adapter.act_batch(observations, infos)
+        except Exception as exc:  # the policy's error counts as an invalid action
+            return [exc] * len(observations)
+    actions: list[Any] = []
+    for observation, info in zip(observations, infos, strict=True):
+        try:
+            actions.append(adapter.episode_actor()(observation, info))
+        except Exception as exc:
+            actions.append(exc)
+    return actions
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def _summary(
+    states: list[tuple[int, int, tuple[str, ...], bool]],
+    outcomes: list[tuple[bool, bool]],
+    *,
+    privileged: bool,
+    state_set: dict[str, Any],
+    policy: str,
+) -> dict[str, Any]:
+    rows: dict[int, list[int]] = {}
+    for (task, _, _, recovery), (optimal, invalid) in zip(states, outcomes, strict=True):
+        row = rows.setdefault(task, [task, 0, 0, 0, 0, 0])
+        row[1] += 1
+        row[2] += optimal
+        row[3] += invalid
+        row[4] += recovery
+        row[5] += recovery and optimal
+    total, optimal, invalid, recovery, recovery_optimal = (
+        sum(row[i] for row in rows.values()) for i in range(1, 6)
+    )
+    return {
+        "policy": policy,
+        "states": total,
+        "optimal_rate": _rate(optimal, total),
+        "recovery_states": recovery,
+        "recovery_optimal_rate": _rate(recovery_optimal, recovery),
+        "on_path_states": total - recovery,
+        "on_path_optimal_rate": _rate(optimal - recovery_optimal, total - recovery),
+        "invalid_rate": _rate(invalid, total),
+        "privileged_oracle": privileged,
+        "state_set": state_set,
+        "per_task": [rows[task] for task in sorted(rows)],
+    }

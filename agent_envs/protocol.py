@@ -1,0 +1,147 @@
+"""The project's contract in code: info and option keys, the oracle API, the policy.
+
+This is the one module every layer above ``wrappers`` imports the contract
+from.  It has two halves:
+
+* **The env contract** (keys and the oracle API Protocols) is defined in
+  :mod:`wrappers.protocol` and re-exported here unchanged.  It lives at the
+  bottom because the generic wrappers write some of the keys and call the
+  oracle API, and ``wrappers`` must never import ``agent_envs``.  Use the
+  constants, never the strings: ``info[SUCCESS]``, ``options={TASK_ID: 3}``.
+* **The policy contract** is defined here, because only the evaluator and the
+  agents use it.
+
+What a policy is, as the evaluator sees it.  A *compliant policy* is any
+object with ``act(observation, info) -> str`` (:class:`Policy`), or a plain
+callable ``f(observation) -> str``.  No base class is forced on anyone; the
+Protocols below state the shape, in the manner of Stable-Baselines3's
+``PolicyPredictor``.  Optional extras:
+
+* ``act_batch(observations, infos) -> list[str]`` (:class:`BatchPolicy`): the
+  evaluator then steps many episodes in lockstep and makes one call per turn
+  for all of them.  A slot may hold an exception instead of an action: that
+  episode alone is recorded as an error.  An exception *raised* by
+  ``act_batch`` fails every episode of the call.
+* ``budget_aware = True``: the agent learns the budget some other way than the
+  observation, so the evaluator must run every budget separately.
+* ``required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)``: the evaluator adds
+  those lists to ``info`` (through ``wrappers.ActionHints``).  This is how the
+  random and oracle baselines see the env's action API while
+  ``act(observation, info)`` stays the only call.
+
+Every ``info`` the evaluator hands a policy also carries :data:`EPISODE_SEED`,
+an int in ``[0, 2**32)`` derived from (base seed, task, attempt), and
+:data:`TURN` (turns used so far).  A policy that samples should derive its
+randomness from (``episode_seed``, ``turn``), so that attempts draw different
+samples and the result does not depend on batching or episode order.
+:data:`BUDGET` and :data:`TURNS_LEFT` are in ``info`` only when the budget is
+visible (a visible ``TurnBudget``, or ``budget_aware = True``); with a hidden
+budget the episode runs at max(T), so the evaluator never shows them.
+
+A stateful agent (one that remembers earlier turns of its episode) is passed
+to the evaluator as a factory: a class, or
+``agent_envs.evaluation.PerEpisode(factory)``, gets one fresh instance per
+episode.  Any other object is shared by all episodes.
+
+A policy may return an :class:`AgentAction` (a ``str``) whose ``raw`` holds the
+unparsed text it generated; the evaluator stores ``raw`` in the transcript.
+
+>>> from agent_envs.protocol import SUCCESS, Policy
+>>> class Echo:
+...     def act(self, observation, info):
+...         return observation
+>>> isinstance(Echo(), Policy), SUCCESS
+(True, 'success')
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from wrappers.protocol import (
+    ADMISSIBLE_ACTIONS,
+    BUDGET,
+    DEAD_END,
+    EPISODE_SEED,
+    MESSAGES,
+    ORACLE_ACTIONS,
+    SUCCESS,
+    TASK_ID,
+    TURN,
+    TURNS_LEFT,
+    VALID_ACTION,
+    ActionParser,
+    ActionVocabulary,
+    AdmissibleActions,
+    BudgetAwareOracle,
+    Oracle,
+    OracleEnv,
+)
+
+__all__ = [
+    "ADMISSIBLE_ACTIONS",
+    "BUDGET",
+    "DEAD_END",
+    "EPISODE_SEED",
+    "MESSAGES",
+    "ORACLE_ACTIONS",
+    "REQUIRED_INFO_KEYS",
+    "SUCCESS",
+    "TASK_ID",
+    "TURN",
+    "TURNS_LEFT",
+    "VALID_ACTION",
+    "ActionParser",
+    "ActionVocabulary",
+    "AdmissibleActions",
+    "AgentAction",
+    "BatchPolicy",
+    "BudgetAwareOracle",
+    "Oracle",
+    "OracleEnv",
+    "Policy",
+    "PolicyExtras",
+]
+
+#: The keys a policy may ask for in ``required_info``.
+REQUIRED_INFO_KEYS = frozenset({ADMISSIBLE_ACTIONS, ORACLE_ACTIONS})
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """An agent that maps the latest observation (and its info) to an action."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+@runtime_checkable
+class BatchPolicy(Protocol):
+    """An agent that acts for many concurrent episodes in one call."""
+
+    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[str]: ...
+
+
+class PolicyExtras(Protocol):
+    """The optional attributes a policy declares (read with ``getattr``, default off)."""
+
+    budget_aware: ClassVar[bool]
+    required_info: ClassVar[tuple[str, ...]]
+
+
+class AgentAction(str):
+    """An action string that also carries the raw text the agent generated.
+
+    >>> action = AgentAction("up", raw="I should go up.\\nAction: up")
+    >>> action == "up", action.raw.splitlines()[-1]
+    (True, 'Action: up')
+    """
+
+    raw: str
+
+    def __new__(cls, action: str, raw: str | None = None) -> AgentAction:
+        instance = super().__new__(cls, action)
+        instance.raw = action if raw is None else raw
+        return instance
+
+    def __reduce__(self):
+        return (AgentAction, (str(self), self.raw))

@@ -1,0 +1,143 @@
+"""compare() at the seed level: hierarchical bootstrap and a seed-level paired test."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agent_envs.cli import main
+from agent_envs.evaluation import EvalResult, compare
+from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
+from agent_envs.evaluation.seed_stats import (
+    hierarchical_bootstrap,
+    min_p_value,
+    paired_permutation_test,
+    task_sampler,
+    unpaired_permutation_test,
+)
+
+
+def fake(successes, samples=4, agent="A", tasks=None):
+    """A one-cell (K=1, T=10) result whose task i had ``successes[i]`` of ``samples``."""
+    counts = np.array(successes, dtype=np.int64)[:, None]
+    surface = np.array([[counts.mean() / samples]])
+    return EvalResult(
+        env_id="agent_envs/GuessNumber-v0",
+        agent=agent,
+        mode="hidden",
+        ks=[1],
+        budgets=[10],
+        task_ids=list(tasks if tasks is not None else range(len(successes))),
+        samples=samples,
+        seed=0,
+        surface=surface,
+        ci_low=surface,
+        ci_high=surface,
+        success_counts=counts,
+        n_bootstrap=400,
+    )
+
+
+def seeds(levels, agent, tasks=8):
+    """One result per seed; seed s solves ``levels[s]`` of 4 attempts at every task."""
+    return [fake([level] * tasks, agent=agent) for level in levels]
+
+
+# ------------------------------------------------------------------- the tests
+def test_the_sign_flip_test_is_exact():
+    differences = np.array([0.1, 0.2, 0.3, 0.1, 0.2, 0.4])
+    rng = np.random.default_rng(0)
+    assert paired_permutation_test(differences, rng) == pytest.approx(2 / 64)
+    assert paired_permutation_test(np.array([0.1, -0.1, 0.2, -0.2]), rng) == 1.0
+    assert min_p_value(6, 6, paired=True) == 2 / 64
+    assert min_p_value(4, 4, paired=True) == 2 / 16
+    # Unpaired: 3 vs 3, every split; the observed one is the most extreme.
+    a, b = np.array([3.0, 4.0, 5.0]), np.array([0.0, 1.0, 2.0])
+    assert unpaired_permutation_test(a, b, rng) == pytest.approx(2 / 20)
+    assert min_p_value(3, 3, paired=False) == 2 / 20
+
+
+def test_seeds_are_the_unit_so_a_seed_effect_widens_the_interval():
+    # Four seeds that differ a lot, eight tasks each: the (seed, task) pairs
+    # look like 32 independent draws, but only 4 policies were trained.
+    results = seeds([0, 4, 1, 3], "A")
+    draws = hierarchical_bootstrap(
+        [task_sampler(r.per_task_values()) for r in results], 2000, np.random.default_rng(1)
+    )
+    low, high = percentile_interval(draws)
+    pooled = np.concatenate([r.per_task_values() for r in results])
+    naive_low, naive_high = percentile_interval(
+        bootstrap_means(pooled, 2000, np.random.default_rng(1))
+    )
+    assert (high - low).item() > 2 * (naive_high - naive_low).item()
+    assert draws.mean() == pytest.approx(0.5, abs=0.03)
+
+
+def test_fewer_than_five_seeds_per_side_can_never_be_significant():
+    difference = compare(seeds([4, 4, 4], "A"), seeds([0, 0, 0], "B"))
+    assert difference.unit == "seed" and difference.seeds == [3, 3]
+    assert difference.diff[0, 0] == 1.0
+    assert difference.ci_low[0, 0] == 1.0  # the interval alone would call it
+    assert not difference.can_be_significant
+    assert difference.wins().tolist() == [[""]]
+    table = difference.table()
+    assert "No cell can be significant: fewer than 5 seeds per side (3 vs 3)" in table
+    assert "A is better at: nowhere" in table
+
+
+def test_five_paired_seeds_cannot_reach_p_005_and_the_table_says_why():
+    difference = compare(seeds([4] * 5, "A"), seeds([0] * 5, "B"))
+    assert difference.min_p_value == 2 / 32
+    assert not difference.can_be_significant
+    assert "cannot go below p = 0.0625" in difference.table()
+
+
+def test_six_paired_seeds_that_all_agree_are_significant():
+    a = seeds([4, 3, 4, 4, 3, 4], "A")
+    b = seeds([0, 1, 0, 1, 0, 0], "B")
+    difference = compare(a, b)
+    assert difference.test == "paired sign-flip permutation test"
+    assert difference.p_value[0, 0] == pytest.approx(2 / 64)
+    assert difference.wins().tolist() == [["A"]]
+    # Seed 1 of B beating seed 1 of A breaks the all-agree pattern: p = 4/64.
+    b[1] = fake([4] * 8, agent="B")
+    assert compare(a, b).wins().tolist() == [[""]]
+
+
+def test_unequal_seed_counts_use_the_unpaired_test_and_json_round_trips():
+    difference = compare(seeds([4, 4, 3, 4, 4, 4], "A"), seeds([0, 1, 0, 0, 1], "B"))
+    assert difference.test == "unpaired permutation test" and not difference.paired
+    assert difference.p_value[0, 0] < 0.05 and difference.wins().tolist() == [["A"]]
+    data = json.loads(json.dumps(difference.to_dict()))
+    assert data["unit"] == "seed" and data["seeds"] == [6, 5] and data["can_be_significant"]
+
+
+def test_it_is_deterministic_for_a_seed():
+    a, b = seeds([4, 2, 3], "A"), seeds([1, 2, 0], "B")
+    first, again = compare(a, b, seed=3), compare(a, b, seed=3)
+    assert np.array_equal(first.ci_low, again.ci_low)
+    assert np.array_equal(first.p_value, again.p_value)
+
+
+def test_a_single_result_per_side_keeps_the_task_level_comparison():
+    difference = compare(fake([4] * 8), fake([0] * 8, agent="B"))
+    assert difference.unit == "task" and difference.p_value is None
+    assert difference.wins().tolist() == [["A"]]
+    with pytest.raises(TypeError, match="one per seed"):
+        compare([], fake([0] * 8))
+
+
+def test_the_cli_takes_one_file_per_seed(tmp_path, capsys):
+    paths = {}
+    for side, levels in (("a", [4, 4, 4]), ("b", [0, 0, 0])):
+        names = []
+        for index, result in enumerate(seeds(levels, side.upper())):
+            path = tmp_path / f"{side}{index}.json"
+            result.save(path)
+            names.append(str(path))
+        paths[side] = ",".join(names)
+    assert main(["compare", paths["a"], paths["b"]]) == 0
+    out = capsys.readouterr().out
+    assert "hierarchical bootstrap" in out and "No cell can be significant" in out

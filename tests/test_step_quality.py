@@ -1,0 +1,124 @@
+"""Step quality: one shared, seeded set of reference states for every policy."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+from agent_envs.cli import main
+from agent_envs.evaluation import EvalResult, NoisyOracleReference, compare, evaluate, step_quality
+from agent_envs.protocol import MESSAGES, TURN
+from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
+from wrappers import ChatHistory
+
+SOKOBAN = "agent_envs/Sokoban-v0"
+GRID = dict(tasks=4, states_per_task=5)
+
+
+def test_the_oracle_scores_one_on_every_kind_of_state():
+    result = step_quality(OracleAgent(), SOKOBAN, **GRID)
+    assert result["states"] == 20
+    assert result["optimal_rate"] == 1.0
+    assert result["recovery_optimal_rate"] == result["on_path_optimal_rate"] == 1.0
+    assert result["invalid_rate"] == 0.0
+    # The default reference (a noisy oracle) makes mistakes, so recovery states exist.
+    assert 0 < result["recovery_states"] < result["states"]
+    assert result["state_set"]["reference"].endswith("NoisyOracleReference(epsilon=0.3, seed=0)")
+    assert sum(row[1] for row in result["per_task"]) == 20
+
+
+def test_it_is_deterministic_and_every_policy_meets_the_same_states():
+    first = step_quality(NoisyOracleAgent(0.5), SOKOBAN, **GRID)
+    again = step_quality(NoisyOracleAgent(0.5), SOKOBAN, **GRID)
+    random = step_quality(RandomAgent(), SOKOBAN, **GRID)
+    assert first == again
+    assert first["state_set"] == random["state_set"]
+    assert first["recovery_states"] == random["recovery_states"]
+    assert random["optimal_rate"] < first["optimal_rate"] < 1.0
+    other_seed = step_quality(NoisyOracleAgent(0.5), SOKOBAN, **GRID, seed=1)
+    assert other_seed["state_set"] != first["state_set"]
+
+
+class BatchedNoisyOracle(NoisyOracleAgent):
+    """A noisy oracle with act_batch: the evaluator then chunks the states."""
+
+    def __init__(self) -> None:
+        super().__init__(0.4)
+        self.calls = []
+
+    def act_batch(self, observations, infos):
+        self.calls.append(len(observations))
+        return [self.act(o, i) for o, i in zip(observations, infos, strict=True)]
+
+
+def test_the_result_does_not_depend_on_the_batch_size():
+    plain = step_quality(NoisyOracleAgent(0.4), SOKOBAN, **GRID)
+    results = []
+    for batch_size in (1, 3, 64):
+        agent = BatchedNoisyOracle()
+        results.append(step_quality(agent, SOKOBAN, **GRID, batch_size=batch_size))
+        assert max(agent.calls) == min(batch_size, 20)
+    for result in results:
+        assert {**result, "policy": None} == {**plain, "policy": None}
+
+
+def test_the_policy_gets_the_exact_history_through_the_evaluators_stack():
+    seen = []
+
+    class Reader(OracleAgent):
+        def act(self, observation, info):
+            # The last message is the current observation, after `turn` exchanges.
+            messages = info[MESSAGES]
+            assert messages[-1]["content"] == observation
+            seen.append((info[TURN], len(messages)))
+            return super().act(observation, info)
+
+    result = step_quality(Reader(), lambda: ChatHistory(gym.make(SOKOBAN)), **GRID)
+    assert result["optimal_rate"] == 1.0
+    assert all(length == 1 + 2 * turn for turn, length in seen)
+    assert max(turn for turn, _ in seen) > 0
+
+
+def test_a_custom_reference_and_bad_arguments():
+    perfect = step_quality(OracleAgent(), SOKOBAN, **GRID, reference=NoisyOracleReference(0.0))
+    assert perfect["recovery_states"] == 0 and perfect["recovery_optimal_rate"] is None
+    with pytest.raises(ValueError, match="states_per_task"):
+        step_quality(OracleAgent(), SOKOBAN, tasks=2, states_per_task=0)
+
+
+def test_a_raising_policy_counts_as_invalid():
+    def broken(observation):
+        raise RuntimeError("no")
+
+    result = step_quality(broken, SOKOBAN, **GRID)
+    assert result["invalid_rate"] == 1.0 and result["optimal_rate"] == 0.0
+
+
+def test_evaluate_and_the_cli_report_it_and_compare_shows_the_difference(tmp_path, capsys):
+    grid = dict(ks=[1], budgets=[20], tasks=4, n_bootstrap=50)
+    oracle = evaluate(OracleAgent(), SOKOBAN, **grid, step_quality=5)
+    assert oracle.diagnostics["step_quality"] == step_quality(
+        OracleAgent(), SOKOBAN, tasks=4, states_per_task=5, max_turns=20
+    )
+    assert "step quality on 20 shared reference states" in oracle.table()
+    args = ["eval", SOKOBAN, "--agent", "random", "--k", "1", "--t", "20", "--tasks", "4"]
+    out = tmp_path / "random.json"
+    assert main([*args, "--n-bootstrap", "50", "--step-quality", "5", "--out", str(out)]) == 0
+    random = EvalResult.load(out)
+    assert (
+        random.diagnostics["step_quality"]["state_set"]
+        == (oracle.diagnostics["step_quality"]["state_set"])
+    )
+    difference = compare(oracle, random)
+    step = difference.step_quality
+    assert step["a"] == 1.0 and step["diff"] == 1.0 - step["b"]
+    assert 0 < step["ci_low"] <= step["diff"] <= step["ci_high"]
+    oracle.save(tmp_path / "oracle.json")
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "oracle.json"), str(out)]) == 0
+    assert "step quality (optimal-action rate on 20 shared reference states)" in (
+        capsys.readouterr().out
+    )
+    json.dumps(difference.to_dict())

@@ -1,0 +1,165 @@
+"""Argument checks with one-line errors, shared by every layer.
+
+Every int, budget, grid, probability and comma-list check in the project goes
+through this module, so that the same bad value gets the same message wherever
+it is passed.  It lives in ``wrappers`` (the bottom layer, gymnasium-free) so
+that the wrappers can use it too; see :mod:`wrappers.protocol` for why.
+
+Conventions: a wrong *type* raises ``TypeError``, a value out of range raises
+``ValueError``, and the message names the argument, says what to pass and
+shows what was given.  ``bool`` is never an int here, and numpy integers are
+(they come out of samplers and configs); floats such as ``5.0`` are refused.
+
+>>> check_int(3, "n_disks", 1, 12)
+3
+>>> check_grid([20, 5, 10, 5], "budgets (T)")
+(5, 10, 20)
+>>> parse_int_list("1, 2,4", "--k")
+(1, 2, 4)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "check_bool",
+    "check_budget",
+    "check_grid",
+    "check_int",
+    "check_number",
+    "check_probability",
+    "parse_float_list",
+    "parse_int",
+    "parse_int_list",
+]
+
+
+def _bounds(minimum: int | float | None, maximum: int | float | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in [{minimum:g}, {maximum:g}]"
+    if minimum is not None:
+        return f" >= {minimum:g}"
+    if maximum is not None:
+        return f" <= {maximum:g}"
+    return ""
+
+
+def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` in ``[minimum, maximum]`` (either bound optional).
+
+    >>> check_int(True, "seed")
+    Traceback (most recent call last):
+    ...
+    TypeError: seed must be an int, got bool True.
+    """
+    wanted = f"{name} must be an int{_bounds(minimum, maximum)}"
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{wanted}, got {type(value).__name__} {value!r:.80}.") from None
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise ValueError(f"{wanted}, got {number}.")
+    return number
+
+
+def check_budget(value: Any, name: str = "max_turns") -> int:
+    """Return ``value`` as a turn budget: an int >= 1."""
+    return check_int(value, name, minimum=1)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` if it is a ``bool``; ``TypeError`` otherwise (no truthiness)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r:.80}.")
+    return value
+
+
+def check_number(
+    value: Any,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    open_low: bool = False,
+) -> float:
+    """Return ``value`` as a finite ``float`` in ``[minimum, maximum]``.
+
+    With ``open_low=True`` the lower bound is excluded: ``(minimum, maximum]``.
+    """
+    low = "(" if open_low else "["
+    if minimum is not None and maximum is not None:
+        wanted = f"{name} must be a number in {low}{minimum:g}, {maximum:g}]"
+    elif minimum is not None:
+        wanted = f"{name} must be a number {'>' if open_low else '>='} {minimum:g}"
+    else:
+        wanted = f"{name} must be a finite number" + _bounds(None, maximum)
+    # numbers.Real admits numpy ints and floats too.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{wanted}, got {type(value).__name__} {value!r:.80}.")
+    number = float(value)
+    if (
+        not math.isfinite(number)
+        or (minimum is not None and (number <= minimum if open_low else number < minimum))
+        or (maximum is not None and number > maximum)
+    ):
+        raise ValueError(f"{wanted}, got {value!r:.80}.")
+    return number
+
+
+def check_probability(value: Any, name: str) -> float:
+    """Return ``value`` as a probability: a number in ``[0, 1]``."""
+    return check_number(value, name, 0.0, 1.0)
+
+
+def check_grid(values: Any, name: str) -> tuple[int, ...]:
+    """Return ``values`` (one int or a sequence) as sorted, distinct ints >= 1."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, range)):
+        values = [values]
+    if len(values) == 0:
+        raise ValueError(f"{name} must not be empty.")
+    return tuple(sorted({check_int(value, f"every value of {name}", 1) for value in values}))
+
+
+def parse_int(text: str, name: str, minimum: int | None = None) -> int:
+    """Parse one integer from text such as ``"50"`` (a command-line value)."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{name} takes an integer such as 50; got {text!r}.") from None
+    return check_int(value, name, minimum)
+
+
+def parse_int_list(text: str, name: str, minimum: int | None = 1) -> tuple[int, ...]:
+    """Parse comma-separated integers such as ``"5,10,20"`` (a command-line list).
+
+    Raises:
+        ValueError: empty, not integers, or a value below ``minimum``.
+    """
+    example = "5,10,20" if minimum is None or minimum >= 1 else "0,1,2"
+    try:
+        values = tuple(int(part) for part in str(text).split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise ValueError(f"{name} takes comma-separated integers such as {example}; got {text!r}.")
+    for value in values:
+        check_int(value, f"every value of {name}", minimum)
+    return values
+
+
+def parse_float_list(text: str, name: str) -> tuple[float, ...]:
+    """Parse comma-separated numbers such as ``"1,1,2"`` (a command-line list)."""
+    try:
+        values = tuple(float(part) for part in str(text).split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise ValueError(f"{name} takes comma-separated numbers such as 1,1,2; got {text!r}.")
+    return values
