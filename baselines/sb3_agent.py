@@ -365,7 +365,12 @@ class SB3Agent:
         keys = [self._episode_key(info, position) for position, info in enumerate(infos)]
         starts = [self._start_turn(key, info) for key, info in zip(keys, infos, strict=True)]
         texts = [self._visible(obs, info) for obs, info in zip(observations, infos, strict=True)]
-        encoded = self._shared.encoder.encode_batch(texts, [info.get(TURNS_LEFT) for info in infos])
+        # Only an encoder with the turns left as a number reads them (a hidden
+        # budget's info has none, and asking would warn).
+        lefts = None
+        if self._shared.encoder.budget_scale is not None:
+            lefts = [info.get(TURNS_LEFT) for info in infos]
+        encoded = self._shared.encoder.encode_batch(texts, lefts)
         masks = np.stack([self._mask(info) for info in infos]) if self.masked else None
         probabilities = self._probabilities(encoded, masks, keys, starts)
         actions = []
@@ -373,14 +378,14 @@ class SB3Agent:
             actions.append(self._shared.vocabulary[self._choose(row, key, info)])
         return actions
 
-    @staticmethod
-    def _episode_key(info: dict[str, Any], position: int) -> Any:
+    def _episode_key(self, info: dict[str, Any], position: int) -> Any:
         if EPISODE_SEED not in info:
             # Without episode_seed, a batch position stands for the episode.
             return ("position", position)
         # With a visible budget the evaluator may play one seed under several
-        # budgets at once; the budget tells those episodes apart.
-        return (info[EPISODE_SEED], info.get(BUDGET))
+        # budgets at once; the budget tells those episodes apart.  A hidden
+        # budget plays each seed once, and its info has no budget to read.
+        return (info[EPISODE_SEED], info.get(BUDGET) if self.budget_aware else None)
 
     def _start_turn(self, key: Any, info: dict[str, Any]) -> bool:
         """Record one more turn of episode ``key``; return True if it is the episode's first."""

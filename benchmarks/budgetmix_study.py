@@ -285,7 +285,7 @@ def analyse_env(
     summaries: list[dict],
     shortest: list[int],
     references: dict[str, Any],
-    out: Path,
+    plots: Path | None,
 ) -> tuple[list[str], dict[str, Any]]:
     """Return the markdown lines and the JSON record of one env."""
     from agent_envs.evaluation import EvalResult
@@ -339,7 +339,7 @@ def analyse_env(
     lines += ["", "(`+`: the row's regime scores higher than the column's.)", ""]
     lines += surface_lines(runs, references, plan, record)
     lines += diagnostics_lines(runs, record)
-    lines += difference_plots(env_id, runs, out, record)
+    lines += difference_plots(env_id, runs, plots, record)
     lines += training_lines(env_id, summaries)
     return lines, record
 
@@ -419,7 +419,7 @@ def diagnostics_lines(runs: dict, record: dict) -> list[str]:
     return [*lines, ""]
 
 
-def difference_plots(env_id: str, runs: dict, out: Path, record: dict) -> list[str]:
+def difference_plots(env_id: str, runs: dict, out: Path | None, record: dict) -> list[str]:
     """Seed-level ``compare`` of each regime against the warm start; plots and a summary."""
     from agent_envs.evaluation import compare
 
@@ -437,7 +437,8 @@ def difference_plots(env_id: str, runs: dict, out: Path, record: dict) -> list[s
         wins = difference.wins()[0]
         marked = [f"T={t}: {w}" for t, w in zip(difference.budgets, wins, strict=True) if w]
         lines.append(f"- {name} - warm: " + (", ".join(marked) if marked else "no cell"))
-        difference.plot(out / f"{short_name}-{name}-minus-warm.png")
+        if out is not None:
+            difference.plot(out / f"{short_name}-{name}-minus-warm.png")
     return [*lines, "", "(A: the regime is higher; B: the warm start is higher.)", ""]
 
 
@@ -482,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=WORKERS, help="parallel runs")
     parser.add_argument("--out", type=Path, default=Path("docs/budgetmix"))
     parser.add_argument("--work", type=Path, default=Path("runs/budgetmix"))
+    parser.add_argument("--no-plots", action="store_true", help="skip the difference plots")
     args = parser.parse_args(argv)
     if min(args.seeds, args.timesteps, args.workers) < 1:
         parser.error("--seeds, --timesteps and --workers must be >= 1")
@@ -512,7 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     for env_id in args.envs:
         tasks, shortest = chosen[env_id]
         references = reference_results(env_id, tasks, grid_of(env_id, shortest), oracle_samples)
-        env_lines, record = analyse_env(env_id, summaries, shortest, references, args.out)
+        plots = None if args.no_plots else args.out
+        env_lines, record = analyse_env(env_id, summaries, shortest, references, plots)
         plan = PLANS[env_id]
         intro = [
             f"Held-out tasks: {len(tasks)} ids below {TRAIN_FIRST} (first {tasks[:5]}...), "
