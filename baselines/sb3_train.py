@@ -443,15 +443,16 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
 
 
 def default_eval_budgets(training: Sequence[int], shortest: int = 1) -> tuple[int, ...]:
-    """Return a short, readable T grid: from ``shortest`` to twice the longest training budget.
+    """Return a short, readable T grid from the shortest path to twice the longest budget.
 
     ``shortest`` is the fewest turns any evaluated task needs (no column
     below it, where every agent scores 0).  The grid holds ``shortest``, the
-    training budgets at or above it and twice the longest, filled up with
+    training budgets at or above it and twice the longest (at least twice
+    ``shortest``), filled up with
     geometric midpoints to at least four and thinned to at most six values.
     """
     shortest = max(1, shortest)
-    high = max(2 * max(training), shortest + 1)
+    high = max(2 * max(training), 2 * shortest)
     grid = sorted({shortest, high, *(t for t in training if t >= shortest)})
     while len(grid) < 4:
         gaps = [(b / a, i) for i, (a, b) in enumerate(itertools.pairwise(grid))]

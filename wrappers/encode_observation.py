@@ -100,6 +100,10 @@ class TextEncoder:
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+        if mode == "tokens" and budget_scale is not None:
+            raise ValueError(
+                "budget_scale needs mode 'chars' or 'hashing': one-hot token ids would be huge."
+            )
         if keep not in ("tail", "head"):
             raise ValueError(f"keep must be 'tail' or 'head', got {keep!r}.")
         check_bool(view_only, "view_only")
@@ -175,10 +179,6 @@ class TextEncoder:
         )
 
     def _init_budget(self, budget_scale: int) -> None:
-        if self.mode == "tokens":
-            raise ValueError(
-                "budget_scale needs mode 'chars' or 'hashing': one-hot token ids would be huge."
-            )
         self.budget_scale = check_int(budget_scale, "budget_scale", 1)
         if self.mode == "chars":
             self._categories = len(self.charset) + 2
