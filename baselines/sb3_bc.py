@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
 from baselines.sb3_env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
 
@@ -89,10 +90,10 @@ def collect_demonstrations(
                 masks.append(action_masks())
                 targets.append(target / target.sum())
             hints = {
-                "oracle_actions": oracle,
-                "admissible_actions": base.admissible_actions() or list(oracle),
-                "episode_seed": episode_seed,
-                "turn": turn,
+                ORACLE_ACTIONS: oracle,
+                ADMISSIBLE_ACTIONS: base.admissible_actions() or list(oracle),
+                EPISODE_SEED: episode_seed,
+                TURN: turn,
             }
             observation, reward, terminated, truncated, info = env.step(
                 index_of(agent.act("", hints))
@@ -100,7 +101,7 @@ def collect_demonstrations(
             rewards.append(float(reward))
             if terminated or truncated:
                 break
-        successes += bool(info.get("success"))
+        successes += bool(info.get(SUCCESS))
         total, backwards = 0.0, []
         for reward in reversed(rewards):
             total = reward + config.gamma * total

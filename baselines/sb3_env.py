@@ -26,6 +26,7 @@ import gymnasium as gym
 
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.protocol import SUCCESS
+from wrappers.budget import find_budget
 from wrappers.budget_mix import BudgetMix
 from wrappers.discrete_actions import DiscreteActions, action_key
 from wrappers.encode_observation import EncodeObservation, TextEncoder
@@ -162,13 +163,8 @@ class StackSettings:
                 "StackSettings.from_env needs a stack with EncodeObservation over "
                 "DiscreteActions (as baselines.sb3_env.make_env builds)."
             ) from None
-        visible = False
-        layer = env
-        while isinstance(layer, gym.Wrapper):
-            if isinstance(layer, TurnBudget):
-                visible = layer.visible
-                break
-            layer = layer.env
+        budget = find_budget(env)
+        visible = budget is not None and budget.visible
         return cls(encoding, vocabulary, action_masks=action_masks, visible_budget=visible)
 
     @classmethod

@@ -43,7 +43,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs import install_hint
-from agent_envs.protocol import SUCCESS
+from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
 from baselines.sb3_env import TrainConfig, _vec_env, make_env, stack_settings
 from wrappers.encode_observation import MODES
 from wrappers.validators import parse_float_list, parse_int, parse_int_list
@@ -358,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--bc-epochs", type=_positive, default=10, help="supervised epochs")
     parser.add_argument("--algo-kwargs", type=_json_object, default={}, help="JSON overrides")
     parser.add_argument("--threads", type=_positive, default=1, help="torch threads (default 1)")
+    parser.add_argument(
+        "--net-arch", type=_int_list, default=(64, 64), help="hidden layers (default 64,64)"
+    )
     encoding = parser.add_argument_group("observation encoding")
     encoding.add_argument("--encoding", choices=MODES, default="chars")
     encoding.add_argument("--max-length", type=_positive, help="characters (tokens) kept")
@@ -439,6 +442,7 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         encoding=encoding,
         algo_kwargs=algo_kwargs,
         threads=args.threads,
+        net_arch=tuple(args.net_arch),
     )
 
 
@@ -472,8 +476,8 @@ def shortest_oracle_turns(env_id: str, tasks: Sequence[int]) -> int:
     env = gym.make(env_id)
     fewest = None
     for task in tasks:
-        env.reset(seed=0, options={"task_id": task})
-        turns = env.unwrapped.oracle_turns() if hasattr(env.unwrapped, "oracle_turns") else None
+        env.reset(seed=0, options={TASK_ID: task})
+        turns = env.unwrapped.oracle_turns() if isinstance(env.unwrapped, Oracle) else None
         if turns is not None:
             fewest = turns if fewest is None else min(fewest, turns)
     env.close()

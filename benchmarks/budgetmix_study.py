@@ -20,7 +20,8 @@ Design (one screen; the numbers are the settings below):
   every task is solvable), ``long``, ``mix`` (BudgetMix), ``long+pr``
   (long plus the potential-based ``ProcessReward``).
 * **Evaluation** on ``HELD_OUT`` held-out task ids, ``SAMPLES`` attempts per
-  task and T, over a short T grid.  The oracle and the random agent are
+  task and T (the learned policies act greedily; slides still make attempts
+  differ), over a short T grid.  The oracle and the random agent are
   evaluated on the same tasks for scale.
 * **Primary metric (declared before any figure):** the worst-case
   Pass@(1,T) over the T grid, restricted per task to T at or above that
@@ -55,10 +56,10 @@ import numpy as np
 SEEDS = 10
 HELD_OUT = 100  # held-out task ids per env
 SAMPLES = 4  # attempts per (task, T)
-BC_EPISODES = 3000  # noisy-oracle demonstration episodes of the warm start
+BC_EPISODES = 2500  # noisy-oracle demonstration episodes of the warm start
 BC_EPSILON = 0.2
-BC_EPOCHS = 20
-TIMESTEPS = 30_000  # PPO fine-tuning steps per regime
+BC_EPOCHS = 15
+TIMESTEPS = 12_000  # PPO fine-tuning steps per regime
 NET_ARCH = (256, 256)  # [64, 64] underfits the demonstrations (78% accuracy against 90%+)
 WORKERS = 2
 ALGO = "maskable_ppo"
@@ -68,7 +69,11 @@ ORACLE_SAMPLES = 16
 STEP_QUALITY = 2  # shared reference states per task for the step-quality diagnostic
 REGIMES = ("warm", "short", "long", "mix", "long+pr")
 #: PPO fine-tuning: a small learning rate and no entropy bonus keep the warm start.
-FINE_TUNE = {"learning_rate": 1e-4, "ent_coef": 0.0, "n_steps": 128, "batch_size": 256}
+FINE_TUNE = {"learning_rate": 2e-4, "ent_coef": 0.0, "n_steps": 128, "batch_size": 256}
+#: Pass@1 of a learned policy is measured acting greedily (the distribution's mode):
+#: sampling from a cloned, still uncertain distribution adds errors the greedy policy
+#: does not make (seed 0 in sizing: long regime at T=32, 0.575 sampled, 0.622 greedy).
+GREEDY = True
 QUICK = {
     "seeds": 1, "held_out": 4, "samples": 2, "bc_episodes": 8, "timesteps": 256,
     "oracle_samples": 2,
@@ -207,6 +212,7 @@ def run_job(job: Job) -> dict[str, Any]:
             ks=(1,),
             tasks=list(job.tasks),
             samples=job.samples,
+            deterministic=GREEDY,
             seed=job.seed,
             out=folder,
             step_quality=STEP_QUALITY,
@@ -550,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(epsilon={BC_EPSILON}) episodes, {BC_EPOCHS} epochs; then {timesteps} PPO steps per "
         f"regime ({FINE_TUNE}); turns left in the observation, truncation terminal; fresh "
         f"training task every episode (ids >= {TRAIN_FIRST}); evaluation {held_out} held-out "
-        f"tasks x {samples} sampled attempts per T (oracle and random: {oracle_samples}).",
+        f"tasks x {samples} attempts per T, acting {'greedily' if GREEDY else 'by sampling'} "
+        f"(oracle and random: {oracle_samples} attempts).",
         f"Wall time {wall / 60:.1f} min on {args.workers} worker process(es), one torch thread "
         f"each; load average at start {tuple(round(x, 2) for x in load_before)}, at end "
         f"{tuple(round(x, 2) for x in os.getloadavg())} on {os.cpu_count()} CPUs shared with "

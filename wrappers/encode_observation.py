@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from wrappers.protocol import TURNS_LEFT
 from wrappers.turn_budget import budget_line
 from wrappers.validators import check_bool, check_int
 
@@ -392,11 +393,11 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        return self.encoder.encode(observation, info.get("turns_left")), info
+        return self.encoder.encode(observation, info.get(TURNS_LEFT)), info
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
-        encoded = self.encoder.encode(observation, info.get("turns_left"))
+        encoded = self.encoder.encode(observation, info.get(TURNS_LEFT))
         return encoded, reward, terminated, truncated, info
 
     def encoder_config(self) -> dict[str, Any]:

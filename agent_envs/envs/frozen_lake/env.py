@@ -59,7 +59,7 @@ class LakeTask:
             tiles, ignoring slips (``-1`` for holes and cut-off tiles).
         memo: the slippery oracles, computed on demand: keyed by
             ``(intended probability, deadline discount)`` without a budget and
-            by ``("budget", intended probability)`` with one.
+            by ``("finite horizon", intended probability)`` with one.
     """
 
     size: int
@@ -157,7 +157,7 @@ def budgeted_oracle(task: LakeTask, intended: float = INTENDED_PROBABILITY) -> B
     over (tile, turns left) for the highest probability of reaching the goal
     within the turns left.
     """
-    key = ("budget", intended)
+    key = ("finite horizon", intended)
     if key not in task.memo:
         task.memo[key] = solve_budgeted_lake(task.distances, intended)
     return task.memo[key]
