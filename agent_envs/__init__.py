@@ -36,8 +36,8 @@ def env_ids() -> list[str]:
 def install_hint(extra: str) -> str:
     """Return how to install the optional extra ``extra``: from the checkout, not from PyPI.
 
-    agent-envs is not published on PyPI, so ``pip install agent-envs[...]``
-    would fail or, worse, fetch someone else's package of that name.
+    agent-envs is not published on PyPI, so installing it by name from a
+    registry would fail or, worse, fetch someone else's package of that name.
 
     >>> install_hint("plot")
     'pip install -e ".[plot]" in the agent-envs checkout'

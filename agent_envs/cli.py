@@ -1,4 +1,8 @@
-"""The ``agent-envs`` command line: list, eval, compare, play and train-sb3.
+"""The ``agent-envs`` command line: list, eval, compare, play, and installed commands.
+
+Installed commands (such as ``train-sb3``) and agents (``--agent NAME``) are
+found through the entry-point groups ``agent_envs.commands`` and
+``agent_envs.agents`` (see :mod:`agent_envs.plugins`).
 
 Every user error ends in one line on stderr and exit status 2 (pass
 ``--traceback`` before the command to see the full trace instead).
@@ -7,6 +11,8 @@ Every user error ends in one line on stderr and exit status 2 (pass
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import importlib
 import importlib.util
 import logging
@@ -22,6 +28,8 @@ from wrappers.validators import parse_int_list
 __all__ = ["main", "oracle_turn_range"]
 
 _PROG = "agent-envs"
+#: The commands defined here; any other comes from the ``agent_envs.commands`` group.
+_BUILT_IN = frozenset({"list", "eval", "compare", "play"})
 
 
 class CLIError(Exception):
@@ -160,7 +168,7 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agent_envs.agents import parse_agent_kwargs
+    from agent_envs.plugins import parse_agent_kwargs
     from agent_envs.redaction import scrub, secret_values
 
     kwargs = parse_agent_kwargs(args.agent_kwargs)
@@ -174,40 +182,40 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise
 
 
+def _settings(args: argparse.Namespace, agent_name: str) -> Any:
+    """Build the run's one EvalSettings from the parsed flags (their dests are its fields)."""
+    from agent_envs.evaluation import EvalSettings
+
+    parsed = {
+        "ks": _ints(args.k, "--k"),
+        "budgets": _ints(args.t, "--t"),
+        "tasks": _tasks(args.tasks),
+        "log_path": args.log,
+        "progress": sys.stderr.isatty() if args.progress is None else args.progress,
+        "agent_name": agent_name,
+    }
+    same = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(EvalSettings)
+        if field.name not in parsed and hasattr(args, field.name)
+    }
+    return EvalSettings(**same, **parsed)
+
+
 def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
-    from agent_envs.agents import describe_agent, make_agent
     from agent_envs.evaluation import RunAborted, evaluate
+    from agent_envs.plugins import describe_agent, make_agent
 
     paths = _check_outputs(args)
+    settings = _settings(args, describe_agent(args.agent, kwargs))
     agent = make_agent(args.agent, kwargs)
-    name = describe_agent(args.agent, kwargs)
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
-    budgets = _ints(args.t, "--t")
     env: Any = args.env_id
-    env_name = None
     if args.history is not None:
-        env, env_name = _with_history(args.env_id, args.history, max(budgets), args.visible_budget)
-    result = evaluate(
-        agent,
-        env,
-        ks=_ints(args.k, "--k"),
-        budgets=budgets,
-        tasks=_tasks(args.tasks),
-        samples=args.samples,
-        seed=args.seed,
-        visible_budget=args.visible_budget,
-        diagnostics=args.diagnostics,
-        batch_size=args.batch_size,
-        log_path=args.log,
-        transcripts=args.transcripts,
-        retry_errors=args.retry_errors,
-        max_error_rate=args.max_error_rate,
-        n_bootstrap=args.n_bootstrap,
-        progress=progress,
-        agent_name=name,
-        env_name=env_name,
-        step_quality=args.step_quality,
-    )
+        env, env_name = _with_history(
+            args.env_id, args.history, max(settings.budgets), settings.visible_budget
+        )
+        settings = settings.resolved(env_name=env_name)
+    result = evaluate(agent, env, settings)
     if result.episodes and result.errors == result.episodes:
         # Nothing was measured: a table of zeros and a result file would pass
         # for a measurement.  The log keeps the episodes; --retry-errors redoes them.
@@ -244,17 +252,57 @@ _PLAY_HELP = (
     "Type an action and press Enter. "
     ":actions lists legal actions, :hint asks the oracle, :quit stops."
 )
+_PLAY_COMMANDS = (":actions", ":hint", ":help", ":quit", ":q")
+
+
+def _not_an_action(line: str) -> str | None:
+    """Return why ``line`` is not an action to send, or ``None`` if it is one.
+
+    Such a line never uses up a turn: an empty line is a slip of the Enter
+    key, an unknown ``:command`` a typo, and control characters come from
+    keys such as the arrows (``ESC [ A``), which a terminal without line
+    editing passes through.
+    """
+    text = line.strip()
+    if not text:
+        return "Empty line: type an action (or :help)."
+    if text.startswith(":") and text.lower() not in _PLAY_COMMANDS:
+        return f"Unknown command {text!r}: the commands are {', '.join(_PLAY_COMMANDS[:4])}."
+    if any(ord(char) < 32 or ord(char) == 127 for char in text):
+        return "That line holds control keys (arrow keys?): type the action as text."
+    return None
+
+
+def _without_echo(observation: str) -> str:
+    """Drop the feedback lines that the view below them repeats, so each shows once.
+
+    Wordle's feedback ``CRANE -> . . . . Y`` is also the last row of its
+    board; a person reads the board.  Agents still get the full observation.
+    """
+    feedback, gap, view = observation.partition("\n\n")
+    if not gap:
+        return observation
+    repeated = set(view.splitlines())
+    kept = [line for line in feedback.splitlines() if line not in repeated]
+    return "\n".join(kept) + gap + view if kept else view
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
+    from agent_envs.core import MAX_TASK_ID
     from agent_envs.evaluation.runner import resolve_env
     from wrappers import TurnBudget
+    from wrappers.validators import check_int
 
+    seed = check_int(args.seed, "--seed", 0)
+    task = check_int(args.task, "--task", 0)
+    if task >= MAX_TASK_ID:
+        raise CLIError(f"--task must be below {MAX_TASK_ID}, got {task}.")
+    budget = check_int(args.budget, "--budget", 1)
     make_env, env_id = resolve_env(args.env_id, None)
-    env = TurnBudget(make_env(), max_turns=args.budget, visible=True)
-    observation, _ = env.reset(seed=args.seed, options={TASK_ID: args.task})
+    env = TurnBudget(make_env(), max_turns=budget, visible=True)
+    observation, _ = env.reset(seed=seed, options={TASK_ID: task})
     base: Any = env.unwrapped
-    print(f"{env_id}, task {args.task}, {args.budget} turns. {_PLAY_HELP}\n")
+    print(f"{env_id}, task {task}, {budget} turns. {_PLAY_HELP}\n")
     print(observation)
     while True:
         print("> ", end="", flush=True)
@@ -275,35 +323,43 @@ def _cmd_play(args: argparse.Namespace) -> int:
                 shown = "not available for this env"
             print(shown if isinstance(shown, str) else ", ".join(shown) or "(none)")
             continue
+        problem = _not_an_action(action)
+        if problem:
+            print(f"{problem} No turn was used.")
+            continue
         observation, _, terminated, truncated, info = env.step(action)
-        print(observation)
+        print(_without_echo(observation))
         if info.get(SUCCESS):
             print(f"Solved in {info[TURN]} turns.")
-        elif terminated:
+            return 0
+        if terminated:
             print("Failed: the episode ended without success.")
         elif truncated:
-            print(f"Out of turns: not solved within {args.budget}.")
+            print(f"Out of turns: not solved within {budget}.")
         if terminated or truncated:
+            answer = getattr(base, "answer", lambda: None)()
+            if answer is not None:
+                print(f"The answer was: {answer}")
             return 0
 
 
-def _train_sb3(argv: list[str]) -> int:
+def _run_command(name: str, argv: list[str]) -> int:
+    """Run an installed command (entry-point group ``agent_envs.commands``), e.g. train-sb3."""
+    from agent_envs.plugins import load_command
+
     try:
-        module = importlib.import_module("baselines.sb3_train")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("baselines", "baselines.sb3_train"):
-            raise CLIError(
-                "train-sb3 is not available: baselines.sb3_train is not installed."
-            ) from None
-        raise CLIError(
-            f"train-sb3 needs the [sb3] extra ({exc.name} is missing): "
-            f"{agent_envs.install_hint('sb3')}."
-        ) from None
-    return int(module.main(argv) or 0)
+        command = load_command(name)
+    except ValueError as exc:
+        raise CLIError(f"{name} is not available: {exc}") from None
+    return int(command(argv) or 0)
 
 
 # ------------------------------------------------------------------ parser
 def _parser() -> argparse.ArgumentParser:
+    """Build the parser; every option's help says its default (a test checks it)."""
+    from agent_envs.evaluation.settings import MAX_EPISODES
+    from agent_envs.plugins import agent_names, command_names
+
     parser = argparse.ArgumentParser(
         prog=_PROG,
         description="Verifiable multi-turn text environments and the Pass@(K,T) evaluator.",
@@ -313,30 +369,57 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="list the registered env ids")
     listing.add_argument(
-        "--tasks", type=int, default=20, help="tasks sampled for the oracle-turn range (0: skip)"
+        "--tasks",
+        type=int,
+        default=20,
+        help="tasks sampled for the oracle-turn range, 0 to skip it (default 20)",
     )
-    listing.set_defaults(run=_cmd_list)
+    listing.set_defaults(run=_cmd_list, parser=listing)
 
     ev = commands.add_parser("eval", help="measure an agent's Pass@(K,T) surface")
     ev.add_argument("env_id", help="a registered id, e.g. agent_envs/Sokoban-v0")
-    ev.add_argument("--agent", default="random", help="short name or module:Class (default random)")
     ev.add_argument(
-        "--agent-kwargs", default=None, help="JSON keyword arguments, e.g. '{\"epsilon\": 0.1}'"
+        "--agent",
+        default="random",
+        help=f"one of {', '.join(agent_names())}, or module:Class (default random)",
+    )
+    ev.add_argument(
+        "--agent-kwargs",
+        default=None,
+        help="JSON keyword arguments for the agent, e.g. '{\"epsilon\": 0.1}'; secrets such "
+        "as api_key are never shown or stored (default: none)",
     )
     ev.add_argument("--k", default="1,2,4,8", help="K grid (default 1,2,4,8)")
     ev.add_argument("--t", default="5,10,20,40", help="T grid (default 5,10,20,40)")
-    ev.add_argument("--tasks", default="50", help="count (50), range (100:150) or ids (3,7,9)")
+    ev.add_argument(
+        "--tasks",
+        default="50",
+        help=f"a count (50), a range (100:150) or ids (3,7,9); at most {MAX_EPISODES:,} "
+        "episodes a run (default 50)",
+    )
     ev.add_argument("--samples", type=int, default=None, help="attempts per task (default max K)")
-    ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--out", default=None, help="write the result JSON here")
-    ev.add_argument("--log", default=None, help="JSONL run log; rerun with it to resume")
-    ev.add_argument("--plot", default=None, help="write a heatmap PNG here (needs [plot])")
-    ev.add_argument("--visible-budget", action="store_true", help="show the turns left")
+    ev.add_argument("--seed", type=int, default=0, help="base seed, an int >= 0 (default 0)")
+    ev.add_argument("--out", default=None, help="write the result JSON here (default: none)")
+    ev.add_argument(
+        "--log",
+        default=None,
+        help="JSONL run log, owned by one run at a time; rerun with it to resume (default: none)",
+    )
+    ev.add_argument(
+        "--plot",
+        default=None,
+        help="write a heatmap PNG here, .png added to a bare name; needs [plot] (default: none)",
+    )
+    ev.add_argument(
+        "--visible-budget",
+        action="store_true",
+        help="show the turns left in every observation (default: hidden)",
+    )
     ev.add_argument(
         "--diagnostics",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="oracle diagnostics (cost oracle calls)",
+        help="oracle diagnostics, which cost oracle calls (default: on)",
     )
     ev.add_argument(
         "--history",
@@ -346,13 +429,29 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="WINDOW",
         help="give the agent the dialogue in info['messages'] (wrappers.ChatHistory); "
-        "WINDOW keeps the last exchanges only",
+        "WINDOW keeps the last exchanges only (default: no history; without WINDOW: all)",
     )
-    ev.add_argument("--transcripts", action="store_true", help="log observations and actions")
-    ev.add_argument("--retry-errors", action="store_true", help="on resume, redo error episodes")
-    ev.add_argument("--max-error-rate", type=float, default=0.2)
-    ev.add_argument("--batch-size", type=int, default=None, help="lockstep episodes for act_batch")
-    ev.add_argument("--n-bootstrap", type=int, default=1000)
+    ev.add_argument(
+        "--transcripts", action="store_true", help="log observations and actions (default: off)"
+    )
+    ev.add_argument(
+        "--retry-errors", action="store_true", help="on resume, redo error episodes (default: off)"
+    )
+    ev.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=0.2,
+        help="stop when more than this share of episodes raised in the agent (default 0.2)",
+    )
+    ev.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="episodes in lockstep for an agent with act_batch (default 64, else 1)",
+    )
+    ev.add_argument(
+        "--n-bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
     ev.add_argument(
         "--step-quality",
         type=int,
@@ -366,28 +465,51 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="progress bar (default: when stderr is a terminal)",
     )
-    ev.set_defaults(run=_cmd_eval)
+    ev.set_defaults(run=_cmd_eval, parser=ev)
 
     cmp = commands.add_parser("compare", help="difference surface A - B of two results")
     cmp.add_argument(
         "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
     )
     cmp.add_argument("b", help="result JSON of agent B, or one per training seed")
-    cmp.add_argument("--plot", default=None, help="write a diverging heatmap PNG here")
-    cmp.add_argument("--out", default=None, help="write the comparison JSON here")
-    cmp.set_defaults(run=_cmd_compare)
+    cmp.add_argument(
+        "--plot",
+        default=None,
+        help="write a diverging heatmap PNG (scale -1..1) here (default: none)",
+    )
+    cmp.add_argument("--out", default=None, help="write the comparison JSON here (default: none)")
+    cmp.set_defaults(run=_cmd_compare, parser=cmp)
 
     play = commands.add_parser("play", help="play an env yourself in the terminal")
-    play.add_argument("env_id")
-    play.add_argument("--task", type=int, default=0)
-    play.add_argument("--budget", type=int, default=50)
-    play.add_argument("--seed", type=int, default=0)
-    play.set_defaults(run=_cmd_play)
-
-    commands.add_parser(
-        "train-sb3", help="train a Stable-Baselines3 agent (arguments go to baselines.sb3_train)"
+    play.add_argument("env_id", help="a registered id, e.g. agent_envs/Wordle-v0")
+    play.add_argument("--task", type=int, default=0, help="task id, an int >= 0 (default 0)")
+    play.add_argument("--budget", type=int, default=50, help="turns, an int >= 1 (default 50)")
+    play.add_argument(
+        "--seed", type=int, default=0, help="seed of the episode, an int >= 0 (default 0)"
     )
+    play.set_defaults(run=_cmd_play, parser=play)
+
+    for name in command_names():
+        commands.add_parser(
+            name, help=f"an installed command (arguments go to it; `{_PROG} {name} --help`)"
+        )
     return parser
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; an unknown option is reported with its own command's usage.
+
+    argparse leaves options that no parser knows to the top-level parser,
+    which would print the top-level usage for ``eval --sampels 8``.
+    """
+    args, unknown = _parser().parse_known_args(argv)
+    if unknown:
+        command: argparse.ArgumentParser = args.parser
+        known = [option for action in command._actions for option in action.option_strings]
+        close = difflib.get_close_matches(unknown[0].split("=")[0], known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    return args
 
 
 class _Say(logging.Handler):
@@ -421,9 +543,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if show_traceback:
         argv = argv[1:]
     try:
-        if argv[:1] == ["train-sb3"]:
-            return _train_sb3(argv[1:])
-        args = _parser().parse_args(argv)
+        from agent_envs.plugins import command_names
+
+        if argv[:1] and argv[0] not in _BUILT_IN and argv[0] in command_names():
+            return _run_command(argv[0], argv[1:])
+        args = _parse(argv)
         return args.run(args)
     except KeyboardInterrupt:
         print(f"{_PROG}: interrupted (rerun with the same --log to resume).", file=sys.stderr)

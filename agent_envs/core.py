@@ -39,8 +39,12 @@ MAX_TASK_ID: int = 2**31 - 1
 
 _CHARSET_SET = frozenset(CHARSET)
 _ACTION_PREFIXES = ("action:", "action :")
+#: Parsed moves remembered per env; past this many distinct actions the memo
+#: starts afresh, so free-form agent text cannot grow it without bound.
+_MOVE_MEMO_SIZE = 1024
 
 TaskT = TypeVar("TaskT")
+_UNPARSED = object()  # a memo miss; None is a remembered unparsable action
 
 
 def sanitize(text: str, limit: int = 40) -> str:
@@ -105,11 +109,14 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     Hooks for subclasses:
         _make_task(task_id, rng): build the immutable task instance.  The last
             task is cached, so K attempts at one task build it once; a task
-            object may memoise oracle results on itself.
+            object may memoise oracle results on itself.  ``rng`` is ``None``
+            in a family that sets ``uses_task_rng = False``.
         _start(task): set the mutable episode state from the task.
         _intro(): the goal and action format, in plain words.
         _view(): the current view of the world.
-        _parse(action): a normalised action string to a move, or ``None``.
+        _parse(action): a normalised action string to a move, or ``None``.  It
+            must be a pure function of the action and the constructor's
+            arguments, returning an immutable move: ``step`` memoises it.
         _apply(move): carry out the move; return ``(feedback, valid)``.
         _is_success(), _is_failure(): terminal conditions.
         _is_dead_end(): success no longer reachable (default: ``_is_failure()``).
@@ -129,10 +136,32 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: True when the same state and action can lead to different outcomes (the
     #: seed matters).  The oracle tests replay only deterministic envs exactly.
     stochastic: bool = False
+    #: The number of distinct tasks, where it is finite enough to matter: task
+    #: ids then repeat instances, and the evaluator warns when asked for more
+    #: tasks than this.  ``None``: too many to repeat in any evaluation.
+    task_supply: int | None = None
+    #: False in a family whose task is plain arithmetic on ``task_id``: its
+    #: ``_make_task`` gets ``rng=None``, which saves building a generator per reset.
+    uses_task_rng: ClassVar[bool] = True
     #: True when the oracle reads what the agent cannot see (a hidden map, hidden
     #: object locations): its figures then measure access to information as
     #: much as decision making, and the evaluator marks them.
     privileged_oracle: ClassVar[bool] = False
+    #: Whether the family overrides ``_is_failure`` or ``_is_dead_end`` (set per subclass).
+    _can_fail: ClassVar[bool] = True
+    _task_salt: ClassVar[int] = zlib.crc32(b"TextEnv")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The family name salts the task stream so that task 7 of two families
+        # are unrelated; crc32 is stable across processes, unlike hash().
+        cls._task_salt = zlib.crc32(cls.__name__.encode())
+        # A family that keeps the default failure hooks never fails, and step
+        # can skip asking: the hooks cost more than the rest of the info dict.
+        cls._can_fail = (
+            cls._is_failure is not TextEnv._is_failure
+            or cls._is_dead_end is not TextEnv._is_dead_end
+        )
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -149,11 +178,12 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         )
         self.task_id: int | None = None
         self._task: TaskT | None = None
+        self._moves: dict[str, Any] = {}  # action text -> parsed move (see _parse)
         self._success = False
         self._last_feedback = ""
 
     # ------------------------------------------------------------------ hooks
-    def _make_task(self, task_id: int, rng: np.random.Generator) -> TaskT:
+    def _make_task(self, task_id: int, rng: np.random.Generator | None) -> TaskT:
         raise NotImplementedError
 
     def _start(self, task: TaskT) -> None:
@@ -202,6 +232,15 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         """Return the fewest turns to success from now, or ``None`` if unreachable."""
         raise NotImplementedError
 
+    def answer(self) -> str | None:
+        """Return the hidden answer of the task (a word, a number), or ``None`` if it has none.
+
+        For people: ``agent-envs play`` reveals it when an episode ends
+        unsolved.  Tasks whose goal is in plain view (a maze, a Sokoban level)
+        have none.  Agents never see it.
+        """
+        return None
+
     # -------------------------------------------------------------- gym API
     @property
     def task(self) -> TaskT:
@@ -211,10 +250,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         return self._task
 
     def _task_generator(self, task_id: int) -> np.random.Generator:
-        # The family name salts the stream so that task 7 of two families are
-        # unrelated; crc32 is stable across processes, unlike hash().
-        salt = zlib.crc32(type(self).__name__.encode())
-        return np.random.default_rng([salt, task_id])
+        return np.random.default_rng([self._task_salt, task_id])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -231,7 +267,8 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         # The cache lives on the instance, whose task-shaping arguments are fixed,
         # so the task id alone identifies the task.
         if task_id != self.task_id or self._task is None:
-            self._task = self._make_task(task_id, self._task_generator(task_id))
+            rng = self._task_generator(task_id) if self.uses_task_rng else None
+            self._task = self._make_task(task_id, rng)
         self.task_id = task_id
         self._start(self._task)
         self._success = False
@@ -247,32 +284,41 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
             )
         if self._task is None:
             raise gym.error.ResetNeeded("Call reset() before step().")
-        if len(action) > self.action_space.max_length:
-            feedback, valid = (
-                f"Invalid action: longer than {self.action_space.max_length} characters.",
-                False,
-            )
+        # Agents repeat a small set of actions, so the parse is memoised on the
+        # raw text: normalising and parsing cost more than the move itself.
+        move = self._moves.get(action, _UNPARSED)
+        if move is _UNPARSED:
+            move = self._parse_new(action)
+        if move is None:
+            feedback, valid = self._unparsable_feedback(action), False
         else:
-            move = self._parse(normalize_action(action))
-            if move is None:
-                feedback, valid = self._unparsable_feedback(action), False
-            else:
-                feedback, valid = self._apply(move)
+            feedback, valid = self._apply(move)
         reward = 0.0
-        if not self._success and self._is_success():
-            self._success = True
+        success = self._success
+        if not success and self._is_success():
+            self._success = success = True
             reward = 1.0
-        terminated = self._success or self._is_failure()
         self._last_feedback = feedback
-        info = {
-            TASK_ID: self.task_id,
-            SUCCESS: self._success,
-            VALID_ACTION: valid,
-            DEAD_END: (not self._success) and self._is_dead_end(),
-        }
+        if self._can_fail:
+            dead_end = not success and self._is_dead_end()
+            terminated = success or self._is_failure()
+        else:
+            dead_end, terminated = False, success
+        info = {TASK_ID: self.task_id, SUCCESS: success, VALID_ACTION: valid, DEAD_END: dead_end}
         return f"{feedback}\n\n{self._view()}", reward, terminated, False, info
 
+    def _parse_new(self, action: str) -> Any | None:
+        """Parse an action not seen lately (see :meth:`parse_action`) and remember its move."""
+        if len(action) > self.action_space.max_length:
+            return None
+        if len(self._moves) >= _MOVE_MEMO_SIZE:
+            self._moves.clear()
+        move = self._moves[action] = self.parse_action(action)
+        return move
+
     def _unparsable_feedback(self, action: str) -> str:
+        if len(action) > self.action_space.max_length:
+            return f"Invalid action: longer than {self.action_space.max_length} characters."
         hint = f" {self.action_format}" if self.action_format else ""
         return f"Invalid action '{sanitize(action)}'.{hint}"
 

@@ -36,7 +36,8 @@ randomness from (``episode_seed``, ``turn``), so that attempts draw different
 samples and the result does not depend on batching or episode order.
 :data:`BUDGET` and :data:`TURNS_LEFT` are in ``info`` only when the budget is
 visible (a visible ``TurnBudget``, or ``budget_aware = True``); with a hidden
-budget the episode runs at max(T), so the evaluator never shows them.
+budget the episode runs at max(T), so the evaluator never shows them, and a
+policy that asks for them anyway gets one ``UserWarning`` per run saying so.
 
 A stateful agent (one that remembers earlier turns of its episode) is passed
 to the evaluator as a factory: a class, or

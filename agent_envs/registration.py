@@ -122,6 +122,21 @@ _family(
             {"n_disks": 5},
             "Tower of Hanoi, 5 disks: 31 moves from a full tower (long-horizon planning).",
         ),
+        "agent_envs/Hanoi-3-RandomStart-v0": (
+            "agent_envs.envs.hanoi:HanoiEnv",
+            {"n_disks": 3, "random_start": True},
+            "Tower of Hanoi, 3 disks from any of 26 random legal starts onto peg 3.",
+        ),
+        "agent_envs/Hanoi-4-RandomStart-v0": (
+            "agent_envs.envs.hanoi:HanoiEnv",
+            {"n_disks": 4, "random_start": True},
+            "Tower of Hanoi, 4 disks from any of 80 random legal starts onto peg 3.",
+        ),
+        "agent_envs/Hanoi-5-RandomStart-v0": (
+            "agent_envs.envs.hanoi:HanoiEnv",
+            {"n_disks": 5, "random_start": True},
+            "Tower of Hanoi, 5 disks from any of 242 random legal starts onto peg 3.",
+        ),
     },
 )
 

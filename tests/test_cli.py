@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import agent_envs
-from agent_envs import cli
+from agent_envs import cli, plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 GUESS = "agent_envs/GuessNumber-v0"
@@ -65,7 +65,7 @@ def test_eval_then_compare_end_to_end(tmp_path):
     assert "Pass@(K,T)" in oracle.stdout and "agent=oracle" in oracle.stdout
     assert (tmp_path / "o.png").read_bytes()[:4] == b"\x89PNG"
     result = json.loads((tmp_path / "o.json").read_text())
-    assert result["surface"][0][1] == 1.0 and result["agent"] == "oracle"
+    assert result["surface"][0][1] == 1.0 and result["settings"]["agent_name"] == "oracle"
     noisy = run_cli(
         "eval",
         GUESS,
@@ -79,7 +79,8 @@ def test_eval_then_compare_end_to_end(tmp_path):
         "--no-diagnostics",
     )
     assert noisy.returncode == 0, noisy.stderr
-    assert json.loads((tmp_path / "n.json").read_text())["agent"] == 'noisy-oracle {"epsilon": 0.9}'
+    noisy_settings = json.loads((tmp_path / "n.json").read_text())["settings"]
+    assert noisy_settings["agent_name"] == 'noisy-oracle {"epsilon": 0.9}'
     compared = run_cli(
         "compare",
         str(tmp_path / "o.json"),
@@ -199,12 +200,12 @@ def test_train_sb3_dispatches_lazily(monkeypatch, capsys):
 
     monkeypatch.setitem(sys.modules, "baselines.sb3_train", None)
     assert cli.main(["train-sb3"]) == 2
-    assert "baselines.sb3_train is not installed" in capsys.readouterr().err
+    assert "train-sb3 is not available: cannot import command module" in capsys.readouterr().err
 
     def missing_torch(name):
         raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
-    monkeypatch.setattr(cli.importlib, "import_module", missing_torch)
+    monkeypatch.setattr(plugins.importlib, "import_module", missing_torch)
     assert cli.main(["train-sb3"]) == 2
     assert 'pip install -e ".[sb3]" in the agent-envs checkout' in capsys.readouterr().err
 
@@ -242,7 +243,8 @@ def test_bring_your_own_agent_with_chat_history(tmp_path, capsys):
     assert cli.main([*args, "--history", "3"]) == 0
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["errors"] == 0 and result["surface"] == [[1.0]]
-    assert result["env_id"] == GUESS and result["agent"] == "tests.test_cli:NeedsHistory"
+    settings = result["settings"]
+    assert settings["env_name"] == GUESS and settings["agent_name"] == "tests.test_cli:NeedsHistory"
     capsys.readouterr()
     # Issue 9, item 12: without --history the agent fails on every episode, and
     # a run in which every episode failed exits non-zero, saying what failed.

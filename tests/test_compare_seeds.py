@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent_envs.cli import main
-from agent_envs.evaluation import EvalResult, compare
+from agent_envs.evaluation import EvalResult, EvalSettings, compare
 from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
 from agent_envs.evaluation.seed_stats import (
     hierarchical_bootstrap,
@@ -23,20 +23,22 @@ def fake(successes, samples=4, agent="A", tasks=None):
     """A one-cell (K=1, T=10) result whose task i had ``successes[i]`` of ``samples``."""
     counts = np.array(successes, dtype=np.int64)[:, None]
     surface = np.array([[counts.mean() / samples]])
-    return EvalResult(
-        env_id="agent_envs/GuessNumber-v0",
-        agent=agent,
-        mode="hidden",
+    settings = EvalSettings(
         ks=[1],
         budgets=[10],
-        task_ids=list(tasks if tasks is not None else range(len(successes))),
+        tasks=list(tasks if tasks is not None else range(len(successes))),
         samples=samples,
-        seed=0,
+        n_bootstrap=400,
+        env_name="agent_envs/GuessNumber-v0",
+        agent_name=agent,
+        mode="hidden",
+    )
+    return EvalResult(
+        settings=settings,
         surface=surface,
         ci_low=surface,
         ci_high=surface,
         success_counts=counts,
-        n_bootstrap=400,
     )
 
 

@@ -259,3 +259,49 @@ def test_docstring_lists_exactly_the_info_keys(env_id):
     for action in action_stream(env, rng, 20):
         emitted |= set(env.step(action)[-1])
     assert _documented_info_keys(cls) == emitted
+
+
+def test_a_finite_task_supply_is_declared_documented_and_true(env_id):
+    env = make_unwrapped(env_id)
+    supply = env.task_supply
+    if supply is None:
+        return
+    assert isinstance(supply, int) and supply >= 1
+    assert "## Task supply" in (type(env).__doc__ or ""), f"{type(env).__name__} hides its supply"
+    if supply <= 300:  # small enough to enumerate: the ids give at most that many instances
+        tasks = {pickle.dumps(env._make_task(i, env._task_generator(i))) for i in range(2 * supply)}
+        assert len(tasks) <= supply
+
+
+def test_the_parse_memo_is_invisible(env_id):
+    # step memoises parse_action on the raw text, which is only sound if every
+    # family's parser ignores the state: replaying each action's text later, in
+    # other states, through the memo must match an env whose memo is emptied.
+    memo, fresh = make_unwrapped(env_id), make_unwrapped(env_id)
+    rng = np.random.default_rng(3)
+    for task_id in (0, 1):
+        results = [env.reset(seed=task_id, options={"task_id": task_id}) for env in (memo, fresh)]
+        assert results[0] == results[1]
+        seen: list[str] = []
+        for action in action_stream(memo, rng, 30):
+            seen.append(action)
+            for text in (action, seen[int(rng.integers(len(seen)))]):
+                fresh._moves.clear()
+                results = [env.step(text) for env in (memo, fresh)]
+                assert results[0] == results[1], text
+                if results[0][2]:
+                    break
+            if results[0][2]:
+                break
+
+
+def test_the_parse_memo_stays_bounded():
+    env = make_unwrapped("agent_envs/GuessNumber-v0")
+    env.reset(seed=0, options={"task_id": 0})
+    for number in range(3000):
+        assert env.step(f"nonsense {number}")[-1]["valid_action"] is False
+    assert 0 < len(env._moves) <= 1024
+    long = "1" * (env.action_space.max_length + 1)
+    observation, *_, info = env.step(long)
+    assert info["valid_action"] is False and "longer than" in observation
+    assert long not in env._moves  # over-long text is never kept

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -16,6 +17,7 @@ from agent_envs.core import TextEnv
 from agent_envs.envs.guess_number import GuessNumberEnv
 from agent_envs.evaluation import (
     EvalResult,
+    EvalSettings,
     PerEpisode,
     RunAborted,
     compare,
@@ -120,6 +122,7 @@ def test_oracle_is_one_above_the_largest_horizon_and_zero_below_the_smallest():
     assert result.diagnostics["turns"]["mean_ratio"] == 1.0
 
 
+@pytest.mark.filterwarnings("ignore:.*distinct tasks:UserWarning")  # tiny envs, on purpose
 def test_random_agent_matches_the_analytic_success_curve():
     # Uniform guesses among 1..5, independent each turn: P(success within T) = 1 - 0.8**T.
     budgets, tasks, samples = [1, 2, 3, 5, 8], 50, 8
@@ -157,6 +160,7 @@ def test_surface_never_decreases_in_k_or_t_and_lies_in_its_interval():
     assert np.all(np.diff(counts_of(result), axis=1) >= 0)
 
 
+@pytest.mark.filterwarnings("ignore:.*distinct tasks:UserWarning")  # tiny envs, on purpose
 def test_hidden_shortcut_equals_separate_runs_per_budget():
     grid = dict(ks=[1, 2], tasks=12, samples=4, seed=3, n_bootstrap=100)
     budgets = [1, 2, 3, 5, 8]
@@ -330,7 +334,7 @@ def test_results_do_not_depend_on_batching():
         batched = evaluate(policy, small_guess(10), batch_size=batch_size, **grid)
         assert np.array_equal(counts_of(batched), counts_of(plain))
         assert batched.diagnostics == plain.diagnostics
-        assert batched.settings["batch_size"] == batch_size
+        assert batched.settings.batch_size == batch_size
         if batch_size == 64:
             # 40 episodes in lockstep: one call per turn of the longest episode.
             assert policy.calls <= 12 < plain.timing["policy_calls"]
@@ -607,8 +611,10 @@ def test_result_round_trips_through_json(tmp_path):
     assert np.array_equal(again.surface, result.surface)
     result.save(tmp_path / "r.json")
     assert EvalResult.load(tmp_path / "r.json").to_dict() == result.to_dict()
-    assert data["agent"] == "noisy-oracle" and data["mode"] == "hidden"
-    assert data["version"] and data["n_bootstrap"] == 100
+    assert again.settings == result.settings  # the one EvalSettings object, rebuilt
+    settings = data["settings"]
+    assert settings["agent_name"] == "noisy-oracle" and settings["mode"] == "hidden"
+    assert data["version"] and settings["n_bootstrap"] == 100
     assert {"wall_s", "episodes_run", "env_steps", "policy_calls"} <= set(data["timing"])
     with pytest.raises(ValueError, match="not an agent-envs result"):
         EvalResult.from_dict({"surface": []})
@@ -620,10 +626,10 @@ def test_to_dict_is_a_copy():
     )
     data = result.to_dict()
     data["diagnostics"]["decision_quality"] = 0.0
+    data["settings"]["ks"].append(99)
     data["settings"].clear()
-    data["ks"].append(99)
     assert result.diagnostics["decision_quality"] == 1.0
-    assert result.settings and result.ks == [1]
+    assert result.settings.ks == (1,) and result.ks == [1]
 
 
 def test_bootstrap_is_deterministic_for_a_seed():
@@ -661,6 +667,7 @@ def test_progress_bar_is_optional(monkeypatch, capsys):
 
 
 # ----------------------------------------------------------------- comparison
+@pytest.mark.filterwarnings("ignore:.*distinct tasks:UserWarning")  # tiny envs, on purpose
 def test_compare_finds_where_a_beats_b(tmp_path):
     grid = dict(ks=[1, 2], budgets=[2, 7], tasks=12, samples=2, n_bootstrap=200)
     oracle = evaluate(OracleAgent(), GUESS, **grid)
@@ -697,3 +704,49 @@ def test_oracle_solves_every_registered_env_within_its_horizon(env_id):
     if not env.stochastic:
         assert result.pass_at(1, budget) == 1.0
         assert result.diagnostics["decision_quality"] == 1.0
+
+
+# ------------------------------------------------------------------ settings
+def test_one_settings_object_serves_python_cli_result_and_log(tmp_path):
+    settings = EvalSettings(ks=[1], budgets=[7, 3], tasks=4, n_bootstrap=20, agent_name="o")
+    by_object = evaluate(OracleAgent(), GUESS, settings)
+    by_keywords = evaluate(
+        OracleAgent(), GUESS, ks=[1], budgets=[3, 7], tasks=4, n_bootstrap=20, agent_name="o"
+    )
+    assert by_object.settings == by_keywords.settings
+    # The evaluator fills in what only the run can tell, in a copy.
+    assert settings.mode is None and by_object.settings.mode == "hidden"
+    assert by_object.settings.env_name == GUESS and by_object.settings.batch_size == 1
+    assert dataclasses.replace(by_object.settings, mode=None, env_name=None, batch_size=None) == (
+        settings
+    )
+    with pytest.raises(TypeError, match="not both"):
+        evaluate(OracleAgent(), GUESS, settings, ks=[2])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.seed = 3
+
+
+def test_no_function_in_the_evaluation_package_is_over_60_lines():
+    import ast
+    import pathlib
+
+    long = []
+    for path in sorted(pathlib.Path(evaluate.__code__.co_filename).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = node.body[0]
+                docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                start = first.end_lineno + 1 if docstring and len(node.body) > 1 else first.lineno
+                if node.end_lineno - start + 1 > 60:
+                    long.append(f"{path.name}:{node.name}")
+    assert long == []
+
+
+def test_asking_for_more_tasks_than_the_env_has_warns():
+    grid = {"ks": [1], "budgets": [7], "n_bootstrap": 10, "diagnostics": False}
+    with pytest.warns(UserWarning, match="only 6 distinct tasks, so 7 tasks repeat instances"):
+        evaluate(OracleAgent(), "agent_envs/Hanoi-3-v0", tasks=7, **grid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = evaluate(OracleAgent(), "agent_envs/Hanoi-3-v0", tasks=6, **grid)
+    assert result.pass_at(1, 7) == 1.0

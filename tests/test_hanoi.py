@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 
 import gymnasium as gym
@@ -166,3 +167,50 @@ def test_solving_reports_success_in_the_feedback():
 def test_bad_disk_count_is_a_clear_error(bad, error):
     with pytest.raises(error, match="n_disks"):
         HanoiEnv(n_disks=bad)
+
+
+@pytest.mark.parametrize("n_disks", [1, 2, 3, 4])
+def test_random_starts_cover_every_unsolved_state_once_per_supply(n_disks):
+    env = HanoiEnv(n_disks=n_disks, random_start=True)
+    supply = env.task_supply
+    assert supply == 3**n_disks - 1
+    starts, turns = [], []
+    for task_id in range(2 * supply):
+        observation, _ = env.reset(seed=task_id, options={"task_id": task_id})
+        assert env.task.target == 2 and "stack all of them on peg 3" in observation
+        for peg, stack in enumerate(env._pegs):  # the observation shows the drawn state
+            shown = " ".join(map(str, stack)) if stack else "(empty)"
+            assert f"Peg {peg + 1}: {shown}\n" in observation
+            assert stack == sorted(stack, reverse=True)
+        starts.append(env.task.positions)
+        turns.append(env.oracle_turns())
+    first, second = starts[:supply], starts[supply:]
+    solved = (2,) * n_disks
+    assert set(first) == set(itertools.product(range(3), repeat=n_disks)) - {solved}
+    assert second == first  # the supply repeats, in the same order
+    # k turns away lie 2 ** popcount(k) states: turns 1 .. 2 ** n - 1, mostly long.
+    for k in range(1, 2**n_disks):
+        assert turns[:supply].count(k) == 2 ** bin(k).count("1")
+
+
+def test_random_start_is_fixed_by_the_task_id_alone():
+    env = HanoiEnv(n_disks=5, random_start=True)
+    env.reset(seed=1, options={"task_id": 123})
+    positions = env.task.positions
+    env.reset(seed=2, options={"task_id": 7})
+    env.reset(seed=3, options={"task_id": 123})
+    assert env.task.positions == positions
+    assert HanoiEnv(n_disks=5, random_start=True)._make_task(123, None).positions == positions
+
+
+def test_full_tower_ids_keep_six_tasks_and_say_so():
+    for n_disks in (3, 4, 5):
+        env = gym.make(f"agent_envs/Hanoi-{n_disks}-v0").unwrapped
+        assert env.task_supply == 6 and env.random_start is False
+        scattered = gym.make(f"agent_envs/Hanoi-{n_disks}-RandomStart-v0").unwrapped
+        assert scattered.task_supply == 3**n_disks - 1 and scattered.random_start is True
+
+
+def test_bad_random_start_is_a_clear_error():
+    with pytest.raises(TypeError, match="random_start must be a bool"):
+        HanoiEnv(random_start=1)

@@ -121,9 +121,9 @@ def _result_dict() -> dict:
         (lambda d: d.update(success_counts=[[0, 5]] * 3), "success_counts must lie in"),
         (lambda d: d.update(success_counts=[[0.5, 2]] * 3), "whole numbers"),
         (lambda d: d["surface"][0].__setitem__(0, 1.5), "surface must hold numbers in"),
-        (lambda d: d.update(ks=[2, 1]), "sorted"),
-        (lambda d: d.update(samples=1), "samples must be"),
-        (lambda d: d.update(task_ids=[0, 0, 1]), "distinct"),
+        (lambda d: d["settings"].update(ks=[2, 1]), "sorted"),
+        (lambda d: d["settings"].update(samples=1), "larger than samples=1"),
+        (lambda d: d["settings"].update(tasks=[0, 0, 1]), "distinct"),
         (lambda d: d.update(errors=9), "errors <= episodes"),
     ],
 )
@@ -186,3 +186,151 @@ def test_budget_mix_normalises_huge_weights_safely():
     for bad in ([float("inf"), 1.0], [float("nan"), 1.0], [-1.0, 2.0], [0.0, 0.0]):
         with pytest.raises(ValueError):
             BudgetMix(gym.make(GUESS), [5, 10], weights=bad)
+
+
+# ------------------------------------------------------------------- play
+def play(monkeypatch, capsys, stdin: str, *args: str) -> str:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    assert cli.main(["play", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_play_lines_that_are_not_actions_use_no_turn(monkeypatch, capsys):
+    """Item 16: an empty line, an unknown :command and arrow keys are refused, not played."""
+    out = play(monkeypatch, capsys, "\n   \n:undo\n\x1b[A\n50\n", GUESS, "--budget", "3")
+    assert out.count("No turn was used.") == 4
+    assert "Empty line" in out and "Unknown command ':undo'" in out and "arrow keys" in out
+    assert "[Turns left: 2 of 3]" in out and "[Turns left: 1 of 3]" not in out
+
+
+def test_play_shows_wordle_feedback_once(monkeypatch, capsys):
+    """Item 16: the guess's feedback line is also the board's last row: print it once."""
+    out = play(monkeypatch, capsys, "crane\n", "agent_envs/Wordle-v0", "--budget", "3")
+    after_guess = out.split("> ", 1)[1]
+    row = next(line for line in after_guess.splitlines() if line.startswith("CRANE -> "))
+    assert after_guess.count(row) == 1
+
+
+@pytest.mark.parametrize(
+    ("env_id", "guess"),
+    [(GUESS, "1"), ("agent_envs/Wordle-v0", "crane"), ("agent_envs/KnowledgeSearch-v0", "x")],
+)
+def test_play_reveals_the_answer_when_the_budget_runs_out(monkeypatch, capsys, env_id, guess):
+    """Item 16: where the env has an answer, an unsolved game ends by showing it."""
+    env = gym.make(env_id).unwrapped
+    env.reset(seed=0, options={"task_id": 0})
+    out = play(monkeypatch, capsys, f"{guess}\n", env_id, "--budget", "1")
+    assert "Out of turns" in out and f"The answer was: {env.answer()}" in out
+    assert env.answer() and env.answer() != guess
+
+
+def test_play_says_nothing_of_an_answer_where_there_is_none(monkeypatch, capsys):
+    out = play(monkeypatch, capsys, "up\n", "agent_envs/Maze-7x7-v0", "--budget", "1")
+    assert "Out of turns" in out and "The answer was" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seed", "-1"], "--seed must be an int >= 0"),
+        (["--task", "-1"], "--task must be an int >= 0"),
+        (["--task", "2147483647"], "--task must be below"),
+        (["--budget", "0"], "--budget must be an int >= 1"),
+    ],
+)
+def test_play_refuses_bad_numbers_at_once(capsys, args, message):
+    """Item 14: `play --seed -1` used to end in a Gymnasium traceback."""
+    assert cli.main(["play", GUESS, *args]) == 2
+    assert message in one_error_line(capsys)
+
+
+# ------------------------------------------------------------------- help
+def test_every_option_says_its_default_and_agent_lists_the_short_names():
+    """Item 17: every option of eval, play and compare has help with its default."""
+    from agent_envs.plugins import agent_names
+
+    commands = cli._parser()._subparsers._group_actions[0].choices
+    for name in ("eval", "play", "compare"):
+        for action in commands[name]._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help and "default" in action.help, (name, action.dest)
+            if not action.option_strings:
+                assert action.help, (name, action.dest)
+    agent_help = next(a.help for a in commands["eval"]._actions if a.dest == "agent")
+    assert all(short in agent_help for short in agent_names())
+
+
+@pytest.mark.parametrize("command", [["eval", GUESS], ["play", GUESS], ["compare", "a", "b"]])
+def test_a_misspelled_flag_prints_that_commands_usage(capsys, command):
+    """Item 17: not the top-level usage, which lists no option of the command."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*command, "--sampels", "3"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: agent-envs {command[0]}" in err
+    assert "unrecognized arguments: --sampels 3" in err
+
+
+# ------------------------------------------------------------------- plots
+@pytest.fixture
+def figures(monkeypatch):
+    """Capture the figures the plots build, to read their labels and scales."""
+    from agent_envs.evaluation import plotting
+
+    built = []
+    original = plotting.build_figure
+
+    def keep(*args, **kwargs):
+        built.append(original(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(plotting, "build_figure", keep)
+    return built
+
+
+def test_difference_plot_names_a_and_b_labels_its_colorbar_and_scales_minus_one_to_one(
+    tmp_path, figures
+):
+    """Item 21: a difference of 0.10 must not look as saturated as 0.97."""
+    from agent_envs.evaluation import compare
+    from baselines.simple_agents import NoisyOracleAgent
+
+    grid = dict(ks=[1], budgets=[7], tasks=6, samples=2, n_bootstrap=50)
+    a = evaluate(OracleAgent(), GUESS, agent_name="oracle", **grid)
+    b = evaluate(NoisyOracleAgent(epsilon=0.1), GUESS, agent_name="noisy", **grid)
+    compare(a, b).plot(tmp_path / "diff.png")
+    axes, colorbar = figures[-1].axes
+    assert "A = oracle" in axes.get_title() and "B = noisy" in axes.get_title()
+    assert colorbar.get_ylabel() == "Pass@(K,T) of A minus B"
+    assert axes.images[0].get_clim() == (-1.0, 1.0)
+    a.plot(tmp_path / "a.png")
+    assert figures[-1].axes[1].get_ylabel() == "Pass@(K,T)"
+
+
+def test_compare_cli_names_sides_by_file_when_the_agents_share_a_name(tmp_path, capsys, figures):
+    """Item 21: two runs of one agent are told apart by their file stems."""
+    grid = dict(ks=[1], budgets=[7], tasks=3, n_bootstrap=10, agent_name="oracle")
+    for stem, seed in (("before", 0), ("after", 1)):
+        evaluate(OracleAgent(), GUESS, seed=seed, **grid).save(tmp_path / f"{stem}.json")
+    argv = ["compare", str(tmp_path / "after.json"), str(tmp_path / "before.json")]
+    assert cli.main([*argv, "--plot", str(tmp_path / "d.png")]) == 0
+    assert "A = after" in capsys.readouterr().out
+    assert "A = after" in figures[-1].axes[0].get_title()
+
+
+# ---------------------------------------------------------- install hints
+def test_install_hints_point_at_the_checkout_not_at_pypi():
+    """Item 20: agent-envs is not on PyPI; `pip install agent-envs[...]` would fail or mislead."""
+    import agent_envs
+
+    assert agent_envs.install_hint("plot") == 'pip install -e ".[plot]" in the agent-envs checkout'
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    for package in ("agent_envs", "baselines", "wrappers"):
+        texts += (ROOT / package).rglob("*.py")
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        assert "agent-envs[" not in text, path
+        assert "pip install agent-envs" not in text, path

@@ -306,12 +306,21 @@ def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(server, backend):
 def test_timeout_is_a_deadline_for_the_whole_request(server):
     """Issue 9, item 5: a server that drips its reply cannot hold a request past timeout.
 
-    The drip sends a byte every 20 ms, so no single read waits anywhere near
-    the timeout; only a deadline over the whole request stops it.
+    The drip sends a byte every 20 ms (about 4 s for the whole reply), so no
+    single read waits anywhere near the timeout; only a deadline over the
+    whole request stops it.  The server sees the client hang up mid-reply,
+    rather than the client reading it all and raising afterwards.
     """
+    import time
+
     server.script.append("drip")
     with pytest.raises(ChatCompletionError, match=r"no complete response within 0\.3s"):
         make_agent(server, timeout=0.3, max_retries=0).act("x", {})
+    for _ in range(500):  # the drip notices the hang-up at its next byte
+        if server.drips:
+            break
+        time.sleep(0.02)
+    assert server.drips == ["cut"]
 
 
 def test_a_reply_larger_than_max_reply_bytes_is_an_error(server):

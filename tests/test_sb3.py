@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -77,7 +78,10 @@ def test_the_wrapper_stack_runs_under_sb3_vector_envs(vec_cls):
 # ------------------------------------------------------------------- learning
 def test_maskable_ppo_beats_the_random_agent_on_a_small_env(corridor_model):
     grid = {"ks": [1], "budgets": [4], "tasks": 40, "samples": 4, "diagnostics": False}
-    trained = evaluate(SB3Agent(str(corridor_model), deterministic=False), CORRIDOR, **grid)
+    with warnings.catch_warnings():
+        # A hidden budget: a budget-unaware agent must not be told it read one.
+        warnings.filterwarnings("error", message=".*budget is hidden")
+        trained = evaluate(SB3Agent(str(corridor_model), deterministic=False), CORRIDOR, **grid)
     random = evaluate(RandomPolicy(), CORRIDOR, **grid)
     assert trained.pass_at(1, 4) >= random.pass_at(1, 4) + 0.3
 
@@ -132,7 +136,7 @@ def test_masked_agent_never_picks_an_inadmissible_action(corridor_model):
 
 
 def test_agent_loads_through_the_agent_registry(corridor_model):
-    from agent_envs.agents import make_agent
+    from agent_envs.plugins import make_agent
 
     agent = make_agent("sb3", {"path": str(corridor_model), "deterministic": True})
     assert isinstance(agent, SB3Agent) and agent.algo == "maskable_ppo"

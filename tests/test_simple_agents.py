@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 from collections import Counter
@@ -9,8 +10,14 @@ from collections import Counter
 import gymnasium as gym
 import pytest
 
-from agent_envs.agents import AGENTS, make_agent, parse_agent_kwargs, resolve_agent
 from agent_envs.evaluation import evaluate
+from agent_envs.plugins import (
+    AGENT_GROUP,
+    agent_names,
+    make_agent,
+    parse_agent_kwargs,
+    resolve_agent,
+)
 from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
 from wrappers import ActionHints, TurnBudget
 
@@ -142,13 +149,16 @@ def test_decision_quality_falls_as_epsilon_grows():
 
 
 # ----------------------------------------------------------------- agent specs
-def test_short_names_resolve_lazily_to_the_documented_classes():
-    assert AGENTS["random"] == "baselines.simple_agents:RandomAgent"
+def test_short_names_resolve_lazily_through_entry_points():
+    installed = importlib.metadata.entry_points(group=AGENT_GROUP)
+    assert {entry.name: entry.value for entry in installed}["random"] == (
+        "baselines.simple_agents:RandomAgent"
+    )
     assert resolve_agent("oracle") is OracleAgent
     assert resolve_agent("baselines.simple_agents:RandomAgent") is RandomAgent
     agent = make_agent("noisy-oracle", {"epsilon": 0.25, "seed": 2})
     assert (agent.epsilon, agent.seed) == (0.25, 2)
-    assert set(AGENTS) == {"random", "oracle", "noisy-oracle", "sb3", "hf", "openai"}
+    assert set(agent_names()) >= {"random", "oracle", "noisy-oracle", "sb3", "hf", "openai"}
 
 
 @pytest.mark.parametrize(
@@ -179,7 +189,7 @@ def test_agent_kwargs_parsing():
 
 def test_importing_agent_envs_imports_no_agent_or_heavy_dependency():
     code = (
-        "import sys, agent_envs, agent_envs.agents, agent_envs.cli, agent_envs.evaluation\n"
+        "import sys, agent_envs, agent_envs.plugins, agent_envs.cli, agent_envs.evaluation\n"
         "bad = [m for m in ('baselines', 'torch', 'matplotlib', 'tqdm', 'transformers',"
         " 'stable_baselines3') if m in sys.modules]\n"
         "print(bad)"
@@ -192,7 +202,7 @@ def test_importing_agent_envs_imports_no_agent_or_heavy_dependency():
 
 def test_describe_agent_masks_secrets_but_keeps_what_changes_behaviour():
     """Issue 9, item 1: the recorded agent name holds no secret, yet tells agents apart."""
-    from agent_envs.agents import describe_agent
+    from agent_envs.plugins import describe_agent
 
     def name(model, key, password):
         return describe_agent(

@@ -1,7 +1,10 @@
 """Generic Gymnasium wrappers for turn-budgeted text environments.
 
 This package depends only on gymnasium and numpy; it never imports
-``agent_envs`` or ``baselines``.
+``agent_envs`` or ``baselines`` (``tests/test_layering.py`` checks it, doctests
+included).  The contract the wrappers share with the envs, the info keys and
+the oracle API, is :mod:`wrappers.protocol`.  The docstring examples use the
+``agent_envs/`` ids, which the repository's ``conftest.py`` registers.
 """
 
 from __future__ import annotations

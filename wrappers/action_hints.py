@@ -22,7 +22,7 @@ class ActionHints(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
     fresh copies; an agent may keep or change them.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers import ActionHints
         >>> env = ActionHints(gym.make("agent_envs/GuessNumber-v0"), oracle=True)
         >>> _, info = env.reset(seed=0, options={"task_id": 0})

@@ -17,7 +17,7 @@ stack looking for budgets.  It
   ``budget`` and ``turns_left`` (the key is then never added, rather than
   added and stripped).
 
->>> import gymnasium as gym, agent_envs
+>>> import gymnasium as gym  # the agent_envs/ ids are registered
 >>> from wrappers.budget import resolve_budget
 >>> budget = resolve_budget(gym.make("agent_envs/GuessNumber-v0"), max_budget=20)
 >>> _, info = budget.env.reset(seed=0, options=budget.options(7, task_id=0))

@@ -32,7 +32,7 @@ class BudgetMix(TurnBudget):
     from fresh OS entropy.  ``reset(options={"budget": T})`` forces T.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers import BudgetMix
         >>> env = BudgetMix(gym.make("agent_envs/GuessNumber-v0"), budgets=[5, 10, 20])
         >>> _, info = env.reset(seed=0)

@@ -44,14 +44,14 @@ class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             own system prompt use this one instead when it is set.
         record: what the assistant side holds: ``"action"`` (the action string
             sent to ``step``) or ``"raw"`` (the action's ``raw`` attribute when it
-            has one, such as the full generation behind a
-            ``agent_envs.protocol.AgentAction``, else the action).
+            has one, such as the full generation behind an ``AgentAction``:
+            a ``str`` subclass with ``raw``), else the action).
 
     Nothing carries over from one episode to the next: ``reset`` starts a new
     dialogue.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers.chat_history import ChatHistory
         >>> env = ChatHistory(gym.make("agent_envs/GuessNumber-v0"), window=2)
         >>> _, info = env.reset(seed=0, options={"task_id": 0})

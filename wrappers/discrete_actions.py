@@ -95,7 +95,7 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
     is a programming error.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers.discrete_actions import DiscreteActions
         >>> env = DiscreteActions(gym.make("agent_envs/GuessNumber-v0"))
         >>> env.action_space

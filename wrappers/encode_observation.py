@@ -332,7 +332,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     :meth:`encoder_config`; an agent rebuilds the same encoder from them.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers.encode_observation import EncodeObservation
         >>> env = EncodeObservation(gym.make("agent_envs/GuessNumber-v0"), "hashing", dim=64)
         >>> observation, _ = env.reset(seed=0)

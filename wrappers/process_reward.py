@@ -52,7 +52,7 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
     dead end).
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers.process_reward import ProcessReward
         >>> env = ProcessReward(gym.make("agent_envs/GuessNumber-v0"), coef=0.1, gamma=1.0)
         >>> _, info = env.reset(seed=0, options={"task_id": 0})

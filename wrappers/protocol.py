@@ -5,10 +5,10 @@ wrappers``, and a lower layer never names a higher one.  The keys are written
 by both lower layers (``agent_envs`` envs write ``task_id`` and ``success``;
 ``wrappers`` write ``budget``, ``turn`` and ``oracle_actions``), and the
 generic wrappers call the oracle API on ``env.unwrapped``.  So the contract
-lives here, at the bottom, in a module that imports nothing but ``typing``;
-:mod:`agent_envs.protocol` re-exports all of it and adds the policy protocol,
-which only the layers above ``wrappers`` use.  Code in ``agent_envs`` and
-``baselines`` imports the contract from :mod:`agent_envs.protocol`; code in
+lives here, at the bottom, in a module that imports nothing but ``typing``.
+The ``protocol`` module of ``agent_envs`` re-exports all of it and adds the
+policy protocol, which only the layers above ``wrappers`` use.  Code in
+``agent_envs`` and ``baselines`` imports the contract from there; code in
 ``wrappers`` imports it from here.
 
 A key is spelled once, as a constant below, and every module uses the

@@ -41,7 +41,7 @@ class ShowActions(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         max_chars: the longest the list may be, or ``None`` for the default.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers.show_actions import ShowActions
         >>> env = ShowActions(gym.make("agent_envs/GuessNumber-v0", max_number=5))
         >>> observation, _ = env.reset(seed=0, options={"task_id": 0})

@@ -79,7 +79,7 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
     wins.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers import TurnBudget
         >>> env = TurnBudget(gym.make("agent_envs/GuessNumber-v0"), max_turns=3)
         >>> _, info = env.reset(seed=0, options={"task_id": 0})

@@ -46,6 +46,10 @@ class GuessNumberEnv(TextEnv[int]):
     ## Starting State
     The secret is drawn uniformly from ``1..N`` by the task id.
 
+    ## Task supply
+    Finite: one task per secret, ``task_supply`` (``N``) in all.  Since the
+    task id draws the secret, fewer task ids than that can already share one.
+
     ## Rewards
     ``1.0`` on the step that guesses the secret, ``0.0`` otherwise.
 
@@ -79,6 +83,7 @@ class GuessNumberEnv(TextEnv[int]):
 
     def __init__(self, max_number: int = 100, render_mode: str | None = None) -> None:
         self.max_number = check_int(max_number, "max_number", 2)
+        self.task_supply = self.max_number
         # One canonical action per guess, so discrete-action libraries can play.
         self.action_vocabulary = tuple(str(number) for number in range(1, max_number + 1))
         super().__init__(render_mode=render_mode)
@@ -89,6 +94,10 @@ class GuessNumberEnv(TextEnv[int]):
     def _start(self, task: int) -> None:
         self._low, self._high = 1, self.max_number
         self._last_guess: int | None = None
+        self._shown = self._interval_line()
+
+    def _interval_line(self) -> str:
+        return f"The secret is between {self._low} and {self._high}."
 
     def _intro(self) -> str:
         return (
@@ -98,7 +107,7 @@ class GuessNumberEnv(TextEnv[int]):
         )
 
     def _view(self) -> str:
-        return f"The secret is between {self._low} and {self._high}."
+        return self._shown  # re-rendered only when the interval changes
 
     def _parse(self, action: str) -> int | None:
         match = _NUMBER.match(action)
@@ -108,17 +117,23 @@ class GuessNumberEnv(TextEnv[int]):
         if not 1 <= move <= self.max_number:
             return f"Invalid guess {move}: it must be between 1 and {self.max_number}.", False
         self._last_guess = move
-        if move == self.task:
+        secret = self._task
+        if move == secret:
             self._low = self._high = move
+            self._shown = self._interval_line()
             return f"{move} is correct!", True
-        if move < self.task:
-            self._low = max(self._low, move + 1)
+        if move < secret:
+            if move >= self._low:
+                self._low = move + 1
+                self._shown = self._interval_line()
             return f"{move} is too low: the secret is higher.", True
-        self._high = min(self._high, move - 1)
+        if move <= self._high:
+            self._high = move - 1
+            self._shown = self._interval_line()
         return f"{move} is too high: the secret is lower.", True
 
     def _is_success(self) -> bool:
-        return self._last_guess == self.task
+        return self._last_guess == self._task
 
     def admissible_actions(self) -> list[str]:
         """Every guess in ``1..N``: one outside the consistent interval is legal, only wasteful."""
@@ -128,6 +143,10 @@ class GuessNumberEnv(TextEnv[int]):
         if self._success:
             return []
         return [str((self._low + self._high) // 2)]
+
+    def answer(self) -> str:
+        """Return the secret number."""
+        return str(self.task)
 
     def oracle_turns(self) -> int | None:
         if self._success:

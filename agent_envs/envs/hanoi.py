@@ -1,19 +1,23 @@
-"""Hanoi: move a tower of disks to the target peg, one top disk at a time."""
+"""Hanoi: stack every disk on the target peg, moving one top disk at a time."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from agent_envs.core import TextEnv
-from wrappers.validators import check_int
+from wrappers.validators import check_bool, check_int
 
-__all__ = ["PEG_PAIRS", "HanoiEnv", "HanoiTask", "hanoi_plan"]
+__all__ = ["PEG_PAIRS", "HanoiEnv", "HanoiTask", "hanoi_plan", "random_start_positions"]
 
 #: Every (start peg, target peg) pair, 0-based; ``task_id % 6`` picks one.
 PEG_PAIRS: tuple[tuple[int, int], ...] = ((0, 2), (0, 1), (1, 0), (1, 2), (2, 0), (2, 1))
+
+#: The goal peg (0-based) of every random-start task.
+RANDOM_START_TARGET = 2
 
 _PEG_NAMES = {"1": 0, "2": 1, "3": 2, "a": 0, "b": 1, "c": 2}
 _TOKEN = re.compile(r"[a-z]+|\d+")
@@ -27,10 +31,41 @@ _NOUNS = frozenset({"disk", "disc", "ring", "top"})
 
 @dataclass(frozen=True)
 class HanoiTask:
-    """One instance: a full tower on ``start`` that must end on ``target`` (0-based pegs)."""
+    """One instance: each disk's start peg, and the peg every disk must end on (0-based).
 
-    start: int
+    ``positions[d]`` is the start peg of disk ``d + 1`` (disk 1 is the smallest);
+    a peg holds its disks in size order, so the positions are the whole state.
+    """
+
+    positions: tuple[int, ...]
     target: int
+
+    @property
+    def start(self) -> int | None:
+        """The peg of the full starting tower, or ``None`` when the disks start scattered."""
+        first = self.positions[0]
+        return first if self.positions.count(first) == len(self.positions) else None
+
+
+@cache
+def _random_start_order(n_disks: int) -> tuple[int, ...]:
+    # A fixed shuffle of the unsolved states' indices, so that consecutive task
+    # ids look random yet any 3**n - 1 of them cover every start exactly once.
+    return tuple(np.random.default_rng([0x4A4E, n_disks]).permutation(3**n_disks - 1).tolist())
+
+
+def random_start_positions(n_disks: int, task_id: int) -> tuple[int, ...]:
+    """Return the start positions of random-start task ``task_id``.
+
+    The ``3 ** n - 1`` legal states that are not already solved (every disk on
+    peg 3 is the one left out) are read as base-3 numbers, disk 1 the lowest
+    digit, in a fixed shuffled order; ``task_id`` picks one modulo their count.
+
+    >>> sorted({hanoi_plan(random_start_positions(3, i), 2)[0] for i in range(26)})
+    [1, 2, 3, 4, 5, 6, 7]
+    """
+    index = _random_start_order(n_disks)[task_id % (3**n_disks - 1)]
+    return tuple(index // 3**disk % 3 for disk in range(n_disks))
 
 
 def hanoi_plan(positions: tuple[int, ...], target: int) -> tuple[int, tuple[int, int] | None]:
@@ -60,8 +95,14 @@ def _format_move(source: int, destination: int) -> str:
     return f"move {source + 1} {destination + 1}"
 
 
+@cache
+def _peg_line(peg: int, disks: tuple[int, ...]) -> str:
+    # At most 3 * 2**n distinct lines: rendering each once keeps step cheap.
+    return f"Peg {peg + 1}: {' '.join(map(str, disks)) if disks else '(empty)'}"
+
+
 class HanoiEnv(TextEnv[HanoiTask]):
-    """Move a tower of ``n`` disks from its start peg to the target peg.
+    """Stack ``n`` disks on the target peg, from a full tower or a random legal start.
 
     ## Description
     The Tower of Hanoi, a planning task with a clean long-horizon dial: the
@@ -86,10 +127,24 @@ class HanoiEnv(TextEnv[HanoiTask]):
     feedback (the disk moved, or why the move was illegal).
 
     ## Starting State
-    All ``n`` disks on the start peg.  ``task_id % 6`` picks the (start, target)
-    pair out of the six ordered pairs of distinct pegs, so any six consecutive
-    task ids cover all six instances; the seed plays no part.  Every task keeps
-    the headline horizon of ``2 ** n - 1`` oracle turns.
+    Full tower (the default): all ``n`` disks on the start peg.  ``task_id % 6``
+    picks the (start, target) pair out of the six ordered pairs of distinct
+    pegs, so any six consecutive task ids cover all six instances; the seed
+    plays no part.  Every task keeps the headline horizon of ``2 ** n - 1``
+    oracle turns.
+
+    Random start (``random_start=True``): the disks start in one of the
+    ``3 ** n - 1`` legal states that are not already solved, and the goal is
+    peg 3.  ``task_id`` alone picks the state (see :func:`random_start_positions`):
+    any ``3 ** n - 1`` consecutive task ids cover every start once.  Oracle
+    turns range over ``1 .. 2 ** n - 1``; ``k`` turns away lie ``2 ** b``
+    starts, ``b`` the number of one bits of ``k``, so most tasks are long.
+
+    ## Task supply
+    Finite, and ``task_supply`` says how large: 6 distinct tasks with a full
+    tower, ``3 ** n - 1`` (26, 80, 242 for 3, 4, 5 disks) with a random
+    start.  Task ids beyond the supply repeat instances, and the evaluator
+    warns when asked for more tasks than that.
 
     ## Rewards
     ``1.0`` on the step that puts the last disk on the target peg, ``0.0`` otherwise.
@@ -115,9 +170,11 @@ class HanoiEnv(TextEnv[HanoiTask]):
 
     ## Arguments
     ``n_disks`` (int, default 3): the number of disks, 1 to 12.
+    ``random_start`` (bool, default False): start from a random legal state
+    instead of a full tower.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version (full tower); random-start ids added as their own v0.
     """
 
     action_format = "Reply with a source and a destination peg, for example: move 1 3."
@@ -125,38 +182,52 @@ class HanoiEnv(TextEnv[HanoiTask]):
     action_vocabulary: tuple[str, ...] = tuple(
         _format_move(a, b) for a in range(3) for b in range(3) if a != b
     )
+    # A task is arithmetic on task_id: no generator needs building per reset.
+    uses_task_rng = False
 
-    def __init__(self, n_disks: int = 3, render_mode: str | None = None) -> None:
+    def __init__(
+        self, n_disks: int = 3, random_start: bool = False, render_mode: str | None = None
+    ) -> None:
         self.n_disks = check_int(n_disks, "n_disks", 1, 12)
+        self.random_start = check_bool(random_start, "random_start")
+        self.task_supply = 3**n_disks - 1 if random_start else len(PEG_PAIRS)
         super().__init__(render_mode=render_mode)
 
-    def _make_task(self, task_id: int, rng: np.random.Generator) -> HanoiTask:
+    def _make_task(self, task_id: int, rng: np.random.Generator | None) -> HanoiTask:
+        if self.random_start:
+            return HanoiTask(random_start_positions(self.n_disks, task_id), RANDOM_START_TARGET)
         # A fixed cycle rather than a draw: with six instances, drawing would leave
         # some pairs out of a small block of task ids.
         start, target = PEG_PAIRS[task_id % len(PEG_PAIRS)]
-        return HanoiTask(start=start, target=target)
+        return HanoiTask((start,) * self.n_disks, target)
 
     def _start(self, task: HanoiTask) -> None:
         self._pegs: list[list[int]] = [[], [], []]
-        self._pegs[task.start] = list(range(self.n_disks, 0, -1))
+        for disk in range(self.n_disks, 0, -1):
+            self._pegs[task.positions[disk - 1]].append(disk)
+        self._target = task.target
+        # The view's lines; a move re-renders only the two pegs it touched.
+        self._lines = [_peg_line(peg, tuple(stack)) for peg, stack in enumerate(self._pegs)]
+        self._lines.append(f"Goal: all {self.n_disks} disks on peg {task.target + 1}.")
 
     def _intro(self) -> str:
         task = self.task
+        if self.random_start:
+            goal = (
+                f"The disks start spread over the pegs as shown; stack all of them on "
+                f"peg {task.target + 1}."
+            )
+        else:
+            goal = f"Move the whole tower from peg {task.start + 1} to peg {task.target + 1}."
         return (
             f"Tower of Hanoi with {self.n_disks} disks, numbered 1 (smallest) to "
-            f"{self.n_disks} (largest), on pegs 1, 2 and 3. Move the whole tower from "
-            f"peg {task.start + 1} to peg {task.target + 1}. Each turn, move the top disk "
-            "of one peg onto another peg; never put a disk on a smaller one. Pegs list "
+            f"{self.n_disks} (largest), on pegs 1, 2 and 3. {goal} Each turn, move the top "
+            "disk of one peg onto another peg; never put a disk on a smaller one. Pegs list "
             f"their disks from bottom to top. {self.action_format}"
         )
 
     def _view(self) -> str:
-        lines = [
-            f"Peg {index + 1}: {' '.join(map(str, stack)) if stack else '(empty)'}"
-            for index, stack in enumerate(self._pegs)
-        ]
-        lines.append(f"Goal: all {self.n_disks} disks on peg {self.task.target + 1}.")
-        return "\n".join(lines)
+        return "\n".join(self._lines)
 
     def _parse(self, action: str) -> tuple[int, int] | None:
         tokens = _TOKEN.findall(action)
@@ -187,13 +258,15 @@ class HanoiEnv(TextEnv[HanoiTask]):
                 f"{to_stack[-1]} on peg {destination + 1}."
             ), False
         to_stack.append(from_stack.pop())
+        self._lines[source] = _peg_line(source, tuple(from_stack))
+        self._lines[destination] = _peg_line(destination, tuple(to_stack))
         feedback = f"Moved disk {disk} from peg {source + 1} to peg {destination + 1}."
         if self._is_success():
             feedback += f" Solved: all {self.n_disks} disks are on peg {destination + 1}."
         return feedback, True
 
     def _is_success(self) -> bool:
-        return len(self._pegs[self.task.target]) == self.n_disks
+        return len(self._pegs[self._target]) == self.n_disks
 
     def _positions(self) -> tuple[int, ...]:
         positions = [0] * self.n_disks

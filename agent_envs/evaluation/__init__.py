@@ -17,7 +17,7 @@ from agent_envs.evaluation.rollout import EpisodeRecord, episode_seed
 from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
-from agent_envs.evaluation.settings import HIDDEN, VISIBLE
+from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.evaluation.step_quality import NoisyOracleReference, step_quality
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "CompareResult",
     "EpisodeRecord",
     "EvalResult",
+    "EvalSettings",
     "NoisyOracleReference",
     "PerEpisode",
     "RunAborted",

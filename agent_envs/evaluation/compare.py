@@ -194,7 +194,7 @@ class CompareResult:
             self.ks,
             self.budgets,
             title=(
-                f"Pass@(K,T) difference A - B on {self.env_id} (* = CI excludes 0)\n"
+                f"Pass@(K,T) difference A - B on {self.env_id} (* = a significant cell)\n"
                 f"A = {self.a}\nB = {self.b}"
             ),
             vmin=-scale,
@@ -294,6 +294,58 @@ def _step_quality_difference(
     }
 
 
+def _task_level(
+    values_a: np.ndarray,
+    a: EvalResult,
+    values_b: np.ndarray,
+    b: EvalResult,
+    n_bootstrap: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Bootstrap draws of A - B over tasks: paired when both hold the same tasks."""
+    if sorted(a.task_ids) == sorted(b.task_ids):
+        return _pair_sampler(values_a, a.task_ids, values_b, b.task_ids)(n_bootstrap, rng)
+    return bootstrap_means(values_a, n_bootstrap, rng) - bootstrap_means(values_b, n_bootstrap, rng)
+
+
+def _seed_level(
+    side_a: list[EvalResult],
+    side_b: list[EvalResult],
+    values_a: list[np.ndarray],
+    values_b: list[np.ndarray],
+    n_bootstrap: int,
+    seed: int,
+) -> tuple[np.ndarray, bool, dict[str, Any]]:
+    """Hierarchical bootstrap draws of A - B and the seed-level permutation test."""
+    rng = bootstrap_rng(seed)
+    means_a = np.stack([values.mean(axis=0) for values in values_a])
+    means_b = np.stack([values.mean(axis=0) for values in values_b])
+    paired = len(side_a) == len(side_b)
+    tests = np.random.default_rng([seed, 0x7E57])
+    if paired:
+        samplers = [
+            _pair_sampler(va, ra.task_ids, vb, rb.task_ids)
+            for va, ra, vb, rb in zip(values_a, side_a, values_b, side_b, strict=True)
+        ]
+        draws = hierarchical_bootstrap(samplers, n_bootstrap, rng)
+        p_value = paired_permutation_test(means_a - means_b, tests)
+        test = "paired sign-flip permutation test"
+    else:
+        draws_a = hierarchical_bootstrap([task_sampler(v) for v in values_a], n_bootstrap, rng)
+        draws_b = hierarchical_bootstrap([task_sampler(v) for v in values_b], n_bootstrap, rng)
+        draws = draws_a - draws_b
+        p_value = unpaired_permutation_test(means_a, means_b, tests)
+        test = "unpaired permutation test"
+    extra = dict(
+        unit="seed",
+        seeds=[len(side_a), len(side_b)],
+        test=test,
+        p_value=p_value,
+        min_p_value=min_p_value(len(side_a), len(side_b), paired),
+    )
+    return draws, paired, extra
+
+
 def compare(
     a: EvalResult | Sequence[EvalResult],
     b: EvalResult | Sequence[EvalResult],
@@ -323,10 +375,13 @@ def compare(
 
     Example:
         >>> from agent_envs.evaluation import evaluate, compare
-        >>> from baselines.simple_agents import OracleAgent, RandomAgent
+        >>> class Oracle:  # follows the env's oracle, which ActionHints puts in info
+        ...     required_info = ("oracle_actions",)
+        ...     def act(self, observation, info):
+        ...         return info["oracle_actions"][0]
         >>> grid = dict(ks=[1], budgets=[7], tasks=10, n_bootstrap=200)
-        >>> oracle = evaluate(OracleAgent(), "agent_envs/GuessNumber-v0", **grid)
-        >>> random = evaluate(RandomAgent(), "agent_envs/GuessNumber-v0", **grid)
+        >>> oracle = evaluate(Oracle(), "agent_envs/GuessNumber-v0", **grid)
+        >>> random = evaluate(lambda obs: "1", "agent_envs/GuessNumber-v0", **grid)
         >>> compare(oracle, random).wins().tolist()
         [['A']]
         >>> seeds = compare([oracle] * 3, [random] * 3)
@@ -345,40 +400,11 @@ def compare(
     values_b = [result.per_task_values() for result in side_b]
     means_a = np.stack([values.mean(axis=0) for values in values_a])
     means_b = np.stack([values.mean(axis=0) for values in values_b])
-    extra: dict[str, Any] = {}
-    if not seed_level:
-        paired = sorted(first.task_ids) == sorted(side_b[0].task_ids)
-        if paired:
-            sampler = _pair_sampler(values_a[0], first.task_ids, values_b[0], side_b[0].task_ids)
-            draws = sampler(n_bootstrap, rng)
-        else:
-            draws = bootstrap_means(values_a[0], n_bootstrap, rng) - bootstrap_means(
-                values_b[0], n_bootstrap, rng
-            )
+    if seed_level:
+        draws, paired, extra = _seed_level(side_a, side_b, values_a, values_b, n_bootstrap, seed)
     else:
-        paired = len(side_a) == len(side_b)
-        tests = np.random.default_rng([seed, 0x7E57])
-        if paired:
-            samplers = [
-                _pair_sampler(va, ra.task_ids, vb, rb.task_ids)
-                for va, ra, vb, rb in zip(values_a, side_a, values_b, side_b, strict=True)
-            ]
-            draws = hierarchical_bootstrap(samplers, n_bootstrap, rng)
-            p_value = paired_permutation_test(means_a - means_b, tests)
-            test = "paired sign-flip permutation test"
-        else:
-            draws_a = hierarchical_bootstrap([task_sampler(v) for v in values_a], n_bootstrap, rng)
-            draws_b = hierarchical_bootstrap([task_sampler(v) for v in values_b], n_bootstrap, rng)
-            draws = draws_a - draws_b
-            p_value = unpaired_permutation_test(means_a, means_b, tests)
-            test = "unpaired permutation test"
-        extra = dict(
-            unit="seed",
-            seeds=[len(side_a), len(side_b)],
-            test=test,
-            p_value=p_value,
-            min_p_value=min_p_value(len(side_a), len(side_b), paired),
-        )
+        paired, extra = sorted(first.task_ids) == sorted(side_b[0].task_ids), {}
+        draws = _task_level(values_a[0], first, values_b[0], side_b[0], n_bootstrap, rng)
     low, high = percentile_interval(draws, confidence)
     step = _step_quality_difference(
         side_a, side_b, paired, n_bootstrap, np.random.default_rng([seed, 0x5739]), confidence

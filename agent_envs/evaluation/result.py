@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -14,14 +15,44 @@ import numpy as np
 
 from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
+from agent_envs.evaluation.settings import EvalSettings
 
 __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
 
-RESULT_FORMAT = "agent-envs-result/1"
+#: /2: the settings are one EvalSettings object, stored under "settings".
+RESULT_FORMAT = "agent-envs-result/2"
 
 # Salts the bootstrap stream so that it never reuses the episodes' seeds.
 _BOOTSTRAP_STREAM = 0xB0075
 _ARRAYS = ("surface", "ci_low", "ci_high")
+
+
+_RESULT_FORMAT_1 = "agent-envs-result/1"
+# Format 1 kept the settings as top-level fields (old name -> EvalSettings field)
+# plus a loose "settings" dict.
+_FORMAT_1_FIELDS = {
+    "env_id": "env_name",
+    "agent": "agent_name",
+    "mode": "mode",
+    "ks": "ks",
+    "budgets": "budgets",
+    "task_ids": "tasks",
+    "samples": "samples",
+    "seed": "seed",
+    "confidence": "confidence",
+    "n_bootstrap": "n_bootstrap",
+}
+
+
+def _from_format_1(data: dict[str, Any]) -> dict[str, Any]:
+    """Return a format-1 result dict in today's layout: its settings become one object."""
+    data = dict(data)
+    settings = {new: data.pop(old) for old, new in _FORMAT_1_FIELDS.items() if old in data}
+    loose = data.pop("settings", None)
+    known = {item.name for item in dataclasses.fields(EvalSettings)}
+    if isinstance(loose, dict):
+        settings.update({key: value for key, value in loose.items() if key in known})
+    return {**data, "format": RESULT_FORMAT, "settings": settings}
 
 
 def bootstrap_rng(seed: int) -> np.random.Generator:
@@ -40,44 +71,45 @@ class EvalResult:
     ``task_ids[i]`` succeeded within ``budgets[j]`` turns.
 
     Attributes:
-        env_id: the env's id (or a name for a callable env).
-        agent: the policy, as a spec string or ``module:QualName``.
-        mode: ``"hidden"`` (one run at max T) or ``"visible"`` (one run per T).
-        ks, budgets, task_ids, samples, seed: the grid and the sampling.
+        settings: the :class:`EvalSettings` of the run, as the evaluator
+            resolved them (env and agent names, mode); the run log's header
+            holds the same object.  ``env_id``, ``agent``, ``mode``, ``ks``,
+            ``budgets``, ``task_ids``, ``samples``, ``seed``, ``confidence``
+            and ``n_bootstrap`` read from it.
         surface, ci_low, ci_high: arrays of shape ``(len(ks), len(budgets))``.
         success_counts: int array of shape ``(len(task_ids), len(budgets))``.
-        confidence, n_bootstrap: the interval's settings.
         episodes: episodes counted; errors: how many of them the policy broke.
         error_examples: up to five distinct error messages, first seen first.
         error_counts: how many episodes ended in each of ``error_examples``.
         diagnostics: see :mod:`agent_envs.evaluation.diagnostics`, or ``None``.
-        settings: the remaining run settings (visible_budget, diagnostics, ...).
         timing: wall time, episodes run and resumed, env steps, policy calls.
         version: the ``agent_envs`` version that produced the result.
     """
 
-    env_id: str
-    agent: str | None
-    mode: str
-    ks: list[int]
-    budgets: list[int]
-    task_ids: list[int]
-    samples: int
-    seed: int
+    settings: EvalSettings
     surface: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
     success_counts: np.ndarray
-    confidence: float = 0.95
-    n_bootstrap: int = 1000
     episodes: int = 0
     errors: int = 0
     error_examples: list[str] = field(default_factory=list)
     error_counts: list[int] = field(default_factory=list)
     diagnostics: dict[str, Any] | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
     timing: dict[str, Any] = field(default_factory=dict)
     version: str = ""
+
+    # Read-only views of the settings, under the names results have always used.
+    env_id = property(lambda self: self.settings.env_name, doc="The env's id or name.")
+    agent = property(lambda self: self.settings.agent_name, doc="The policy's name.")
+    mode = property(lambda self: self.settings.mode, doc='"hidden" or "visible".')
+    ks = property(lambda self: list(self.settings.ks), doc="The K grid.")
+    budgets = property(lambda self: list(self.settings.budgets), doc="The T grid.")
+    task_ids = property(lambda self: list(self.settings.tasks), doc="The task ids.")
+    samples = property(lambda self: self.settings.samples, doc="Attempts per task (n).")
+    seed = property(lambda self: self.settings.seed, doc="The base seed.")
+    confidence = property(lambda self: self.settings.confidence, doc="Interval coverage.")
+    n_bootstrap = property(lambda self: self.settings.n_bootstrap, doc="Bootstrap resamples.")
 
     @staticmethod
     def per_task(samples: int, success_counts: np.ndarray, ks: Sequence[int]) -> np.ndarray:
@@ -109,13 +141,20 @@ class EvalResult:
         data: dict[str, Any] = {"format": RESULT_FORMAT}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if isinstance(value, EvalSettings):
+                value = value.to_json()
             # A copy: editing the dict must not change the result it came from.
             data[name] = value.tolist() if isinstance(value, np.ndarray) else copy.deepcopy(value)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalResult:
-        """Rebuild a result from :meth:`to_dict` output, with a clear error if it is not one."""
+        """Rebuild a result from :meth:`to_dict` output, with a clear error if it is not one.
+
+        Results written in the first format (``agent-envs-result/1``) load too.
+        """
+        if isinstance(data, dict) and data.get("format") == _RESULT_FORMAT_1:
+            data = _from_format_1(data)
         if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
             raise ValueError(
                 f"not an agent-envs result (expected format {RESULT_FORMAT!r}); "
@@ -133,6 +172,7 @@ class EvalResult:
             if not np.array_equal(counts, np.round(counts)):
                 raise ValueError("success_counts must hold whole numbers")
             fields["success_counts"] = counts.astype(np.int64)
+            fields["settings"] = EvalSettings.from_json(fields["settings"])
             result = cls(**fields)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed result ({exc}).") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,12 @@ from agent_envs.protocol import (
     VALID_ACTION,
     ActionParser,
 )
+
+if TYPE_CHECKING:  # settings.py imports this module for EpisodeKey
+    from agent_envs.evaluation.settings import EvalSettings
+
+# Spelled here, not imported: settings.py imports this module.
+_VISIBLE = "visible"
 
 __all__ = [
     "TRANSCRIPT_TEXT_LIMIT",
@@ -172,7 +178,10 @@ class EpisodeRecord:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How episodes are played and recorded.
+    """How the episodes of one run are played and recorded.
+
+    The evaluator derives them from its settings in one place,
+    :meth:`for_settings`; step quality builds its own for reference rollouts.
 
     Attributes:
         diagnose: ask the oracle before every action (diagnostics).
@@ -186,6 +195,14 @@ class RunOptions:
     transcripts: bool = False
     hidden_budget: BudgetReads | None = None
     parsed_oracle: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def for_settings(cls, settings: EvalSettings) -> RunOptions:
+        """Return the options a run with these (resolved) settings plays with."""
+        # The budget owner keeps budget keys out of a hidden run's info; a policy
+        # that asks for them anyway is told so once (see hidden_budget).
+        reads = None if settings.mode == _VISIBLE else BudgetReads()
+        return cls(settings.diagnostics, settings.transcripts, hidden_budget=reads)
 
 
 class EpisodeRun:
@@ -339,10 +356,7 @@ class EpisodeRun:
     def _is_oracle_move(self, action: str) -> bool:
         """Return whether ``action`` is one of the oracle's moves, however it is spelled."""
         oracle = self._oracle
-        if action in oracle:
-            return True
-        text = normalize_action(action)
-        if text in oracle:  # oracle actions are usually canonical already
+        if action in oracle:  # oracle actions are canonical, and so are many agents'
             return True
         # Envs accept several spellings of one move ("guess 50" for "50", "move
         # up" or "u" for "up"): compare what the env parses them to (a pure
@@ -350,8 +364,9 @@ class EpisodeRun:
         # Envs without the ActionParser API are judged by the normalised text.
         parse = self._parse
         if parse is None:
+            text = normalize_action(action)
             return any(text == normalize_action(move) for move in oracle)
-        move = parse(text)
+        move = parse(action)
         if move is None:
             return False
         parsed = self._parsed_oracle

@@ -33,7 +33,8 @@ from agent_envs.evaluation.settings import EvalSettings
 __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
 # /2: episodes record every judged turn and the per-error recovery (oracle_errors).
-LOG_FORMAT = "agent-envs-runlog/2"
+# /3: the header holds the whole EvalSettings; resuming compares its episode fields.
+LOG_FORMAT = "agent-envs-runlog/3"
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -49,6 +50,32 @@ def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
         if old.get(key) != new.get(key)
     ]
     return "; ".join(changes) or "unknown difference"
+
+
+def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
+    """Refuse a log that is not one, is of another format, or was written for other episodes."""
+    fmt = header.get("format") if isinstance(header, dict) else None
+    old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
+    if old and fmt != LOG_FORMAT:
+        raise ValueError(
+            f"{path} is an older run log ({fmt}, this version writes "
+            f"{LOG_FORMAT}) whose episodes lack today's diagnostics; pass a new --log path."
+        )
+    if not isinstance(header, dict) or fmt != LOG_FORMAT:
+        raise ValueError(
+            f"{path} is not an agent-envs run log (no header line); "
+            "pass a new --log path or delete the file."
+        )
+    # Only the fields that change what an episode does must match.
+    wanted = settings.episode_key()
+    logged = header.get("settings") if isinstance(header.get("settings"), dict) else {}
+    logged = {key: logged.get(key) for key in wanted}
+    if logged != wanted:
+        raise ValueError(
+            f"{path} was written with different settings "
+            f"({_describe_difference(logged, wanted)}); "
+            "use another --log path, or the same settings to resume."
+        )
 
 
 class RunLogLocked(OSError):
@@ -92,7 +119,6 @@ class RunLog:
         """
         path = Path(path)
         header = {"type": "header", "format": LOG_FORMAT, "version": version}
-        wanted = settings.to_json()
         records: dict[tuple, EpisodeRecord] = {}
         if path.is_dir():
             raise ValueError(f"--log {path} is a directory; give a file path such as run.jsonl.")
@@ -103,9 +129,9 @@ class RunLog:
         _lock(handle, path)
         try:
             if path.stat().st_size > 0:
-                records = cls._load(path, wanted)
+                records = cls._load(path, settings)
             else:
-                handle.write(json.dumps({**header, "settings": wanted}) + "\n")
+                handle.write(json.dumps({**header, "settings": settings.to_json()}) + "\n")
                 handle.flush()
         except BaseException:
             handle.close()
@@ -113,7 +139,7 @@ class RunLog:
         return cls(path, handle, records)
 
     @staticmethod
-    def _load(path: Path, wanted: dict[str, Any]) -> dict[tuple, EpisodeRecord]:
+    def _load(path: Path, settings: EvalSettings) -> dict[tuple, EpisodeRecord]:
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -126,26 +152,9 @@ class RunLog:
             header = json.loads(body[0]) if body else None
         except (UnicodeDecodeError, json.JSONDecodeError):
             header = None
-        fmt = header.get("format") if isinstance(header, dict) else None
-        old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
-        if old and fmt != LOG_FORMAT:
-            raise ValueError(
-                f"{path} is an older run log ({fmt}, this version writes "
-                f"{LOG_FORMAT}) whose episodes lack today's diagnostics; pass a new --log path."
-            )
-        if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
-            raise ValueError(
-                f"{path} is not an agent-envs run log (no header line); "
-                "pass a new --log path or delete the file."
-            )
-        if header.get("settings") != wanted:
-            raise ValueError(
-                f"{path} was written with different settings "
-                f"({_describe_difference(header.get('settings') or {}, wanted)}); "
-                "use another --log path, or the same settings to resume."
-            )
+        _check_header(path, header, settings)
         records: dict[tuple, EpisodeRecord] = {}
-        budgets, tasks = set(wanted["budgets"]), set(wanted["task_ids"])
+        budgets, tasks = set(settings.budgets), set(settings.tasks)
         for number, line in enumerate(body[1:], start=2):
             try:
                 record = EpisodeRecord.from_json(json.loads(line))
@@ -158,7 +167,7 @@ class RunLog:
                     f"{path}:{number} is corrupt ({exc}); fix or delete that line."
                 ) from None
             task_id, sample, budget = record.ident
-            if task_id not in tasks or budget not in budgets or not 0 <= sample < wanted["samples"]:
+            if task_id not in tasks or budget not in budgets or not 0 <= sample < settings.samples:
                 raise ValueError(f"{path}:{number} holds an episode outside this run's plan.")
             records[record.ident] = record
         if keep != len(data):

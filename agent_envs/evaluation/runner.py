@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,7 +16,6 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
-from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import (
@@ -26,17 +25,10 @@ from agent_envs.evaluation.rollout import (
     run_sequential,
 )
 from agent_envs.evaluation.session import RunState
-from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings, check_tasks
+from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
 from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget, resolve_budget
-from wrappers.validators import (
-    check_bool,
-    check_grid,
-    check_int,
-    check_number,
-    check_probability,
-)
 
 __all__ = ["build_stack", "describe_wrappers", "evaluate", "resolve_env"]
 
@@ -170,12 +162,24 @@ def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     return True
 
 
+def _warn_if_tasks_repeat(base: gym.Env, n_tasks: int, name: str) -> None:
+    """Warn when more tasks are asked for than the env has distinct instances."""
+    supply = getattr(base, "task_supply", None)
+    if supply is not None and n_tasks > supply:
+        warnings.warn(
+            f"{name} has only {supply} distinct tasks, so {n_tasks} tasks repeat instances "
+            f"and the interval over tasks comes out too narrow; ask for at most {supply}.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) -> np.ndarray:
     """Return c[task, T]: attempts that succeeded within each budget."""
-    row = {task: index for index, task in enumerate(settings.task_ids)}
+    row = {task: index for index, task in enumerate(settings.tasks)}
     column = {budget: index for index, budget in enumerate(settings.budgets)}
     budgets = np.array(settings.budgets)
-    counts = np.zeros((len(settings.task_ids), len(settings.budgets)), dtype=np.int64)
+    counts = np.zeros((len(settings.tasks), len(settings.budgets)), dtype=np.int64)
     for record in records:
         if record.first_success_turn is None:
             continue
@@ -186,42 +190,131 @@ def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) ->
     return counts
 
 
-def _check_options(
-    visible_budget: Any, diagnostics: Any, max_error_rate: Any, n_bootstrap: Any, confidence: Any
-) -> None:
-    check_bool(visible_budget, "visible_budget")
-    check_bool(diagnostics, "diagnostics")
-    check_probability(max_error_rate, "max_error_rate")
-    check_number(confidence, "confidence", 0.0, 1.0, open_low=True)
-    if confidence == 1:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}.")
-    check_int(n_bootstrap, "n_bootstrap", 1)
+class _Run:
+    """One evaluation in progress: the policy, the env builder and the resolved settings."""
+
+    def __init__(self, policy: Any, env: Any, settings: EvalSettings) -> None:
+        self.policy, self.env = policy, env
+        self.adapter = adapt_policy(policy)
+        self.make_env, name = resolve_env(env, settings.env_name)
+        self.wants = self.adapter.required_info
+        max_budget = max(settings.budgets)
+        self.probe, budget = build_stack(
+            self.make_env, max_budget, settings.visible_budget, self.wants, _GRID
+        )
+        name = name or _env_name(self.probe.unwrapped)
+        visible = settings.visible_budget or self.adapter.budget_aware or budget.visible
+        # Hidden: episodes run at max(T), a budget the policy must not see.
+        budget.report(visible)
+        has_oracle = _probe(self.probe, settings.tasks[0], max_budget, name)
+        _warn_if_tasks_repeat(self.probe.unwrapped, len(settings.tasks), name)
+        if settings.diagnostics and not has_oracle:
+            logger.info("%s has no oracle: diagnostics cover invalid actions and dead ends.", name)
+        default_batch = DEFAULT_BATCH_SIZE if self.adapter.batched else 1
+        self.has_oracle = has_oracle
+        self.settings = settings.resolved(
+            env_name=name,
+            agent_name=settings.agent_name or self.adapter.name,
+            wrappers=describe_wrappers(self.probe),
+            mode=VISIBLE if visible else HIDDEN,
+            diagnostics=settings.diagnostics and has_oracle,
+            batch_size=(settings.batch_size or default_batch) if self.adapter.batched else 1,
+        )
+
+    def build(self) -> gym.Env:
+        """Build one more env slot, its budget driven exactly as the probe's."""
+        settings = self.settings
+        env, budget = build_stack(
+            self.make_env, max(settings.budgets), settings.visible_budget, self.wants
+        )
+        budget.report(settings.mode == VISIBLE)
+        return env
+
+    def play(self) -> RunState:
+        """Play every episode the log does not hold yet; return the run's bookkeeping."""
+        settings, adapter = self.settings, self.adapter
+        run = RunState(settings)
+        options = RunOptions.for_settings(settings)
+        with run:
+            if adapter.batched:
+                slots = min(settings.batch_size, max(len(run.todo), 1))
+                envs = [self.probe] + [self.build() for _ in range(slots - 1)]
+                run_lockstep(adapter, envs, run.todo, options, run.finish)
+            else:
+                run_sequential(adapter, self.probe, run.todo, options, run.finish)
+        return run
+
+    def step_quality(self) -> dict[str, Any]:
+        """Judge the policy on the shared reference states (``settings.step_quality`` per task)."""
+        # Imported here: step_quality builds its stacks with this module's build_stack.
+        from agent_envs.evaluation.step_quality import step_quality
+
+        settings = self.settings
+        return step_quality(
+            self.policy,
+            self.env,
+            tasks=settings.tasks,
+            states_per_task=settings.step_quality,
+            seed=settings.seed,
+            max_turns=max(settings.budgets),
+            visible_budget=settings.visible_budget,
+            batch_size=settings.batch_size,
+        )
+
+    def result(self, run: RunState, elapsed: float) -> EvalResult:
+        """Count the finished episodes into the surface, its interval and the diagnostics."""
+        settings = self.settings
+        records = run.records()
+        counts = _success_counts(settings, records)
+        values = EvalResult.per_task(settings.samples, counts, settings.ks)
+        surface, low, high = EvalResult.surface_and_interval(
+            values, settings.n_bootstrap, settings.seed, settings.confidence
+        )
+        error_counts = Counter(record.error for record in records if record.error is not None)
+        diagnostics = summarize(
+            records,
+            settings.budgets,
+            settings.mode,
+            settings.diagnostics,
+            privileged=bool(getattr(self.probe.unwrapped, "privileged_oracle", False)),
+        )
+        if settings.step_quality and self.has_oracle:
+            diagnostics["step_quality"] = self.step_quality()
+        return EvalResult(
+            settings=settings,
+            surface=surface,
+            ci_low=low,
+            ci_high=high,
+            success_counts=counts,
+            episodes=len(records),
+            errors=sum(error_counts.values()),
+            error_examples=list(error_counts)[:5],  # in first-seen order
+            error_counts=list(error_counts.values())[:5],
+            diagnostics=diagnostics,
+            timing={
+                "wall_s": elapsed,
+                "episodes_run": len(run.fresh),
+                "episodes_resumed": len(run.done),
+                "env_steps": run.turns,
+                "policy_calls": self.adapter.calls,
+                "episodes_per_s": len(run.fresh) / elapsed if elapsed > 0 else None,
+            },
+            version=__version__,
+        )
 
 
 def evaluate(
     policy: Any,
     env: str | Callable[[], gym.Env],
-    *,
-    ks: Sequence[int],
-    budgets: Sequence[int],
-    tasks: int | Sequence[int],
-    samples: int | None = None,
-    seed: int = 0,
-    visible_budget: bool = False,
-    diagnostics: bool = True,
-    batch_size: int | None = None,
-    log_path: str | os.PathLike[str] | None = None,
-    transcripts: bool = False,
-    retry_errors: bool = False,
-    max_error_rate: float = 0.2,
-    n_bootstrap: int = 1000,
-    confidence: float = 0.95,
-    progress: bool = False,
-    agent_name: str | None = None,
-    env_name: str | None = None,
-    step_quality: int = 0,
+    settings: EvalSettings | None = None,
+    **keywords: Any,
 ) -> EvalResult:
     """Measure the Pass@(K,T) surface of ``policy`` on ``env``.
+
+    Call it with one :class:`EvalSettings` (``evaluate(policy, env, settings)``),
+    or with its fields as keywords (``evaluate(policy, env, ks=[1], budgets=[5],
+    tasks=20)``), which builds the settings for you.  The result and the run
+    log store the settings as the evaluator resolved them.
 
     Attempt ``j`` at task ``i`` resets the env with ``seed=episode_seed(seed, i,
     j)`` and ``options={"task_id": i}``; the same seed serves every budget.  The
@@ -230,44 +323,25 @@ def evaluate(
     sees carries ``episode_seed``.
 
     *Hidden budget* (the default): each attempt runs once at max(T) and its
-    first success turn gives every T.  *Visible budget*: each T runs
-    separately; chosen when ``visible_budget=True``, when the env stack has a
-    visible ``TurnBudget``/``BudgetMix``, or when the policy is ``budget_aware``.
+    first success turn gives every T; ``info`` then carries no ``budget`` or
+    ``turns_left``.  *Visible budget*: each T runs separately; chosen when
+    ``visible_budget=True``, when the env stack has a visible
+    ``TurnBudget``/``BudgetMix``, or when the policy is ``budget_aware``.
 
-    A ``TurnBudget`` or ``BudgetMix`` of yours in ``env`` is driven through
-    ``reset(options={"budget": T})``: the ``budgets`` grid sets every episode's
-    budget, whatever ``max_turns`` or ``budgets`` it was built with (a
-    ``BudgetMix`` draws nothing), and only its ``visible`` flag counts.  A stack
-    with two of them, or with a ``TimeLimit`` below max(T), is refused: either
-    would end episodes before T.
+    The budget of the env stack is resolved by :func:`wrappers.budget.resolve_budget`:
+    a ``TurnBudget`` or ``BudgetMix`` of yours in ``env`` is driven through
+    ``reset(options={"budget": T})``, so the ``budgets`` grid sets every
+    episode's budget and only its ``visible`` flag counts (a ``BudgetMix``
+    draws nothing, and says so in a warning).  A stack with two of them, or
+    with a ``TimeLimit`` below max(T), is refused: either would end episodes
+    before T.
 
     Args:
         policy: an object with ``act(observation, info) -> str`` (and maybe
             ``act_batch``), a plain callable ``f(observation) -> str``, a class
             (one instance per episode) or a :class:`PerEpisode` factory.
         env: a registered id, or a callable that builds an env.
-        ks: the K grid (attempts); every K must be at most ``samples``.
-        budgets: the T grid (turns), ints >= 1.
-        tasks: a count (task ids ``0..tasks-1``) or a list of task ids.
-        samples: attempts per task (n); defaults to max(K).
-        seed: base seed (int >= 0) of the episodes and of the bootstrap.
-        visible_budget: show the turns left in every observation.
-        diagnostics: compute the oracle diagnostics when the env has an oracle
-            (they cost oracle calls on every step).
-        batch_size: episodes in lockstep for a policy with ``act_batch``
-            (default 64); results do not depend on it.
-        log_path: a JSONL run log; a rerun with the same path resumes it.
-        transcripts: also log every observation and action (needs ``log_path``).
-        retry_errors: on resume, rerun the episodes that ended in an error.
-        max_error_rate: stop with :class:`RunAborted` when more than this
-            share of this run's episodes (and at least 5) raised in the policy.
-        n_bootstrap, confidence: the bootstrap interval over tasks.
-        progress: show a tqdm progress bar (if tqdm is installed).
-        agent_name, env_name: names to record instead of the derived ones.
-        step_quality: also judge the policy on this many shared reference
-            states per task (``diagnostics["step_quality"]``, see
-            :func:`~agent_envs.evaluation.step_quality`); 0 (default) skips it.
-            Needs the oracle; the states are seeded by ``seed``.
+        settings: the :class:`EvalSettings`; or ``None`` and its fields as keywords.
 
     Returns:
         An :class:`EvalResult`.
@@ -277,132 +351,23 @@ def evaluate(
         RunAborted: when the policy fails on too many episodes.
 
     Example:
-        >>> from agent_envs.evaluation import evaluate
-        >>> from baselines.simple_agents import OracleAgent
-        >>> result = evaluate(OracleAgent(), "agent_envs/GuessNumber-v0",
-        ...                   ks=[1], budgets=[3, 7], tasks=20, n_bootstrap=100)
-        >>> result.pass_at(1, 7)
-        1.0
+        >>> from agent_envs.evaluation import EvalSettings, evaluate
+        >>> always_50 = lambda observation: "50"  # a plain callable is a policy too
+        >>> settings = EvalSettings(ks=[1], budgets=[3, 7], tasks=20, n_bootstrap=100)
+        >>> result = evaluate(always_50, "agent_envs/GuessNumber-v0", settings)
+        >>> result.settings is not settings, result.settings.mode, result.surface.shape
+        (True, 'hidden', (1, 2))
     """
     started = time.perf_counter()
-    ks = check_grid(ks, "ks (K)")
-    budget_grid = check_grid(budgets, "budgets (T)")
-    task_ids = check_tasks(tasks)
-    _check_options(visible_budget, diagnostics, max_error_rate, n_bootstrap, confidence)
-    check_int(step_quality, "step_quality", 0)
-    if transcripts and log_path is None:
-        raise ValueError("transcripts are written to the run log: pass log_path as well.")
-    adapter = adapt_policy(policy)
-    make_env, name = resolve_env(env, env_name)
-    if batch_size is None:
-        batch_size = DEFAULT_BATCH_SIZE if adapter.batched else 1
-    else:
-        batch_size = check_int(batch_size, "batch_size", 1)
-
-    wants = adapter.required_info
-    probe, probe_budget = build_stack(make_env, max(budget_grid), visible_budget, wants, _GRID)
-    name = name or _env_name(probe.unwrapped)
-    visible = visible_budget or adapter.budget_aware or probe_budget.visible
-    # Hidden: episodes run at max(T), a budget the policy must not see.
-    probe_budget.report(visible)
-
-    def build() -> gym.Env:
-        env, budget = build_stack(make_env, max(budget_grid), visible_budget, wants)
-        budget.report(visible)
-        return env
-
-    has_oracle = _probe(probe, task_ids[0], max(budget_grid), name)
-    if diagnostics and not has_oracle:
-        logger.info("%s has no oracle: diagnostics limited to invalid actions and dead ends.", name)
-    settings = EvalSettings.build(
-        env=name,
-        wrappers=describe_wrappers(probe),
-        agent=agent_name or adapter.name,
-        ks=ks,
-        budgets=budget_grid,
-        tasks=task_ids,
-        samples=samples,
-        seed=seed,
-        mode=VISIBLE if visible else HIDDEN,
-        visible_budget=visible_budget,
-        diagnostics=diagnostics and has_oracle,
-    )
-    run = RunState(settings, log_path, retry_errors, max_error_rate, progress)
-    # The budget owner keeps budget keys out of a hidden run's info; a policy
-    # that asks for them anyway is told so once (see hidden_budget).
-    options = RunOptions(
-        settings.diagnostics, transcripts, hidden_budget=None if visible else BudgetReads()
-    )
-    with run:
-        if adapter.batched:
-            slots = min(batch_size, max(len(run.todo), 1))
-            envs = [probe] + [build() for _ in range(slots - 1)]
-            run_lockstep(adapter, envs, run.todo, options, run.finish)
-        else:
-            run_sequential(adapter, probe, run.todo, options, run.finish)
-    records = run.records()
-    diagnosed = summarize(
-        records,
-        settings.budgets,
-        settings.mode,
-        settings.diagnostics,
-        privileged=bool(getattr(probe.unwrapped, "privileged_oracle", False)),
-    )
-    if step_quality and has_oracle:
-        # Imported here: step_quality builds its stacks with this module's build_stack.
-        from agent_envs.evaluation.step_quality import step_quality as judge_steps
-
-        diagnosed["step_quality"] = judge_steps(
-            policy,
-            env,
-            tasks=task_ids,
-            states_per_task=step_quality,
-            seed=seed,
-            max_turns=max(budget_grid),
-            visible_budget=visible_budget,
-            batch_size=batch_size,
+    if settings is None:
+        settings = EvalSettings(**keywords)
+    elif keywords:
+        raise TypeError(
+            f"pass the settings either as an EvalSettings or as keywords, not both "
+            f"(got {sorted(keywords)} too)."
         )
-    counts = _success_counts(settings, records)
-    values = EvalResult.per_task(settings.samples, counts, ks)
-    surface, low, high = EvalResult.surface_and_interval(values, n_bootstrap, seed, confidence)
-    errors = [record.error for record in records if record.error is not None]
-    error_counts = Counter(errors)  # in first-seen order
-    elapsed = time.perf_counter() - started
-    return EvalResult(
-        env_id=name,
-        agent=settings.agent,
-        mode=settings.mode,
-        ks=list(ks),
-        budgets=list(settings.budgets),
-        task_ids=list(settings.task_ids),
-        samples=settings.samples,
-        seed=settings.seed,
-        surface=surface,
-        ci_low=low,
-        ci_high=high,
-        success_counts=counts,
-        confidence=confidence,
-        n_bootstrap=n_bootstrap,
-        episodes=len(records),
-        errors=len(errors),
-        error_examples=list(error_counts)[:5],
-        error_counts=list(error_counts.values())[:5],
-        diagnostics=diagnosed,
-        settings={
-            "wrappers": list(settings.wrappers),
-            "visible_budget": visible_budget,
-            "diagnostics": settings.diagnostics,
-            "step_quality": step_quality if has_oracle else 0,
-            "batch_size": batch_size if adapter.batched else 1,
-            "max_error_rate": max_error_rate,
-        },
-        timing={
-            "wall_s": elapsed,
-            "episodes_run": len(run.fresh),
-            "episodes_resumed": len(run.done),
-            "env_steps": run.turns,
-            "policy_calls": adapter.calls,
-            "episodes_per_s": len(run.fresh) / elapsed if elapsed > 0 else None,
-        },
-        version=__version__,
-    )
+    elif not isinstance(settings, EvalSettings):
+        raise TypeError(f"settings must be an EvalSettings, got {type(settings).__name__}.")
+    run = _Run(policy, env, settings)
+    state = run.play()
+    return run.result(state, time.perf_counter() - started)

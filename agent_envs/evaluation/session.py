@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 
 from agent_envs import __version__
@@ -56,18 +55,12 @@ class RunState:
     progress bar are closed whatever happens (KeyboardInterrupt included).
     """
 
-    def __init__(
-        self,
-        settings: EvalSettings,
-        log_path: str | os.PathLike[str] | None,
-        retry_errors: bool,
-        max_error_rate: float,
-        progress: bool,
-    ) -> None:
+    def __init__(self, settings: EvalSettings) -> None:
         self.plan = settings.plan()
+        log_path = settings.log_path
         self.log = RunLog.open(log_path, settings, __version__) if log_path else None
         done = {} if self.log is None else dict(self.log.records)
-        if retry_errors:
+        if settings.retry_errors:
             done = {ident: record for ident, record in done.items() if record.error is None}
         wanted = {key.ident for key in self.plan}
         self.done = {ident: record for ident, record in done.items() if ident in wanted}
@@ -79,13 +72,14 @@ class RunState:
                 self.log.path,
                 len(self.done),
                 len(self.todo),
-                f" ({redo} of them errors, redone)" if retry_errors and redo else "",
+                f" ({redo} of them errors, redone)" if settings.retry_errors and redo else "",
             )
         self.fresh: dict[tuple, EpisodeRecord] = {}
         self.errors = self.turns = 0
         self._error_kinds: Counter[str] = Counter()
-        self._max_error_rate = max_error_rate
-        self._bar = Progress(progress, len(self.plan), len(self.done), settings.env.split("/")[-1])
+        self._max_error_rate = settings.max_error_rate
+        name = (settings.env_name or "").split("/")[-1]
+        self._bar = Progress(settings.progress, len(self.plan), len(self.done), name)
 
     def __enter__(self) -> RunState:
         return self

@@ -1,14 +1,21 @@
-"""What an evaluation runs: checked settings and the list of episodes they imply."""
+"""What an evaluation runs: the one settings object, and the episodes it implies."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.evaluation.rollout import EpisodeKey, episode_seed
-from wrappers.validators import check_grid, check_int
+from wrappers.validators import (
+    check_bool,
+    check_grid,
+    check_int,
+    check_number,
+    check_probability,
+)
 
 __all__ = ["HIDDEN", "MAX_EPISODES", "VISIBLE", "EvalSettings", "check_tasks"]
 
@@ -47,78 +54,131 @@ def check_tasks(tasks: Any) -> tuple[int, ...]:
     return tuple(ids)
 
 
+def _setting(default: Any = MISSING, *, episodes: bool = False) -> Any:
+    """A settings field; ``episodes=True`` marks one that changes what an episode does."""
+    return field(default=default, metadata={"episodes": episodes})
+
+
 @dataclass(frozen=True)
 class EvalSettings:
-    """The settings that decide which episodes run and how.
+    """Everything that decides one evaluation: one frozen object, checked when built.
 
-    Two runs with equal settings play exactly the same episodes, which is what
-    lets a run log be resumed; ``ks`` is not among them, because K only changes
-    how finished episodes are counted.  Design decision: every setting that
-    changes what an episode does is here, so the resume check (the log
-    header's settings must equal these) refuses to mix episodes played
-    differently: the env (with its arguments), the wrappers around it that
-    change what the agent sees (``wrappers``, e.g. ``ChatHistory`` and its
-    window), the agent (with its arguments, secrets masked), the grid, the
-    seed and the budget's visibility.  What does not change an episode (K,
-    the batch size, transcripts, the bootstrap) is left out, so a resumed run
-    may change it.
+    Build it once (``evaluate``'s keyword form and the CLI build it for you)
+    and pass it to ``evaluate(policy, env, settings)``.  The evaluator fills in
+    what only a run can tell (the env and agent names, the budget mode, whether
+    the env has an oracle) with :meth:`resolved`, and stores that copy in the
+    result and in the run log's header, the same object in both places.
+
+    Fields marked ``episodes`` decide which episodes run and what they do:
+    two runs whose :meth:`episode_key` is equal play exactly the same
+    episodes, which is what lets a run log be resumed.  Design decision: every
+    setting that changes what an episode does is one of them, so the resume
+    check refuses to mix episodes played differently: the env (with its
+    arguments), the wrappers around it that change what the agent sees
+    (``wrappers``, e.g. ``ChatHistory`` and its window), the agent (with its
+    arguments, secrets masked), the grid, the seed and the budget's
+    visibility.  The others (``ks``, the bootstrap, batching, logging,
+    progress, step quality) change only how episodes are played or counted,
+    so a resumed run may change them.
+
+    >>> settings = EvalSettings(ks=[1, 2], budgets=[10, 5], tasks=3)
+    >>> settings.budgets, settings.tasks, settings.samples
+    ((5, 10), (0, 1, 2), 2)
+
+    Attributes:
+        ks: the K grid (attempts); every K must be at most ``samples``.
+        budgets: the T grid (turns), sorted distinct ints >= 1.
+        tasks: the task ids; built from a count (``0..tasks-1``) or a list.
+        samples: attempts per task (n); defaults to max(K).
+        seed: base seed (int >= 0) of the episodes and of the bootstrap.
+        visible_budget: show the turns left in every observation.
+        diagnostics: compute the oracle diagnostics when the env has an oracle.
+        batch_size: episodes in lockstep for a policy with ``act_batch``
+            (default 64; 1 for a policy without it); results do not depend on it.
+        log_path: a JSONL run log; a rerun with the same path resumes it.
+        transcripts: also log every observation and action (needs ``log_path``).
+        retry_errors: on resume, rerun the episodes that ended in an error.
+        max_error_rate: stop with ``RunAborted`` when more than this share of
+            this run's episodes (and at least 5) raised in the policy.
+        n_bootstrap, confidence: the bootstrap interval over tasks.
+        progress: show a tqdm progress bar (if tqdm is installed).
+        step_quality: reference states per task for the step-quality
+            diagnostic (0: off); see :mod:`agent_envs.evaluation.step_quality`.
+        env_name, agent_name: names to record; the evaluator derives them if
+            ``None``.
+        wrappers: the wrappers of the env stack that change what an episode
+            does (``runner.describe_wrappers``); set by the evaluator.
+        mode: ``"hidden"`` or ``"visible"``; set by the evaluator (``None`` before).
     """
 
-    env: str
-    wrappers: tuple[str, ...]
-    agent: str
-    budgets: tuple[int, ...]
-    task_ids: tuple[int, ...]
-    samples: int
-    seed: int
-    mode: str
-    visible_budget: bool
-    diagnostics: bool
+    ks: tuple[int, ...] = _setting()
+    budgets: tuple[int, ...] = _setting(episodes=True)
+    tasks: tuple[int, ...] = _setting(episodes=True)
+    samples: int | None = _setting(None, episodes=True)
+    seed: int = _setting(0, episodes=True)
+    visible_budget: bool = _setting(False, episodes=True)
+    diagnostics: bool = _setting(True, episodes=True)
+    env_name: str | None = _setting(None, episodes=True)
+    agent_name: str | None = _setting(None, episodes=True)
+    wrappers: tuple[str, ...] = _setting((), episodes=True)
+    mode: str | None = _setting(None, episodes=True)
+    batch_size: int | None = _setting(None)
+    log_path: str | None = _setting(None)
+    transcripts: bool = _setting(False)
+    retry_errors: bool = _setting(False)
+    max_error_rate: float = _setting(0.2)
+    n_bootstrap: int = _setting(1000)
+    confidence: float = _setting(0.95)
+    progress: bool = _setting(False)
+    step_quality: int = _setting(0)
 
-    @classmethod
-    def build(
-        cls,
-        *,
-        env: str,
-        wrappers: tuple[str, ...] = (),
-        agent: str,
-        ks: tuple[int, ...],
-        budgets: Any,
-        tasks: Any,
-        samples: Any,
-        seed: Any,
-        mode: str,
-        visible_budget: bool,
-        diagnostics: bool,
-    ) -> EvalSettings:
-        """Check the user's settings and return them, with one-line errors."""
-        budgets = check_grid(budgets, "budgets (T)")
-        samples = max(ks) if samples is None else check_int(samples, "samples", 1)
+    def __post_init__(self) -> None:
+        ks = check_grid(self.ks, "ks (K)")
+        samples = max(ks) if self.samples is None else check_int(self.samples, "samples", 1)
         if max(ks) > samples:
             raise ValueError(
                 f"K={max(ks)} is larger than samples={samples}: Pass@K needs at least K "
                 "attempts per task; raise samples (n) or lower K."
             )
-        task_ids = check_tasks(tasks)
-        episodes = len(task_ids) * samples * (1 if mode == HIDDEN else len(budgets))
+        for name in ("visible_budget", "diagnostics", "transcripts", "retry_errors", "progress"):
+            check_bool(getattr(self, name), name)
+        if self.mode not in (None, HIDDEN, VISIBLE):
+            raise ValueError(f"mode must be {HIDDEN!r}, {VISIBLE!r} or None, got {self.mode!r}.")
+        if self.transcripts and self.log_path is None:
+            raise ValueError("transcripts are written to the run log: pass log_path as well.")
+        check_probability(self.max_error_rate, "max_error_rate")
+        check_number(self.confidence, "confidence", 0.0, 1.0, open_low=True)
+        if self.confidence == 1:
+            raise ValueError(f"confidence must be strictly between 0 and 1, got {self.confidence}.")
+        checked = {
+            "ks": ks,
+            "budgets": check_grid(self.budgets, "budgets (T)"),
+            "tasks": check_tasks(self.tasks),
+            "samples": samples,
+            "seed": check_int(self.seed, "seed", 0),
+            "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1),
+            "step_quality": check_int(self.step_quality, "step_quality", 0),
+            "wrappers": tuple(str(wrapper) for wrapper in self.wrappers),
+            "batch_size": None
+            if self.batch_size is None
+            else check_int(self.batch_size, "batch_size", 1),
+            "log_path": None if self.log_path is None else os.fspath(self.log_path),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)  # frozen: normalise once, here
+        # Before the evaluator knows the mode, count as hidden (the fewest episodes).
+        per_task = samples * (len(self.budgets) if self.mode == VISIBLE else 1)
+        episodes = len(self.tasks) * per_task
         if episodes > MAX_EPISODES:
             raise ValueError(
                 f"this run would play {episodes:,} episodes (tasks x samples"
-                f"{'' if mode == HIDDEN else ' x budgets'}), more than the {MAX_EPISODES:,} "
+                f"{' x budgets' if self.mode == VISIBLE else ''}), more than the {MAX_EPISODES:,} "
                 "one run may plan; lower samples or split the tasks over several runs."
             )
-        return cls(
-            env=env,
-            wrappers=tuple(wrappers),
-            agent=agent,
-            budgets=budgets,
-            task_ids=task_ids,
-            samples=samples,
-            seed=check_int(seed, "seed", 0),
-            mode=mode,
-            visible_budget=visible_budget,
-            diagnostics=diagnostics,
-        )
+
+    def resolved(self, **found: Any) -> EvalSettings:
+        """Return a copy with what the run found filled in (names, mode, diagnostics)."""
+        return replace(self, **found)
 
     @property
     def run_budgets(self) -> tuple[int, ...]:
@@ -129,15 +189,20 @@ class EvalSettings:
         """Return every episode, in a fixed order: budget, then task, then attempt."""
         seeds = {
             (task, sample): episode_seed(self.seed, task, sample)
-            for task in self.task_ids
+            for task in self.tasks
             for sample in range(self.samples)
         }
         return [
             EpisodeKey(task, sample, budget, seeds[task, sample])
             for budget in self.run_budgets
-            for task in self.task_ids
+            for task in self.tasks
             for sample in range(self.samples)
         ]
+
+    def episode_key(self) -> dict[str, Any]:
+        """Return the fields that decide the episodes (JSON-ready): the resume check."""
+        data = self.to_json()
+        return {item.name: data[item.name] for item in fields(self) if item.metadata["episodes"]}
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict (tuples become lists)."""
@@ -145,3 +210,19 @@ class EvalSettings:
             key: list(value) if isinstance(value, tuple) else value
             for key, value in asdict(self).items()
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EvalSettings:
+        """Rebuild settings from :meth:`to_json` output, with a one-line error if malformed."""
+        if not isinstance(data, dict):
+            raise ValueError(f"settings must be a JSON object, got {type(data).__name__}.")
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"settings have unknown fields {unknown}.")
+        settings = cls(**data)
+        # Stored grids are already normal: rows and columns of stored arrays follow them.
+        for name in ("ks", "budgets"):
+            if list(getattr(settings, name)) != data.get(name):
+                raise ValueError(f"settings {name} must be sorted and distinct, got {data[name]}.")
+        return settings

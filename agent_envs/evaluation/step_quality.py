@@ -197,25 +197,7 @@ def step_quality(
     outcomes: list[tuple[bool, bool]] = []
     for start in range(0, len(states), slots):
         chunk = states[start : start + slots]
-        runs, observations, infos = [], [], []
-        for env_, (task, episode, actions, _) in zip(envs, chunk, strict=False):
-            run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
-            observation, info = run.reset(env_)
-            for action in actions:
-                observation, _, _, _, info = env_.step(action)
-                info = run.policy_info(info)
-            run.before_act(info)
-            runs.append(run)
-            observations.append(observation)
-            infos.append(info)
-        actions_out = _act(adapter, observations, infos)
-        for env_, run, action in zip(envs, runs, actions_out, strict=False):
-            if not isinstance(action, str):
-                outcomes.append((False, True))
-                continue
-            _, _, _, _, info = env_.step(action)
-            valid = bool(info.get(VALID_ACTION, True))
-            outcomes.append((valid and run._is_oracle_move(action), not valid))
+        outcomes += _judge(adapter, envs, chunk, max_turns, options)
     return _summary(
         states,
         outcomes,
@@ -229,6 +211,32 @@ def step_quality(
         },
         policy=adapter.name,
     )
+
+
+def _judge(
+    adapter: Any, envs: list[gym.Env], chunk: list[Any], max_turns: int, options: RunOptions
+) -> list[tuple[bool, bool]]:
+    """Replay each state of ``chunk`` on its slot, act once; return (optimal, invalid) per state."""
+    runs, observations, infos = [], [], []
+    for env_, (task, episode, actions, _) in zip(envs, chunk, strict=False):
+        run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
+        observation, info = run.reset(env_)
+        for action in actions:
+            observation, _, _, _, info = env_.step(action)
+            info = run.policy_info(info)
+        run.before_act(info)
+        runs.append(run)
+        observations.append(observation)
+        infos.append(info)
+    outcomes = []
+    for env_, run, action in zip(envs, runs, _act(adapter, observations, infos), strict=False):
+        if not isinstance(action, str):
+            outcomes.append((False, True))
+            continue
+        _, _, _, _, info = env_.step(action)
+        valid = bool(info.get(VALID_ACTION, True))
+        outcomes.append((valid and run._is_oracle_move(action), not valid))
+    return outcomes
 
 
 def _act(adapter: Any, observations: list[str], infos: list[dict[str, Any]]) -> list[Any]:

@@ -198,6 +198,12 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
     redrawn), so every task is solvable and none is trivial.  The task id
     fixes the map; slippery and solid ice of one size share their tasks.
 
+    ## Task supply
+    Finite, and small enough to matter on 4x4 lakes: task ids 0..2999 give
+    2,251 distinct maps, so evaluations of a few hundred tasks repeat a few
+    (8x8: 3,000 of 3,000).  The exact count is not known, so
+    ``task_supply`` is ``None``.
+
     ## Rewards
     ``1.0`` on the step that reaches the goal, ``0.0`` otherwise.
 

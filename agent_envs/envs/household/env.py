@@ -91,6 +91,11 @@ class HouseholdEnv(TextEnv[Home]):
     opens is closed, the lamp is off, no object is clean, hot or cold, and no
     object of the goal's type starts in a receptacle of the goal's type.
 
+    ## Task supply
+    Finite, and small enough to matter in the small home: task ids 0..2999
+    give 2,530 distinct tasks there (medium and large homes: 3,000 of 3,000).
+    The exact count is not known, so ``task_supply`` is ``None``.
+
     ## Rewards
     ``1.0`` on the step that reaches the goal, ``0.0`` otherwise.
 

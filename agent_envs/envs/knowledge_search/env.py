@@ -176,6 +176,10 @@ class KnowledgeSearchEnv(TextEnv[KnowledgeTask]):
             return [f"search[{task.names[unopened[0]]}]"]
         return [f"answer[{task.names[task.chain[-1]]}]"]
 
+    def answer(self) -> str:
+        """Return the name that answers the question."""
+        return self.task.names[self.task.chain[-1]]
+
     def oracle_turns(self) -> int | None:
         if self._answer is not None:
             return 0 if self._is_success() else None

@@ -81,6 +81,12 @@ class SokobanEnv(TextEnv[SokobanTask]):
     quarter of the interior cells in smaller rooms, so no task is solved at
     start or within a couple of moves.
 
+    ## Task supply
+    Finite, and small enough to matter in the 6x6 one-box rooms: task ids
+    0..2999 give 2,352 distinct rooms, so evaluations of a few hundred tasks
+    repeat a few (8x8 two-box rooms: 3,000 of 3,000).  The exact count is not
+    known, so ``task_supply`` is ``None``.
+
     ## Rewards
     ``1.0`` on the step that puts the last box on a target, ``0.0`` otherwise.
 

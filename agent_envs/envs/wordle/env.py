@@ -76,6 +76,10 @@ class WordleEnv(TextEnv[WordleTask]):
     ## Starting State
     The answer is drawn uniformly from the answer list by the task id.
 
+    ## Task supply
+    Finite: one task per answer, ``task_supply`` (874) in all.  Since the task
+    id draws the answer, fewer task ids than that can already share one.
+
     ## Rewards
     ``1.0`` on the step that guesses the answer, ``0.0`` otherwise.
 
@@ -117,6 +121,11 @@ class WordleEnv(TextEnv[WordleTask]):
     def _words(self) -> WordLists:
         # Process-wide data, loaded once: the env (and its pickle) carries only the episode.
         return word_lists()
+
+    @property
+    def task_supply(self) -> int:  # type: ignore[override]
+        """One task per answer."""
+        return len(word_lists().answers)
 
     @property
     def action_vocabulary(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -207,6 +216,10 @@ class WordleEnv(TextEnv[WordleTask]):
         if self._solved:
             return []
         return [self._words.answers[choose_guess(self._consistent())]]
+
+    def answer(self) -> str:
+        """Return the secret word."""
+        return self.task.secret
 
     def oracle_turns(self) -> int:
         """The guesses the oracle's strategy needs from the current feedback for this answer."""

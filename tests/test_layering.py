@@ -1,0 +1,140 @@
+"""The layering, enforced: ``baselines -> agent_envs -> wrappers``, and no import cycle.
+
+A lower layer never names a higher one: not in an import (in code or in a
+docstring example), and not in a string that names a module
+(``"baselines.sb3_train"``, ``"baselines.simple_agents:RandomAgent"``), which
+is how ``importlib`` or an entry point would reach up.  Prose may name a layer
+(this module does), and env ids such as ``"agent_envs/Sokoban-v0"`` are
+Gymnasium registry names, not modules.  Higher layers are found only through
+the entry points of :mod:`agent_envs.plugins`.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import pathlib
+import re
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+#: Each layer and the packages above it, which it must never name.
+HIGHER = {"wrappers": ("agent_envs", "baselines"), "agent_envs": ("baselines",)}
+PACKAGES = ("wrappers", "agent_envs", "baselines")
+
+
+def _sources(package: str) -> list[pathlib.Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _imported(tree: ast.AST) -> list[str]:
+    """Return every module an import statement in ``tree`` names (absolute imports)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return names
+
+
+def _doctest_imports(tree: ast.AST) -> list[str]:
+    """Return the modules imported by the examples in every docstring of ``tree``."""
+    parser = doctest.DocTestParser()
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            docstring = ast.get_docstring(node, clean=True)
+            for example in parser.get_examples(docstring or ""):
+                try:
+                    names += _imported(ast.parse(example.source))
+                except SyntaxError:
+                    continue
+    return names
+
+
+def _violations(package: str) -> list[str]:
+    higher = HIGHER[package]
+    module_path = re.compile(rf"\b({'|'.join(higher)})(\.[A-Za-z_]|:[A-Za-z_])")
+    found = []
+    for path in _sources(package):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        where = path.relative_to(ROOT).as_posix()
+        for name in _imported(tree) + _doctest_imports(tree):
+            if name.split(".")[0] in higher:
+                found.append(f"{where}: imports {name}")
+        for number, line in enumerate(text.splitlines(), start=1):
+            match = module_path.search(line)
+            if match:
+                found.append(f"{where}:{number}: names {match.group(0)}... ({line.strip()[:60]})")
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(HIGHER))
+def test_a_lower_layer_never_names_a_higher_one(package):
+    assert _violations(package) == []
+
+
+def test_the_check_catches_an_import_an_import_string_and_a_doctest(tmp_path, monkeypatch):
+    fake = tmp_path / "wrappers"
+    fake.mkdir()
+    (fake / "bad.py").write_text(
+        '"""Doc.\n\n>>> import agent_envs\n"""\n'
+        "import importlib\n"
+        "from baselines import simple_agents\n"
+        'TARGET = "baselines.sb3_train:main"\n'
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    found = " | ".join(_violations("wrappers"))
+    assert "imports baselines" in found and "imports agent_envs" in found
+    assert "names baselines.s" in found
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _top_level_imports(tree: ast.Module) -> list[str]:
+    """Imports that run when the module is imported (not inside functions or TYPE_CHECKING)."""
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.If, ast.Try)):
+            names += _imported(node)
+    return names
+
+
+def test_there_is_no_import_cycle():
+    modules = {_module_name(path): path for package in PACKAGES for path in _sources(package)}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in _top_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            # "from package import submodule" names the submodule when it is one.
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    # Three-colour depth-first search; a grey node met again closes a cycle.
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                cycles.append(" -> ".join([*trail[trail.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*trail, target])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
