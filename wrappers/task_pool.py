@@ -28,7 +28,7 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
     independently.  ``reset(options={"task_id": i})`` plays task ``i``.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers.task_pool import TaskPool
         >>> env = TaskPool(gym.make("agent_envs/GuessNumber-v0"), task_ids=[3, 7])
         >>> _, info = env.reset(seed=0)

@@ -21,7 +21,7 @@ class TruncationIsTerminal(gym.Wrapper, gym.utils.RecordConstructorArgs):
     on such a step, so the distinction is not lost.
 
     Example:
-        >>> import gymnasium as gym, agent_envs
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers import TurnBudget
         >>> from wrappers.truncation import TruncationIsTerminal
         >>> env = TruncationIsTerminal(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 1))
