@@ -25,7 +25,7 @@ import agent_envs
 from agent_envs.protocol import SUCCESS, TASK_ID, TURN
 from wrappers.validators import parse_int_list
 
-__all__ = ["main", "oracle_turn_range"]
+__all__ = ["main"]
 
 _PROG = "agent-envs"
 #: The commands defined here; any other comes from the ``agent_envs.commands`` group.
@@ -94,27 +94,9 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict
 
 
 # ----------------------------------------------------------------- commands
-def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
-    """Return the (min, max) of ``oracle_turns()`` at reset over task ids ``0..tasks-1``.
-
-    ``None`` when the env has no oracle or no task is solvable.
-    """
-    import gymnasium as gym
-
-    env = gym.make(env_id).unwrapped
-    turns = []
-    try:
-        for task_id in range(tasks):
-            env.reset(seed=0, options={TASK_ID: task_id})
-            value = env.oracle_turns()
-            if value is not None:
-                turns.append(value)
-    except (AttributeError, NotImplementedError):
-        return None
-    return (min(turns), max(turns)) if turns else None
-
-
 def _oracle_range(env_id: str, tasks: int) -> str:
+    from agent_envs.registration import oracle_turn_range
+
     span = oracle_turn_range(env_id, tasks)
     if span is None:
         return "-"
@@ -204,11 +186,13 @@ def _settings(args: argparse.Namespace, agent_name: str) -> Any:
 
 def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     from agent_envs.evaluation import RunAborted, evaluate
-    from agent_envs.plugins import describe_agent, make_agent
+    from agent_envs.plugins import AgentSpec, describe_agent, make_agent
 
     paths = _check_outputs(args)
     settings = _settings(args, describe_agent(args.agent, kwargs))
-    agent = make_agent(args.agent, kwargs)
+    # On Ray each worker builds its own agent from the spec; locally one is built here.
+    local = settings.backend == "local"
+    agent = make_agent(args.agent, kwargs) if local else AgentSpec(args.agent, kwargs)
     env: Any = args.env_id
     if args.history is not None:
         env, env_name = _with_history(
@@ -451,6 +435,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--n-bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
+    ev.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="play episodes here or on Ray actors (needs [ray]); same numbers (default local)",
+    )
+    ev.add_argument(
+        "--ray-address",
+        default=None,
+        help="join a Ray cluster: auto or ray://host:10001 (default: start a local one)",
+    )
+    ev.add_argument(
+        "--workers", type=int, default=None, help="Ray actors (default: one per cluster CPU)"
+    )
+    ev.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        default=0.0,
+        help="GPUs each Ray actor reserves (default 0)",
     )
     ev.add_argument(
         "--step-quality",

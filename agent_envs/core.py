@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces
 
 from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+from wrappers.validators import check_int
 
 __all__ = [
     "CHARSET",
@@ -94,7 +95,9 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     """Base class for turn-based text environments with verifiable success.
 
     Subclasses implement the hooks below.  The base class turns them into the
-    Gymnasium API and guarantees the contract in ``shared/DESIGN.md``:
+    Gymnasium API and guarantees the environment contract (the README's
+    "Environments" section; the info keys and the oracle API are spelled in
+    code in :mod:`agent_envs.protocol`):
 
     * ``reset(seed=s, options={"task_id": i})`` builds task ``i`` from ``i``
       alone (``_make_task`` gets a generator derived from the family and ``i``);
@@ -258,11 +261,8 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         task_id = (options or {}).get(TASK_ID)
         if task_id is None:
             task_id = int(self.np_random.integers(0, MAX_TASK_ID))
-        elif isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)):
-            raise TypeError(f"options['task_id'] must be an int, got {type(task_id).__name__}.")
-        elif not 0 <= task_id < MAX_TASK_ID:
-            raise ValueError(f"options['task_id'] must be in [0, {MAX_TASK_ID}), got {task_id}.")
-        task_id = int(task_id)
+        else:
+            task_id = check_int(task_id, f"options[{TASK_ID!r}]", 0, MAX_TASK_ID - 1)
         # The cache lives on the instance, whose task-shaping arguments are fixed,
         # so the task id alone identifies the task.
         if task_id != self.task_id or self._task is None:

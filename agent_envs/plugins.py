@@ -27,6 +27,7 @@ import importlib
 import importlib.metadata
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_envs import install_hint
@@ -35,6 +36,7 @@ from agent_envs.redaction import redact_kwargs, scrub, secret_values
 __all__ = [
     "AGENT_GROUP",
     "COMMAND_GROUP",
+    "AgentSpec",
     "agent_names",
     "command_names",
     "describe_agent",
@@ -198,3 +200,31 @@ def make_agent(spec: str, kwargs: Mapping[str, Any] | None = None) -> Any:
         shown = redact_kwargs(kwargs)
         reason = scrub(str(exc), secret_values(kwargs))
         raise ValueError(f"cannot build agent {spec!r} with {shown}: {reason}") from None
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """An agent named by its spec and kwargs, built where it is used.
+
+    ``evaluate`` accepts one wherever it accepts a policy and builds it with
+    :func:`make_agent`.  On the Ray backend each worker builds its own agent
+    from the spec, so an agent that cannot be pickled (an open HTTP client, a
+    model on a GPU) never has to travel.  Its ``repr`` masks secret kwargs;
+    the worker still gets the real value.
+
+    >>> spec = AgentSpec("module.path:MyAgent", {"temperature": 0.7})
+    >>> spec.name, dict(spec.kwargs)
+    ('module.path:MyAgent', {'temperature': 0.7})
+    >>> AgentSpec("openai", {"model": "m", "api_key": "sk-123"})
+    AgentSpec('openai', {'model': 'm', 'api_key': '***'})
+    """
+
+    name: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # secrets in kwargs travel to workers, never to the screen
+        return f"AgentSpec({self.name!r}, {redact_kwargs(dict(self.kwargs))!r})"
+
+    def build(self) -> Any:
+        """Return a new agent: ``make_agent(name, kwargs)``."""
+        return make_agent(self.name, self.kwargs)

@@ -74,6 +74,7 @@ from wrappers.protocol import (
     ActionParser,
     ActionVocabulary,
     AdmissibleActions,
+    BudgetAwareOracle,
     Oracle,
     OracleEnv,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "AdmissibleActions",
     "AgentAction",
     "BatchPolicy",
+    "BudgetAwareOracle",
     "Oracle",
     "OracleEnv",
     "Policy",

@@ -14,7 +14,9 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["FAMILIES", "register_all"]
+from agent_envs.protocol import TASK_ID
+
+__all__ = ["FAMILIES", "oracle_turn_range", "register_all"]
 
 #: id -> (entry point, kwargs, one-line description).  ``agent-envs list`` and
 #: the README's environment table are generated from, and tested against, this.
@@ -216,3 +218,25 @@ def register_all() -> None:
                     max_episode_steps=None,
                     disable_env_checker=False,
                 )
+
+
+def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
+    """Return the (min, max) of ``oracle_turns()`` at reset over task ids ``0..tasks-1``.
+
+    ``None`` when the env has no oracle or no task is solvable.  ``agent-envs
+    list`` and ``tools/env_table.py`` (the README's table) show it per id.
+
+    >>> oracle_turn_range("agent_envs/Hanoi-3-v0", 2)
+    (7, 7)
+    """
+    env = gym.make(env_id).unwrapped
+    turns = []
+    try:
+        for task_id in range(tasks):
+            env.reset(seed=0, options={TASK_ID: task_id})
+            value = env.oracle_turns()
+            if value is not None:
+                turns.append(value)
+    except (AttributeError, NotImplementedError):
+        return None
+    return (min(turns), max(turns)) if turns else None

@@ -36,6 +36,10 @@ timeout alone bounds each read, and a server sending a byte a second would
 hold the request for ever.  A reply longer than ``max_reply_bytes`` (8 MiB by
 default) is refused unread beyond that bound, and is that episode's error.
 
+Proxies.  The agent connects to ``base_url`` directly: ``HTTP(S)_PROXY``
+variables are not read (``urllib`` read them).  Serve the model where the
+evaluator can reach it, or point ``base_url`` at a reverse proxy.
+
 Long dialogues.  When the server refuses a prompt as longer than the model's
 context (HTTP 400/413/422 whose message speaks of the context or of too many
 tokens), the agent drops the older half of the exchanges between the task

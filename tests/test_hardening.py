@@ -334,3 +334,19 @@ def test_install_hints_point_at_the_checkout_not_at_pypi():
         text = path.read_text(encoding="utf-8")
         assert "agent-envs[" not in text, path
         assert "pip install agent-envs" not in text, path
+
+
+def test_eval_on_a_log_another_run_holds_fails_at_once_naming_it(tmp_path, capsys):
+    """Item 8, through the CLI: the lock another process would hold, held here."""
+    import fcntl
+
+    log = tmp_path / "run.jsonl"
+    assert eval_cli("--log", str(log)) == 0
+    before = log.read_bytes()
+    with log.open("a") as other_run:
+        fcntl.flock(other_run.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert eval_cli("--log", str(log)) == 2
+        line = one_error_line(capsys)
+    assert f"run log {log} is in use by another run" in line
+    assert log.read_bytes() == before  # nothing read into it, nothing written
+    assert eval_cli("--log", str(log)) == 0  # free again: resumes

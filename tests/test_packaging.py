@@ -10,10 +10,12 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "stable_baselines3", "sb3_contrib", "matplotlib")
+HEAVY = ("torch", "transformers", "stable_baselines3", "sb3_contrib", "matplotlib", "ray")
 
 
-@pytest.mark.parametrize("package", ["agent_envs", "wrappers", "baselines"])
+@pytest.mark.parametrize(
+    "package", ["agent_envs", "agent_envs.evaluation", "wrappers", "baselines"]
+)
 def test_import_pulls_in_no_heavy_dependency(package):
     code = f"import sys, {package}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 import agent_envs
-from agent_envs.cli import oracle_turn_range
+from agent_envs.registration import oracle_turn_range
 
 
 def oracle_range(env_id: str, tasks: int) -> str:

@@ -8,6 +8,9 @@ The evaluator accepts four shapes of policy (see ``agent_envs.protocol``):
   per episode, for agents that keep state within an episode;
 * an object with only ``act_batch``;
 * a plain callable that is not a class, called as ``f(observation) -> str``.
+
+An ``agent_envs.plugins.AgentSpec`` (a spec and kwargs) is built into one of
+these first.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent_envs.plugins import AgentSpec
 from agent_envs.protocol import REQUIRED_INFO_KEYS
 
 __all__ = ["PerEpisode", "PolicyAdapter", "adapt_policy", "describe_error"]
@@ -165,5 +169,12 @@ class PolicyAdapter:
 
 
 def adapt_policy(policy: Any) -> PolicyAdapter:
-    """Return a :class:`PolicyAdapter` for ``policy``, with a clear error if it is not one."""
-    return policy if isinstance(policy, PolicyAdapter) else PolicyAdapter(policy)
+    """Return a :class:`PolicyAdapter` for ``policy``, with a clear error if it is not one.
+
+    An :class:`~agent_envs.plugins.AgentSpec` is built into its agent first.
+    """
+    if isinstance(policy, PolicyAdapter):
+        return policy
+    if isinstance(policy, AgentSpec):
+        policy = policy.build()
+    return PolicyAdapter(policy)

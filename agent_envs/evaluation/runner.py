@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -16,14 +18,10 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
+from agent_envs.evaluation.executor import EpisodeExecutor, LocalExecutor, PlaySpec
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.result import EvalResult
-from agent_envs.evaluation.rollout import (
-    EpisodeRecord,
-    RunOptions,
-    run_lockstep,
-    run_sequential,
-)
+from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
@@ -50,7 +48,8 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
             raise ValueError(
                 f"Unknown env id {env!r}.{hint} Run `agent-envs list` for the registered ids."
             )
-        return (lambda: gym.make(env_id)), env_name or env_id
+        # A partial, not a lambda: it pickles by reference for Ray workers.
+        return functools.partial(gym.make, env_id), env_name or env_id
     if isinstance(env, gym.Env):
         raise TypeError(
             "env must be a registered id or a function that builds the env (e.g. "
@@ -190,6 +189,31 @@ def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) ->
     return counts
 
 
+@dataclass(frozen=True)
+class EnvStack:
+    """Builds the env stack that episodes run in; picklable, so Ray workers build their own.
+
+    Attributes:
+        make_env: the user's env factory.
+        max_budget: max(T).
+        visible_budget: the ``visible_budget`` setting.
+        wants: the ``required_info`` keys of the policy (``ActionHints``).
+        visible: whether the policy may see the budget (the run's mode).
+    """
+
+    make_env: Callable[[], gym.Env]
+    max_budget: int
+    visible_budget: bool
+    wants: frozenset[str]
+    visible: bool
+
+    def __call__(self) -> gym.Env:
+        """Build one stack, its budget driven and reported exactly as the probe's."""
+        env, budget = build_stack(self.make_env, self.max_budget, self.visible_budget, self.wants)
+        budget.report(self.visible)
+        return env
+
+
 class _Run:
     """One evaluation in progress: the policy, the env builder and the resolved settings."""
 
@@ -221,28 +245,30 @@ class _Run:
             batch_size=(settings.batch_size or default_batch) if self.adapter.batched else 1,
         )
 
-    def build(self) -> gym.Env:
-        """Build one more env slot, its budget driven exactly as the probe's."""
+    def executor(self) -> EpisodeExecutor:
+        """Return what plays the episodes: this process, or Ray actors (imported only then)."""
         settings = self.settings
-        env, budget = build_stack(
-            self.make_env, max(settings.budgets), settings.visible_budget, self.wants
+        build = EnvStack(
+            self.make_env,
+            max(settings.budgets),
+            settings.visible_budget,
+            self.wants,
+            settings.mode == VISIBLE,
         )
-        budget.report(settings.mode == VISIBLE)
-        return env
+        spec = PlaySpec(build, RunOptions.for_settings(settings), settings.batch_size)
+        if settings.backend == "local":
+            return LocalExecutor(self.adapter, spec, [self.probe])
+        from agent_envs.evaluation.ray_backend import RayExecutor
 
-    def play(self) -> RunState:
+        return RayExecutor(settings, self.policy, spec, self.adapter.batched)
+
+    def play(self) -> tuple[RunState, EpisodeExecutor]:
         """Play every episode the log does not hold yet; return the run's bookkeeping."""
-        settings, adapter = self.settings, self.adapter
-        run = RunState(settings)
-        options = RunOptions.for_settings(settings)
+        executor = self.executor()  # refuses an unpicklable policy before the log opens
+        run = RunState(self.settings)
         with run:
-            if adapter.batched:
-                slots = min(settings.batch_size, max(len(run.todo), 1))
-                envs = [self.probe] + [self.build() for _ in range(slots - 1)]
-                run_lockstep(adapter, envs, run.todo, options, run.finish)
-            else:
-                run_sequential(adapter, self.probe, run.todo, options, run.finish)
-        return run
+            executor.run(run.todo, run.finish)
+        return run, executor
 
     def step_quality(self) -> dict[str, Any]:
         """Judge the policy on the shared reference states (``settings.step_quality`` per task)."""
@@ -261,7 +287,7 @@ class _Run:
             batch_size=settings.batch_size,
         )
 
-    def result(self, run: RunState, elapsed: float) -> EvalResult:
+    def result(self, run: RunState, executor: EpisodeExecutor, elapsed: float) -> EvalResult:
         """Count the finished episodes into the surface, its interval and the diagnostics."""
         settings = self.settings
         records = run.records()
@@ -296,7 +322,8 @@ class _Run:
                 "episodes_run": len(run.fresh),
                 "episodes_resumed": len(run.done),
                 "env_steps": run.turns,
-                "policy_calls": self.adapter.calls,
+                "policy_calls": executor.policy_calls,
+                "workers": executor.workers,
                 "episodes_per_s": len(run.fresh) / elapsed if elapsed > 0 else None,
             },
             version=__version__,
@@ -369,5 +396,5 @@ def evaluate(
     elif not isinstance(settings, EvalSettings):
         raise TypeError(f"settings must be an EvalSettings, got {type(settings).__name__}.")
     run = _Run(policy, env, settings)
-    state = run.play()
-    return run.result(state, time.perf_counter() - started)
+    state, executor = run.play()
+    return run.result(state, executor, time.perf_counter() - started)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import Any
 
 from agent_envs import __version__
 from agent_envs.evaluation.formatting import error_summary
-from agent_envs.evaluation.rollout import EpisodeRecord, EpisodeRun
+from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
 from agent_envs.evaluation.settings import EvalSettings
 
@@ -89,11 +90,14 @@ class RunState:
         if self.log is not None:
             self.log.close()
 
-    def finish(self, run: EpisodeRun) -> None:
-        """Log one finished episode; stop the run if the policy fails too often."""
-        record = run.record
+    def finish(self, record: EpisodeRecord, transcript: dict[str, Any] | None = None) -> None:
+        """Log one finished episode; stop the run if the policy fails too often.
+
+        Whatever plays the episodes (this process or Ray workers), this is the
+        one place that writes the run log.
+        """
         if self.log is not None:
-            self.log.append(record, run.transcript)
+            self.log.append(record, transcript)
         self.fresh[record.ident] = record
         self.turns += record.turns
         if record.error is not None:

@@ -104,6 +104,15 @@ class EvalSettings:
         progress: show a tqdm progress bar (if tqdm is installed).
         step_quality: reference states per task for the step-quality
             diagnostic (0: off); see :mod:`agent_envs.evaluation.step_quality`.
+        backend: where episodes are played: ``"local"`` (this process) or
+            ``"ray"`` (Ray actors, the ``[ray]`` extra; ``docs/distributed.md``).
+            Like the other fields below ``step_quality``, it changes no
+            episode: a log resumes on either backend.
+        ray_address: ``None`` (start a local Ray instance, or use the one this
+            process started), ``"auto"`` or ``"ray://host:10001"`` (join a cluster).
+        workers: Ray actors (1 CPU each); default one per CPU of the cluster.
+        gpus_per_worker: GPUs each Ray actor reserves (e.g. 1 for one model per GPU).
+        chunk_size: episodes per Ray work unit; default chosen from the run's size.
         env_name, agent_name: names to record; the evaluator derives them if
             ``None``.
         wrappers: the wrappers of the env stack that change what an episode
@@ -131,6 +140,11 @@ class EvalSettings:
     confidence: float = _setting(0.95)
     progress: bool = _setting(False)
     step_quality: int = _setting(0)
+    backend: str = _setting("local")
+    ray_address: str | None = _setting(None)
+    workers: int | None = _setting(None)
+    gpus_per_worker: float = _setting(0.0)
+    chunk_size: int | None = _setting(None)
 
     def __post_init__(self) -> None:
         ks = check_grid(self.ks, "ks (K)")
@@ -144,6 +158,7 @@ class EvalSettings:
             check_bool(getattr(self, name), name)
         if self.mode not in (None, HIDDEN, VISIBLE):
             raise ValueError(f"mode must be {HIDDEN!r}, {VISIBLE!r} or None, got {self.mode!r}.")
+        self._check_backend()
         if self.transcripts and self.log_path is None:
             raise ValueError("transcripts are written to the run log: pass log_path as well.")
         check_probability(self.max_error_rate, "max_error_rate")
@@ -175,6 +190,24 @@ class EvalSettings:
                 f"{' x budgets' if self.mode == VISIBLE else ''}), more than the {MAX_EPISODES:,} "
                 "one run may plan; lower samples or split the tasks over several runs."
             )
+
+    def _check_backend(self) -> None:
+        if self.backend not in ("local", "ray"):
+            raise ValueError(f"backend must be 'local' or 'ray', got {self.backend!r}.")
+        if self.ray_address is not None and (
+            not isinstance(self.ray_address, str) or not self.ray_address
+        ):
+            raise ValueError(
+                f"ray_address must be 'auto' or 'ray://host:port', got {self.ray_address!r}."
+            )
+        for name in ("workers", "chunk_size"):
+            if getattr(self, name) is not None:
+                check_int(getattr(self, name), name, 1)
+        check_number(self.gpus_per_worker, "gpus_per_worker", 0.0)
+        if self.backend == "local":
+            for name in ("ray_address", "workers", "gpus_per_worker", "chunk_size"):
+                if getattr(self, name):
+                    raise ValueError(f"{name} needs backend='ray' (--backend ray).")
 
     def resolved(self, **found: Any) -> EvalSettings:
         """Return a copy with what the run found filled in (names, mode, diagnostics)."""

@@ -22,6 +22,7 @@ from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.policies import adapt_policy
 from agent_envs.evaluation.rollout import (
     EpisodeKey,
+    EpisodeRecord,
     EpisodeRun,
     RunOptions,
     episode_seed,
@@ -93,16 +94,16 @@ def _reference_states(
     env = build(adapter.required_info, False)
     options = RunOptions(diagnose=True, transcripts=True)
     candidates: list[tuple[int, tuple[str, ...], bool]] = []
-    finished: list[EpisodeRun] = []
+    finished: list[tuple[EpisodeRecord, dict[str, Any] | None]] = []
     for attempt in range(states_per_task):
         key = EpisodeKey(task, attempt, max_turns, episode_seed(seed, task, attempt))
-        run_sequential(adapter, env, [key], options, finished.append)
-        run = finished[-1]
-        if run.record.error is not None:
-            raise RuntimeError(f"the reference policy failed: {run.record.error}")
-        steps = run.transcript["steps"]
-        errors = {turn for turn, _, _ in run.record.oracle_errors}
-        solvable = len(steps) if run.record.dead_end_turn is None else run.record.dead_end_turn
+        run_sequential(adapter, env, [key], options, lambda *done: finished.append(done))
+        record, transcript = finished[-1]
+        if record.error is not None:
+            raise RuntimeError(f"the reference policy failed: {record.error}")
+        steps = transcript["steps"]
+        errors = {turn for turn, _, _ in record.oracle_errors}
+        solvable = len(steps) if record.dead_end_turn is None else record.dead_end_turn
         off_path = False
         for turn in range(min(solvable, len(steps))):
             # The state before action turn + 1, reached by the first `turn` actions.

@@ -1,0 +1,247 @@
+"""The Ray backend: play an evaluation's episodes on Ray actors, log them on the driver.
+
+``EvalSettings(backend="ray")`` (CLI: ``--backend ray``) swaps the local
+executor for :class:`RayExecutor`; planning, the run log, resume, the error
+stop, the progress bar and the numbers stay the runner's, so both backends
+give the same result and a log started on one resumes on the other.
+
+* **Work units.**  The keys still to play are cut into chunks of (task,
+  sample, budget) keys.  Each actor builds its policy and env stacks once and
+  plays whole chunks with the local executor (lockstep ``act_batch`` included),
+  returning the finished records.  Two chunks are in flight per actor, so an
+  actor never waits for the driver.
+* **The policy** is shipped pickled: an :class:`~agent_envs.plugins.AgentSpec`
+  (built inside each actor), or any picklable policy, class or ``PerEpisode``
+  factory.  An unpicklable one is refused before anything runs.
+* **The driver is the only writer.**  Actors return records; the driver
+  writes each to the log as its chunk arrives.
+* **Faults.**  A chunk is written only once it is complete, so a worker that
+  dies (killed, out of memory, lost node) loses its chunk and nothing else:
+  a fresh actor replaces it and the chunk is played again.  A chunk that kills
+  its worker :data:`MAX_CHUNK_ATTEMPTS` times stops the run with the cause;
+  the log keeps every finished episode for a resume.
+
+Ray is imported only when a run uses this backend.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_envs.evaluation.executor import LocalExecutor, PlaySpec
+from agent_envs.evaluation.policies import adapt_policy, describe_error
+from agent_envs.evaluation.rollout import EpisodeKey, EpisodeRecord, Finish
+from agent_envs.evaluation.settings import EvalSettings
+
+__all__ = ["MAX_CHUNK_ATTEMPTS", "EpisodeWorker", "RayExecutor", "chunk_size"]
+
+logger = logging.getLogger(__name__)
+
+#: CPUs each actor reserves.
+CPUS_PER_WORKER = 1
+#: A chunk that has killed this many workers stops the run.
+MAX_CHUNK_ATTEMPTS = 3
+#: Chunks queued on each actor, so that it never idles while the driver logs.
+IN_FLIGHT_PER_WORKER = 2
+#: Default chunking: about this many chunks per worker, for load balance...
+CHUNKS_PER_WORKER = 8
+#: ... but never more episodes than this in one chunk (a lost chunk is redone).
+MAX_CHUNK_SIZE = 256
+
+_POLICY_HINT = (
+    "pass AgentSpec('module:Class', kwargs) from agent_envs.plugins (each worker then builds "
+    "its own agent; the CLI's --agent does this), or a picklable class or PerEpisode factory"
+)
+_ENV_HINT = "pass a registered env id, or a module-level function that builds the env"
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(
+            "backend='ray' needs Ray, which is not installed: pip install -e '.[ray]'."
+        ) from None
+    return ray
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every actor is built from: shipped once through the object store."""
+
+    policy: Any
+    spec: PlaySpec
+
+
+class EpisodeWorker:
+    """The body of one Ray actor: a local executor, built once, that plays chunks of keys."""
+
+    def __init__(self, job: _Job) -> None:
+        # Build an env stack now, so that a worker that cannot fails at creation.
+        self._local = LocalExecutor(adapt_policy(job.policy), job.spec, [job.spec.build()])
+
+    def play(self, keys: Sequence[EpisodeKey]) -> tuple[list[tuple[EpisodeRecord, Any]], int]:
+        """Play ``keys``; return each finished (record, transcript) and the policy calls made."""
+        finished: list[tuple[EpisodeRecord, Any]] = []
+        before = self._local.policy_calls
+        self._local.run(keys, lambda record, transcript: finished.append((record, transcript)))
+        return finished, self._local.policy_calls - before
+
+
+def _pickle_check(ray: Any, obj: Any, what: str, hint: str) -> None:
+    try:
+        ray.cloudpickle.dumps(obj)
+    except Exception as exc:  # pickling fails with many types (TypeError, PicklingError, ...)
+        raise TypeError(
+            f"{what} cannot be sent to Ray workers ({describe_error(exc, 200)}): {hint}."
+        ) from None
+
+
+def _build_failed(exc: BaseException) -> RuntimeError:
+    """Explain an actor that could not build its policy or env (the same in every worker)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    cause = lines[-1] if lines else type(exc).__name__
+    return RuntimeError(
+        f"a Ray worker could not build the policy or the env ({cause}); every node needs "
+        "the packages that define them: install them there, or pass ray.init a runtime_env."
+    )
+
+
+def chunk_size(episodes: int, workers: int, batch_size: int, batched: bool) -> int:
+    """Return the default number of episodes per chunk.
+
+    >>> chunk_size(10_000, 2, 1, False), chunk_size(100, 2, 1, False), chunk_size(100, 2, 64, True)
+    (256, 7, 50)
+    """
+    per_worker = math.ceil(episodes / workers)
+    size = min(math.ceil(per_worker / CHUNKS_PER_WORKER), MAX_CHUNK_SIZE)
+    if batched:  # a chunk smaller than a batch would starve act_batch
+        size = max(size, min(batch_size, per_worker))
+    return max(1, size)
+
+
+class RayExecutor:
+    """Play episodes on Ray actors; the driver (the caller of :meth:`run`) logs them."""
+
+    name = "ray"
+
+    def __init__(self, settings: EvalSettings, policy: Any, spec: PlaySpec, batched: bool) -> None:
+        ray = _import_ray()
+        _pickle_check(ray, policy, f"the policy {type(policy).__name__}", _POLICY_HINT)
+        _pickle_check(ray, spec, "the env factory", _ENV_HINT)
+        self.settings = settings
+        self.workers = 0
+        self.policy_calls = 0
+        self._job = _Job(policy, spec)
+        self._batched = batched
+
+    def run(self, keys: Sequence[EpisodeKey], finish: Finish) -> None:
+        """Play ``keys`` on Ray actors; call ``finish`` for each episode as its chunk arrives."""
+        if not keys:
+            return
+        ray = _import_ray()
+        started = not ray.is_initialized()
+        if started:
+            self._connect(ray)
+        try:
+            self._play(ray, list(keys), finish)
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _connect(self, ray: Any) -> None:
+        address = self.settings.ray_address
+        if address is None:  # a local instance, sized to this machine
+            ray.init(include_dashboard=False, logging_level=logging.WARNING)
+        else:
+            ray.init(address=address, logging_level=logging.WARNING)
+
+    def _worker_count(self, ray: Any) -> int:
+        """Return the workers asked for (default: as many as the cluster's CPUs hold)."""
+        cpus = ray.cluster_resources().get("CPU", 0)
+        fits = int(cpus // CPUS_PER_WORKER)
+        wanted = self.settings.workers or max(fits, 1)
+        if wanted > fits:
+            # An actor that cannot be placed would hold its chunks forever.
+            raise ValueError(
+                f"{wanted} Ray workers of {CPUS_PER_WORKER} CPU each need "
+                f"{wanted * CPUS_PER_WORKER} CPUs, but the cluster has {cpus:g}: "
+                "ask for fewer workers (--workers) or add nodes."
+            )
+        return wanted
+
+    def _play(self, ray: Any, keys: list[EpisodeKey], finish: Finish) -> None:
+        workers = self._worker_count(ray)
+        size = self.settings.chunk_size or chunk_size(
+            len(keys), workers, self._job.spec.batch_size, self._batched
+        )
+        chunks = deque((keys[start : start + size], 0) for start in range(0, len(keys), size))
+        workers = self.workers = min(workers, len(chunks))
+        actor_class = ray.remote(EpisodeWorker).options(
+            num_cpus=CPUS_PER_WORKER, num_gpus=self.settings.gpus_per_worker
+        )
+        job = ray.put(self._job)
+        actors = [actor_class.remote(job) for _ in range(workers)]
+        # ref -> (actor slot, the actor it went to, chunk, earlier attempts)
+        in_flight: dict[Any, tuple[int, Any, list[EpisodeKey], int]] = {}
+        seen: set[tuple[int, int, int]] = set()
+
+        def fill() -> None:
+            for slot, actor in enumerate(actors):
+                load = sum(1 for entry in in_flight.values() if entry[1] is actor)
+                for _ in range(IN_FLIGHT_PER_WORKER - load):
+                    if not chunks:
+                        return
+                    chunk, attempts = chunks.popleft()
+                    in_flight[actor.play.remote(chunk)] = (slot, actor, chunk, attempts)
+
+        lost = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError)
+        try:
+            fill()
+            while in_flight:
+                (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+                slot, actor, chunk, attempts = in_flight.pop(ref)
+                try:
+                    finished, calls = ray.get(ref)
+                except lost as exc:
+                    if getattr(exc, "actor_init_failed", False):
+                        raise _build_failed(exc) from None
+                    self._redo(chunk, attempts, exc, chunks)
+                    if actors[slot] is actor:  # its first lost chunk: replace the actor
+                        ray.kill(actor, no_restart=True)
+                        actors[slot] = actor_class.remote(job)
+                    fill()
+                    continue
+                self.policy_calls += calls
+                for record, transcript in finished:
+                    if record.ident not in seen:  # each episode is logged once
+                        seen.add(record.ident)
+                        finish(record, transcript)
+                fill()
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+
+    @staticmethod
+    def _redo(chunk: list[EpisodeKey], attempts: int, exc: BaseException, chunks: deque) -> None:
+        """Queue a chunk whose worker died again, or stop when it keeps killing workers."""
+        attempts += 1
+        first = chunk[0]
+        if attempts >= MAX_CHUNK_ATTEMPTS:
+            raise RuntimeError(
+                f"a chunk of {len(chunk)} episodes (from task {first.task_id}, sample "
+                f"{first.sample}, budget {first.budget}) lost its Ray worker {attempts} times; "
+                f"last: {describe_error(exc, 300)}. Finished episodes are in the log: rerun "
+                "to resume."
+            ) from None
+        logger.warning(
+            "a Ray worker died (%s); replaying its chunk of %d episodes.",
+            describe_error(exc, 200),
+            len(chunk),
+        )
+        chunks.appendleft((chunk, attempts))
