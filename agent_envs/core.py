@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces
 
 from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+from wrappers.validators import check_int
 
 __all__ = [
     "CHARSET",
@@ -182,7 +183,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self._task: TaskT | None = None
         self._moves: dict[str, Any] = {}  # action text -> parsed move (see _parse)
         self._success = False
-        self._last_feedback = ""
 
     # ------------------------------------------------------------------ hooks
     def _make_task(self, task_id: int, rng: np.random.Generator | None) -> TaskT:
@@ -261,11 +261,8 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         task_id = (options or {}).get(TASK_ID)
         if task_id is None:
             task_id = int(self.np_random.integers(0, MAX_TASK_ID))
-        elif isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)):
-            raise TypeError(f"options['task_id'] must be an int, got {type(task_id).__name__}.")
-        elif not 0 <= task_id < MAX_TASK_ID:
-            raise ValueError(f"options['task_id'] must be in [0, {MAX_TASK_ID}), got {task_id}.")
-        task_id = int(task_id)
+        else:
+            task_id = check_int(task_id, f"options[{TASK_ID!r}]", 0, MAX_TASK_ID - 1)
         # The cache lives on the instance, whose task-shaping arguments are fixed,
         # so the task id alone identifies the task.
         if task_id != self.task_id or self._task is None:
@@ -274,7 +271,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self.task_id = task_id
         self._start(self._task)
         self._success = False
-        self._last_feedback = ""
         observation = f"{self._intro()}\n\n{self._view()}"
         return observation, {TASK_ID: task_id, SUCCESS: False}
 
@@ -300,7 +296,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         if not success and self._is_success():
             self._success = success = True
             reward = 1.0
-        self._last_feedback = feedback
         if self._can_fail:
             dead_end = not success and self._is_dead_end()
             terminated = success or self._is_failure()

@@ -39,13 +39,18 @@ __all__ = [
 ]
 
 
+def _number(value: int | float) -> str:
+    """Show an int bound exactly (2147483647, not 2.14748e+09), a float briefly."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _bounds(minimum: int | float | None, maximum: int | float | None) -> str:
     if minimum is not None and maximum is not None:
-        return f" in [{minimum:g}, {maximum:g}]"
+        return f" in [{_number(minimum)}, {_number(maximum)}]"
     if minimum is not None:
-        return f" >= {minimum:g}"
+        return f" >= {_number(minimum)}"
     if maximum is not None:
-        return f" <= {maximum:g}"
+        return f" <= {_number(maximum)}"
     return ""
 
 
@@ -95,9 +100,9 @@ def check_number(
     """
     low = "(" if open_low else "["
     if minimum is not None and maximum is not None:
-        wanted = f"{name} must be a number in {low}{minimum:g}, {maximum:g}]"
+        wanted = f"{name} must be a number in {low}{_number(minimum)}, {_number(maximum)}]"
     elif minimum is not None:
-        wanted = f"{name} must be a number {'>' if open_low else '>='} {minimum:g}"
+        wanted = f"{name} must be a number {'>' if open_low else '>='} {_number(minimum)}"
     else:
         wanted = f"{name} must be a finite number" + _bounds(None, maximum)
     # numbers.Real admits numpy ints and floats too.
@@ -136,6 +141,17 @@ def parse_int(text: str, name: str, minimum: int | None = None) -> int:
     return check_int(value, name, minimum)
 
 
+def _split(text: str, name: str, convert: Any, kind: str) -> tuple[Any, ...]:
+    """Convert each comma-separated part of ``text``; refuse an empty or unreadable list."""
+    try:
+        values = tuple(convert(part) for part in str(text).split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise ValueError(f"{name} takes comma-separated {kind}; got {text!r}.")
+    return values
+
+
 def parse_int_list(text: str, name: str, minimum: int | None = 1) -> tuple[int, ...]:
     """Parse comma-separated integers such as ``"5,10,20"`` (a command-line list).
 
@@ -143,12 +159,7 @@ def parse_int_list(text: str, name: str, minimum: int | None = 1) -> tuple[int, 
         ValueError: empty, not integers, or a value below ``minimum``.
     """
     example = "5,10,20" if minimum is None or minimum >= 1 else "0,1,2"
-    try:
-        values = tuple(int(part) for part in str(text).split(",") if part.strip())
-    except ValueError:
-        values = ()
-    if not values:
-        raise ValueError(f"{name} takes comma-separated integers such as {example}; got {text!r}.")
+    values = _split(text, name, int, f"integers such as {example}")
     for value in values:
         check_int(value, f"every value of {name}", minimum)
     return values
@@ -156,10 +167,4 @@ def parse_int_list(text: str, name: str, minimum: int | None = 1) -> tuple[int, 
 
 def parse_float_list(text: str, name: str) -> tuple[float, ...]:
     """Parse comma-separated numbers such as ``"1,1,2"`` (a command-line list)."""
-    try:
-        values = tuple(float(part) for part in str(text).split(",") if part.strip())
-    except ValueError:
-        values = ()
-    if not values:
-        raise ValueError(f"{name} takes comma-separated numbers such as 1,1,2; got {text!r}.")
-    return values
+    return _split(text, name, float, "numbers such as 1,1,2")

@@ -312,7 +312,10 @@ class EpisodeRun:
         return done
 
     def _judge(self, action: str, valid: bool, turn: int, success: bool) -> None:
-        """Score the action against the oracle and follow the errors not yet recovered."""
+        """Score the action against the oracle and follow the errors not yet recovered.
+
+        Hot path (it runs on every step with diagnostics): keep it lean.
+        """
         if not self._oracle:
             return  # success was out of reach before the action: nothing to judge
         record = self.record
@@ -324,35 +327,44 @@ class EpisodeRun:
             return
         record.judged_valid += 1
         before = self._distance
-        if self._is_oracle_move(action):
+        if action in self._oracle or self._is_oracle_move(action):
             record.optimal += 1
             if self._exact_oracle and before is not None:
                 distance = self._distance = before - 1
             else:
-                distance = self._distance = self._oracle_turns()
-            if not self._pending:
+                distance = self._distance = self.base.oracle_turns()
+            if distance is None or not self._pending:
                 return
         else:
             if record.first_non_optimal_turn is None:
                 record.first_non_optimal_turn = turn
-            distance = self._distance = self._oracle_turns()
-            entry: list[Any] = [turn, None, distance is None]
-            record.oracle_errors.append(entry)
+            distance = self._distance = self.base.oracle_turns()
             if distance is None:
-                return  # fatal, and nothing pending can be recovered in a dead end
-            # Without a distance before, only success recovers the error.
-            limit = -1 if before is None else before
-            self._pending.append((limit, entry))
-            self._ceiling = max(self._ceiling, limit)
-        if success or (distance is not None and distance <= self._ceiling):
-            still = []
+                # Fatal; and nothing pending can be recovered in a dead end.
+                record.oracle_errors.append([turn, None, True])
+                return
+            if success or (before is not None and distance <= before):
+                record.oracle_errors.append([turn, turn, False])  # no ground lost
+            else:
+                entry: list[Any] = [turn, None, False]
+                record.oracle_errors.append(entry)
+                # Without a distance before, only success recovers the error.
+                limit = -1 if before is None else before
+                self._pending.append((limit, entry))
+                if limit > self._ceiling:
+                    self._ceiling = limit
+                # Every pending limit is below `before` (else it was recovered
+                # last turn), so none is recovered now.
+                return
+        if success or distance <= self._ceiling:
+            still, ceiling = [], -1
             for limit, entry in self._pending:
-                if success or (distance is not None and distance <= limit):
+                if success or distance <= limit:
                     entry[1] = turn
                 else:
                     still.append((limit, entry))
-            self._pending = still
-            self._ceiling = max((limit for limit, _ in still), default=-1)
+                    ceiling = max(ceiling, limit)
+            self._pending, self._ceiling = still, ceiling
 
     def _is_oracle_move(self, action: str) -> bool:
         """Return whether ``action`` is one of the oracle's moves, however it is spelled."""
@@ -372,9 +384,10 @@ class EpisodeRun:
             return False
         parsed = self._parsed_oracle
         for name in oracle:
-            if name not in parsed:
-                parsed[name] = parse(name)
-            if parsed[name] == move:
+            known = parsed.get(name)
+            if known is None:
+                known = parsed[name] = parse(name)
+            if known == move:
                 return True
         return False
 
