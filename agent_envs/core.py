@@ -183,7 +183,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self._task: TaskT | None = None
         self._moves: dict[str, Any] = {}  # action text -> parsed move (see _parse)
         self._success = False
-        self._last_feedback = ""
 
     # ------------------------------------------------------------------ hooks
     def _make_task(self, task_id: int, rng: np.random.Generator | None) -> TaskT:
@@ -272,7 +271,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self.task_id = task_id
         self._start(self._task)
         self._success = False
-        self._last_feedback = ""
         observation = f"{self._intro()}\n\n{self._view()}"
         return observation, {TASK_ID: task_id, SUCCESS: False}
 
@@ -298,7 +296,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         if not success and self._is_success():
             self._success = success = True
             reward = 1.0
-        self._last_feedback = feedback
         if self._can_fail:
             dead_end = not success and self._is_dead_end()
             terminated = success or self._is_failure()

@@ -4,8 +4,11 @@ A model trained by :mod:`baselines.sb3_train` is saved as ``model.zip`` next to
 a JSON *sidecar* ``model.json`` that records everything needed to act exactly
 as in training: the algorithm, the observation encoder's settings, the action
 vocabulary, whether action masks were used, and whether the budget was
-visible.  :class:`SB3Agent` rebuilds the encoder from the sidecar, so the
-network sees at evaluation time the very arrays it saw in training.
+visible (:class:`baselines.sb3_env.StackSettings`).  :class:`SB3Agent` acts
+through the very encoder (:class:`wrappers.TextEncoder`) and mask function
+(:func:`wrappers.action_mask`) of the training stack, built from those
+settings, so the network sees at evaluation time the arrays it saw in
+training.  :meth:`SB3Agent.from_model` wraps a model in memory instead.
 
 Needs the ``[sb3]`` extra (torch, stable-baselines3, sb3-contrib); torch is
 imported only when an agent is built.
@@ -24,8 +27,8 @@ import numpy as np
 
 from agent_envs import install_hint
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
-from wrappers.discrete_actions import action_key
-from wrappers.encode_observation import TextEncoder
+from baselines.sb3_env import StackSettings
+from wrappers.discrete_actions import action_mask
 from wrappers.turn_budget import budget_line
 from wrappers.validators import check_bool, check_int
 
@@ -154,21 +157,53 @@ def read_sidecar(model_path: str | Path) -> dict[str, Any]:
     return settings
 
 
-class _Model:
-    """The loaded model, its encoder and vocabulary: shared by every agent of a factory."""
+def algorithm_name(model: Any) -> str:
+    """Return the :data:`ALGORITHMS` name of an SB3 model instance."""
+    for name, (module, attribute) in ALGORITHMS.items():
+        cls = type(model)
+        if cls.__name__ == attribute and cls.__module__.split(".")[0] == module:
+            return name
+    raise ValueError(
+        f"{type(model).__name__} is not one of the supported algorithms {sorted(ALGORITHMS)}."
+    )
 
-    def __init__(self, path: str | Path, device: str) -> None:
-        self.settings = read_sidecar(path)
-        self.algo: str = self.settings["algo"]
-        self.model = algorithm_class(self.algo).load(str(path), device=device)
-        self.encoder = TextEncoder.from_config(self.settings["encoding"])
-        self.vocabulary: tuple[str, ...] = tuple(self.settings["action_vocabulary"])
-        self.index = {action_key(action): i for i, action in enumerate(self.vocabulary)}
+
+class _Model:
+    """The model, its encoder and action index: shared by every agent of a factory."""
+
+    def __init__(self, model: Any, stack: StackSettings, settings: dict[str, Any]) -> None:
+        self.model = model
+        self.stack = stack
+        self.settings = settings
+        self.algo: str = settings["algo"]
+        self.encoder = stack.encoder()
+        self.vocabulary: tuple[str, ...] = stack.action_vocabulary
+        self.index = stack.action_index()
         if self.model.action_space.n != len(self.vocabulary):
             raise ValueError(
-                f"The model has {self.model.action_space.n} actions but its sidecar lists "
-                f"{len(self.vocabulary)}; the files do not belong together."
+                f"The model has {self.model.action_space.n} actions but its settings list "
+                f"{len(self.vocabulary)}; they do not belong together."
             )
+        if self.model.observation_space.shape != self.encoder.space.shape:
+            raise ValueError(
+                f"The model reads observations of shape {self.model.observation_space.shape} "
+                f"but the encoder makes {self.encoder.space.shape}; they do not belong together."
+            )
+
+    @classmethod
+    def load(cls, path: str | Path, device: str) -> _Model:
+        settings = read_sidecar(path)
+        model = algorithm_class(settings["algo"]).load(str(path), device=device)
+        return cls(model, StackSettings.from_dict(settings), settings)
+
+    @classmethod
+    def wrap(cls, model: Any, stack: StackSettings | dict[str, Any]) -> _Model:
+        if isinstance(stack, dict):
+            stack = StackSettings.from_dict(stack)
+        if not isinstance(stack, StackSettings):
+            kind = type(stack).__name__
+            raise TypeError(f"env_stack_settings must be a StackSettings or its dict, got {kind}.")
+        return cls(model, stack, {"algo": algorithm_name(model), **stack.to_dict()})
 
 
 class SB3Agent:
@@ -198,10 +233,14 @@ class SB3Agent:
     mapped to vocabulary indices and the inadmissible ones are never chosen.
     Models trained without masks act unmasked, as in training.
 
-    Budget: a model trained with a visible budget is ``budget_aware``.  If the
-    observation lacks the ``[Turns left: N of T]`` line, the agent appends it
-    from ``info["turns_left"]`` and ``info["budget"]``, exactly as
-    ``TurnBudget(visible=True)`` wrote it in training.
+    Budget: a model trained with a visible budget declares ``visible_budget``
+    (and ``budget_aware``), so the evaluator shows the ``[Turns left: N of T]``
+    line through its own visible ``TurnBudget``, as in training.  Outside the
+    evaluator, if the observation lacks the line, the agent appends it from
+    ``info["turns_left"]`` and ``info["budget"]`` with
+    :func:`wrappers.budget_line`, the function ``TurnBudget(visible=True)``
+    wrote it with in training.  A model trained with the turns left as a
+    number (``budget_scale`` in its encoding) reads ``info["turns_left"]``.
 
     Recurrent models (RecurrentPPO) keep an LSTM state per episode.  Pass
     :meth:`factory` to the evaluator, which builds one agent per episode; a
@@ -211,7 +250,7 @@ class SB3Agent:
 
     def __init__(
         self,
-        path: str,
+        path: str | None = None,
         deterministic: bool = True,
         seed: int = 0,
         device: str = "cpu",
@@ -225,20 +264,56 @@ class SB3Agent:
             import torch
 
             torch.set_num_threads(threads)
-        self.path = str(path)
+        if path is None and _shared is None:
+            raise ValueError("SB3Agent needs path= (a model.zip); for a model in memory use "
+                             "SB3Agent.from_model(model, env_stack_settings).")  # fmt: skip
+        self.path = None if path is None else str(path)
         self.deterministic = deterministic
         self.seed = seed
         self.device = device
-        self._shared = _shared if _shared is not None else _Model(path, device)
-        settings = self._shared.settings
+        self._shared = _shared if _shared is not None else _Model.load(path, device)
+        stack = self._shared.stack
         self.algo = self._shared.algo
-        self.masked = bool(settings["action_masks"])
+        self.masked = stack.action_masks
         self.recurrent = self.algo == "recurrent_ppo"
-        self.budget_aware = bool(settings["visible_budget"])
+        self.budget_aware = stack.visible_budget
+        # Trained with the turns-left line: the evaluator shows it, as training did.
+        self.visible_budget = stack.visible_budget
         self.required_info: tuple[str, ...] = (ADMISSIBLE_ACTIONS,) if self.masked else ()
         self._rng = np.random.default_rng([_SAMPLING_STREAM, seed])
         self._turns: dict[Any, int] = {}
         self._lstm: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        env_stack_settings: StackSettings | dict[str, Any],
+        deterministic: bool = True,
+        seed: int = 0,
+    ) -> SB3Agent:
+        """Wrap an SB3 model in memory, e.g. one trained with your own script.
+
+        ``env_stack_settings`` is a :class:`baselines.sb3_env.StackSettings`
+        (``StackSettings.from_env(train_env)`` reads it off your training
+        stack) or its dict form, as in the sidecar.
+
+        Example:
+            >>> import gymnasium as gym, agent_envs
+            >>> from stable_baselines3 import PPO
+            >>> from baselines.sb3_agent import SB3Agent
+            >>> from baselines.sb3_env import StackSettings
+            >>> from wrappers import DiscreteActions, EncodeObservation, TurnBudget
+            >>> env = EncodeObservation(
+            ...     DiscreteActions(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 10)),
+            ...     "hashing", dim=64)
+            >>> model = PPO("MlpPolicy", env, n_steps=16, batch_size=16, device="cpu")
+            >>> agent = SB3Agent.from_model(model, StackSettings.from_env(env))
+            >>> agent.act("Guess a number.", {}) in env.get_wrapper_attr("vocabulary")
+            True
+        """
+        shared = _Model.wrap(model, env_stack_settings)
+        return cls(deterministic=deterministic, seed=seed, _shared=shared)
 
     @classmethod
     def factory(
@@ -251,7 +326,7 @@ class SB3Agent:
         """
         from agent_envs.evaluation import PerEpisode
 
-        shared = _Model(path, device)
+        shared = _Model.load(path, device)
 
         def make() -> SB3Agent:
             return cls(path, deterministic=deterministic, seed=seed, device=device, _shared=shared)
@@ -260,8 +335,13 @@ class SB3Agent:
 
     @property
     def settings(self) -> dict[str, Any]:
-        """The training settings read from the sidecar."""
+        """The training settings read from the sidecar (or given to :meth:`from_model`)."""
         return dict(self._shared.settings)
+
+    @property
+    def stack(self) -> StackSettings:
+        """How the policy sees and acts on the env."""
+        return self._shared.stack
 
     @property
     def model(self) -> Any:
@@ -289,7 +369,12 @@ class SB3Agent:
         keys = [self._episode_key(info, position) for position, info in enumerate(infos)]
         starts = [self._start_turn(key, info) for key, info in zip(keys, infos, strict=True)]
         texts = [self._visible(obs, info) for obs, info in zip(observations, infos, strict=True)]
-        encoded = self._shared.encoder.encode_batch(texts)
+        # Only an encoder with the turns left as a number reads them (a hidden
+        # budget's info has none, and asking would warn).
+        lefts = None
+        if self._shared.encoder.budget_scale is not None:
+            lefts = [info.get(TURNS_LEFT) for info in infos]
+        encoded = self._shared.encoder.encode_batch(texts, lefts)
         masks = np.stack([self._mask(info) for info in infos]) if self.masked else None
         probabilities = self._probabilities(encoded, masks, keys, starts)
         actions = []
@@ -297,8 +382,7 @@ class SB3Agent:
             actions.append(self._shared.vocabulary[self._choose(row, key, info)])
         return actions
 
-    @staticmethod
-    def _episode_key(info: dict[str, Any], position: int) -> Any:
+    def _episode_key(self, info: dict[str, Any], position: int) -> Any:
         if EPISODE_SEED not in info:
             # Without episode_seed, a batch position stands for the episode.
             return ("position", position)
@@ -336,15 +420,9 @@ class SB3Agent:
                 "evaluate it through the agent_envs evaluator (it honours required_info) or "
                 "wrap the env with wrappers.ActionHints."
             )
-        mask = np.zeros(len(self._shared.vocabulary), dtype=bool)
-        for action in info[ADMISSIBLE_ACTIONS]:
-            index = self._shared.index.get(action_key(action))
-            if index is not None:
-                mask[index] = True
-        if not mask.any():
-            # Same rule as DiscreteActions.action_masks in training.
-            mask[:] = True
-        return mask
+        return action_mask(
+            self._shared.index, len(self._shared.vocabulary), info[ADMISSIBLE_ACTIONS]
+        )
 
     def _choose(self, probabilities: np.ndarray, key: Any, info: dict[str, Any]) -> int:
         if self.deterministic:

@@ -1,10 +1,17 @@
-"""The env stack that :mod:`baselines.sb3_train` trains on, built from a :class:`TrainConfig`.
+"""The env stack that :mod:`baselines.sb3_train` trains on, and the settings an agent acts by.
 
-Inside out: ``gym.make(config.env_id)`` -> :class:`TaskPool` (if
-``train_tasks`` is set) -> ``ProcessReward`` (if ``process_reward`` is set)
--> ``TurnBudget`` or ``BudgetMix`` -> ``DiscreteActions`` ->
-``EncodeObservation``.  :func:`make_env` builds one such env; the vector env
-that training runs on holds ``n_envs`` of them, each inside SB3's ``Monitor``.
+Inside out: ``gym.make(config.env_id)`` -> ``TaskPool`` (the training task
+ids) -> ``TurnBudget`` or ``BudgetMix`` -> ``ProcessReward`` (if
+``process_reward`` is set) -> ``TruncationIsTerminal`` (if
+``truncation_terminal``) -> ``DiscreteActions`` -> ``EncodeObservation``.
+:func:`make_env` builds one such env; the vector env that training runs on
+holds ``n_envs`` of them, each inside SB3's ``Monitor``.
+
+:class:`StackSettings` is what a trained policy needs to see and act as it did
+in training: the encoder's settings, the action vocabulary, whether actions
+were masked, whether the budget line was visible.  :class:`baselines.SB3Agent`
+acts through the same :class:`wrappers.TextEncoder` and
+:func:`wrappers.action_mask` that the stack uses, built from these settings.
 
 Stable-Baselines3 is imported only when the vector env is built.
 """
@@ -16,16 +23,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
-from agent_envs.protocol import SUCCESS, TASK_ID
+from agent_envs.core import MAX_TASK_ID
+from agent_envs.protocol import SUCCESS
+from wrappers.budget import find_budget, resolve_budget
 from wrappers.budget_mix import BudgetMix
-from wrappers.discrete_actions import DiscreteActions
-from wrappers.encode_observation import EncodeObservation
+from wrappers.discrete_actions import DiscreteActions, action_key
+from wrappers.encode_observation import EncodeObservation, TextEncoder
 from wrappers.process_reward import ProcessReward
-from wrappers.turn_budget import TurnBudget
+from wrappers.task_pool import TaskPool
+from wrappers.truncation import TruncationIsTerminal
 
-__all__ = ["TaskPool", "TrainConfig", "make_env"]
+__all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env"]
 
 
 # ---------------------------------------------------------------------- settings
@@ -34,8 +43,22 @@ class TrainConfig:
     """Everything that decides a training run; saved verbatim in the sidecar.
 
     ``budget_mix``, when given, replaces ``budget`` (BudgetMix instead of
-    TurnBudget).  ``train_tasks`` lists the task ids training draws from
-    (``None``: a fresh task every episode).
+    TurnBudget).  Tasks: ``train_tasks`` lists the task ids training draws
+    from; ``None`` draws a fresh task every episode from ids ``train_first``
+    upward (so ids below ``train_first`` stay held out).
+
+    ``truncation_terminal`` ends an episode whose budget ran out as
+    terminated, so the learner does not bootstrap past the budget.
+    ``budget_feature`` adds the turns left, as a number scaled by the
+    largest training budget, to the observation vector; it needs
+    ``visible_budget`` too, because evaluators pass the turns left only to
+    agents that see the budget (the encoder drops the text line itself).  ``bc_episodes > 0``
+    warm-starts the policy by behaviour cloning from that many episodes of
+    ``NoisyOracleAgent(bc_epsilon)`` (see :mod:`baselines.sb3_bc`);
+    ``init_from`` starts instead from the weights of a saved model (trained
+    on the same observation and action spaces).  ``budget_scale`` fixes the
+    scale of the budget feature (default: the largest training budget), so
+    that runs under different budgets share one observation space.
     """
 
     env_id: str
@@ -45,15 +68,31 @@ class TrainConfig:
     budget_mix: tuple[int, ...] | None = None
     weights: tuple[float, ...] | None = None
     visible_budget: bool = False
+    budget_feature: bool = False
+    truncation_terminal: bool = False
     process_reward: float | None = None
     gamma: float = 0.99
     seed: int = 0
     n_envs: int = 8
     vec: str = "dummy"
     train_tasks: tuple[int, ...] | None = None
+    train_first: int = 0
+    bc_episodes: int = 0
+    bc_epsilon: float = 0.2
+    bc_epochs: int = 10
+    init_from: str | None = None
+    budget_scale: int | None = None
+    net_arch: tuple[int, ...] = (64, 64)
     encoding: dict[str, Any] = field(default_factory=lambda: {"mode": "chars"})
     algo_kwargs: dict[str, Any] = field(default_factory=dict)
     threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.budget_feature and not self.visible_budget:
+            raise ValueError(
+                "budget_feature needs visible_budget=True: evaluators give the turns left only "
+                "to agents that see the budget (the encoder drops the text line itself)."
+            )
 
     def regime(self) -> str:
         """Return a short name of the budget regime, e.g. ``mix5-10-20+pr0.1``."""
@@ -62,65 +101,131 @@ class TrainConfig:
             if self.budget_mix is None
             else "mix" + "-".join(str(budget) for budget in self.budget_mix)
         )
-        if self.visible_budget:
+        if self.budget_feature:
+            name += "+left"
+        elif self.visible_budget:
             name += "+visible"
         if self.process_reward is not None:
             name += f"+pr{self.process_reward:g}"
+        if self.bc_episodes:
+            name += "+bc"
         return name
 
     def training_budgets(self) -> tuple[int, ...]:
         """Return the budgets seen in training."""
         return self.budget_mix if self.budget_mix is not None else (self.budget,)
 
+    def encoder_arguments(self) -> dict[str, Any]:
+        """Return the :class:`TextEncoder` arguments, with the budget scale if any."""
+        arguments = dict(self.encoding)
+        if "ngram_range" in arguments:
+            arguments["ngram_range"] = tuple(arguments["ngram_range"])
+        if self.budget_feature:
+            arguments["budget_scale"] = self.budget_scale or max(self.training_budgets())
+        return arguments
 
-# --------------------------------------------------------------------- env stack
-class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Draw each episode's task uniformly from ``task_ids`` unless ``reset`` names one.
+    def task_ids(self) -> Sequence[int] | None:
+        """Return the task ids training draws from (``None``: any id)."""
+        if self.train_tasks is not None:
+            return self.train_tasks
+        return range(self.train_first, MAX_TASK_ID) if self.train_first else None
 
-    The draw uses the wrapper's own generator, re-seeded by ``reset(seed=...)``
-    like :class:`wrappers.BudgetMix`, so that vector sub-envs draw independently.
+
+@dataclass(frozen=True)
+class StackSettings:
+    """How a policy sees and acts on an env: what :class:`baselines.SB3Agent` needs.
+
+    Attributes:
+        encoding: the :class:`wrappers.TextEncoder` settings (its ``config()``).
+        action_vocabulary: the actions, in the policy's index order.
+        action_masks: whether the policy was trained with action masks.
+        visible_budget: whether observations ended with the budget line.
     """
 
-    def __init__(self, env: gym.Env, task_ids: Sequence[int]) -> None:
-        task_ids = tuple(int(task) for task in task_ids)
-        if not task_ids or min(task_ids) < 0:
-            raise ValueError(f"task_ids must be non-empty and >= 0, got {task_ids!r}.")
-        gym.utils.RecordConstructorArgs.__init__(self, task_ids=task_ids)
-        gym.Wrapper.__init__(self, env)
-        self.task_ids = task_ids
-        self._rng = np.random.default_rng()
+    encoding: dict[str, Any]
+    action_vocabulary: tuple[str, ...]
+    action_masks: bool = False
+    visible_budget: bool = False
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        if seed is not None:
-            self._rng = np.random.default_rng([0x7A5C, seed])
-        if not options or TASK_ID not in options:
-            task_id = self.task_ids[int(self._rng.integers(len(self.task_ids)))]
-            options = {**(options or {}), TASK_ID: task_id}
-        return self.env.reset(seed=seed, options=options)
+    @classmethod
+    def from_env(cls, env: gym.Env, action_masks: bool = False) -> StackSettings:
+        """Read the settings off a built stack (``EncodeObservation`` over ``DiscreteActions``).
+
+        This is how a model trained with your own script gets its settings:
+        ``SB3Agent.from_model(model, StackSettings.from_env(train_env))``.
+        """
+        try:
+            encoding = env.get_wrapper_attr("encoder_config")()
+            vocabulary = tuple(env.get_wrapper_attr("vocabulary"))
+        except AttributeError:
+            raise ValueError(
+                "StackSettings.from_env needs a stack with EncodeObservation over "
+                "DiscreteActions (as baselines.sb3_env.make_env builds)."
+            ) from None
+        budget = find_budget(env)
+        visible = budget is not None and budget.visible
+        return cls(encoding, vocabulary, action_masks=action_masks, visible_budget=visible)
+
+    @classmethod
+    def from_dict(cls, settings: dict[str, Any]) -> StackSettings:
+        """Build from a sidecar-style dict (extra keys are ignored)."""
+        return cls(
+            encoding=dict(settings["encoding"]),
+            action_vocabulary=tuple(settings["action_vocabulary"]),
+            action_masks=bool(settings["action_masks"]),
+            visible_budget=bool(settings["visible_budget"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-serialisable form (as stored in the sidecar)."""
+        return {
+            "encoding": dict(self.encoding),
+            "action_vocabulary": list(self.action_vocabulary),
+            "action_masks": self.action_masks,
+            "visible_budget": self.visible_budget,
+        }
+
+    def encoder(self) -> TextEncoder:
+        """Return the observation encoder of the stack."""
+        return TextEncoder.from_config(self.encoding)
+
+    def action_index(self) -> dict[str, int]:
+        """Return the :func:`wrappers.action_key` form of each action -> its index."""
+        return {action_key(action): i for i, action in enumerate(self.action_vocabulary)}
 
 
+# --------------------------------------------------------------------- env stack
 def make_env(config: TrainConfig) -> gym.Env:
     """Build one training env: the text env under the budget regime, discrete and encoded."""
     env = gym.make(config.env_id)
-    if config.train_tasks is not None:
-        env = TaskPool(env, config.train_tasks)
-    if config.process_reward is not None:
-        env = ProcessReward(env, coef=config.process_reward, gamma=config.gamma)
+    task_ids = config.task_ids()
+    if task_ids is not None:
+        env = TaskPool(env, task_ids)
     if config.budget_mix is not None:
         env = BudgetMix(env, config.budget_mix, config.weights, visible=config.visible_budget)
     else:
-        env = TurnBudget(env, config.budget, visible=config.visible_budget)
+        # The budget's one owner adds the TurnBudget (and refuses a stack that breaks T).
+        env = resolve_budget(env, config.budget, visible=config.visible_budget).env
+    if config.process_reward is not None:
+        env = ProcessReward(
+            env,
+            coef=config.process_reward,
+            gamma=config.gamma,
+            truncation_is_terminal=config.truncation_terminal,
+        )
+    if config.truncation_terminal:
+        env = TruncationIsTerminal(env)
     env = DiscreteActions(env)
-    return EncodeObservation(env, **_encoder_arguments(config.encoding))
+    return EncodeObservation(env, **config.encoder_arguments())
 
 
-def _encoder_arguments(encoding: dict[str, Any]) -> dict[str, Any]:
-    arguments = dict(encoding)
-    if "ngram_range" in arguments:
-        arguments["ngram_range"] = tuple(arguments["ngram_range"])
-    return arguments
+def stack_settings(config: TrainConfig) -> StackSettings:
+    """Return the :class:`StackSettings` of the stack that ``config`` builds."""
+    env = make_env(config)
+    try:
+        return StackSettings.from_env(env, action_masks=config.algo == "maskable_ppo")
+    finally:
+        env.close()
 
 
 def _vec_env(config: TrainConfig) -> Any:

@@ -30,6 +30,7 @@ Needs the ``[sb3]`` extra.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -42,14 +43,13 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs import install_hint
-from agent_envs.protocol import SUCCESS
-from baselines.sb3_env import TaskPool, TrainConfig, _vec_env, make_env
+from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
+from baselines.sb3_env import TrainConfig, _vec_env, make_env, stack_settings
 from wrappers.encode_observation import MODES
 from wrappers.validators import parse_float_list, parse_int, parse_int_list
 
 __all__ = [
     "HYPERPARAMETERS",
-    "TaskPool",
     "TrainConfig",
     "build_parser",
     "evaluate_model",
@@ -74,11 +74,12 @@ HYPERPARAMETERS: dict[str, dict[str, Any]] = {
             "batch_size": 64, "train_freq": 4, "target_update_interval": 1_000,
             "exploration_fraction": 0.3, "exploration_final_eps": 0.05},
 }  # fmt: skip
-#: The policy network: two hidden layers of 64 units (an LSTM of 64 for recurrent_ppo).
-NET_ARCH = [64, 64]
 POLICIES = {"recurrent_ppo": "MlpLstmPolicy"}
 #: ``--quick``: just enough steps and episodes to exercise every part once.
-QUICK = {"timesteps": 256, "n_envs": 2, "n_steps": 32, "eval_tasks": 2, "samples": 2}
+QUICK = {
+    "timesteps": 256, "n_envs": 2, "n_steps": 32, "eval_tasks": 2, "samples": 2,
+    "bc_episodes": 4,
+}  # fmt: skip
 
 
 # ------------------------------------------------------------------------ train
@@ -89,15 +90,12 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
     from baselines.sb3_agent import algorithm_class, write_sidecar
 
     torch.set_num_threads(config.threads)
-    probe = make_env(config)
-    vocabulary = list(probe.get_wrapper_attr("vocabulary"))
-    encoding = probe.get_wrapper_attr("encoder_config")()
-    probe.close()
+    stack = stack_settings(config)
     kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
     if "batch_size" in kwargs and "n_steps" in kwargs:
         # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
         kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
-    policy_kwargs: dict[str, Any] = {"net_arch": NET_ARCH}
+    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
     if config.algo == "recurrent_ppo":
         from baselines.sb3_agent import FlattenIntExtractor
 
@@ -115,26 +113,28 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
             policy_kwargs=policy_kwargs,
             **kwargs,
         )
-        log(f"training {config.algo} on {config.env_id} ({config.regime()}, seed {config.seed})")
         started = time.perf_counter()
+        if config.init_from is not None:
+            # Policy weights only; the optimizer starts afresh.
+            model.set_parameters(config.init_from, exact_match=True, device="cpu")
+        warm_start = _warm_start(model, config, log)
+        log(f"training {config.algo} on {config.env_id} ({config.regime()}, seed {config.seed})")
         model.learn(total_timesteps=config.timesteps)
         seconds = time.perf_counter() - started
     finally:
         vec_env.close()
     out.mkdir(parents=True, exist_ok=True)
     model_path = out / "model.zip"
-    model.save(model_path)
+    save_model(model, model_path)
     write_sidecar(
         model_path,
         {
             "algo": config.algo,
-            "encoding": encoding,
-            "action_vocabulary": vocabulary,
-            "action_masks": config.algo == "maskable_ppo",
-            "visible_budget": config.visible_budget,
+            **stack.to_dict(),
+            "behaviour_cloning": warm_start,
             "config": _jsonable(asdict(config)),
             "hyperparameters": _jsonable(kwargs),
-            "net_arch": NET_ARCH,
+            "net_arch": list(config.net_arch),
             "train_seconds": round(seconds, 2),
             # Success over SB3's buffer of recent training episodes (up to 100).
             "train_success_rate": _recent_success(model),
@@ -147,6 +147,51 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
         f"{_recent_success(model)}) -> {model_path}"
     )
     return model_path
+
+
+def _warm_start(
+    model: Any, config: TrainConfig, log: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """Behaviour-clone the fresh policy from noisy-oracle demonstrations, if asked."""
+    if not config.bc_episodes:
+        return None
+    from baselines.sb3_bc import behaviour_clone, collect_demonstrations
+
+    started = time.perf_counter()
+    demonstrations = collect_demonstrations(
+        config, config.bc_episodes, epsilon=config.bc_epsilon, seed=config.seed
+    )
+    fit = behaviour_clone(model, demonstrations, epochs=config.bc_epochs, seed=config.seed)
+    summary = {
+        "episodes": config.bc_episodes,
+        "epsilon": config.bc_epsilon,
+        "states": len(demonstrations),
+        "demonstration_success": round(demonstrations.success_rate, 3),
+        **fit,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+    log(f"behaviour cloning: {summary}")
+    return summary
+
+
+def save_model(model: Any, path: Path) -> None:
+    """Save the model without the optimizer's moment estimates.
+
+    Adam keeps two running averages per weight, so a saved optimizer triples
+    ``model.zip``: with the default ``chars`` encoding the first layer alone
+    has ``max_length * (len(charset) + 2) * 64`` weights per network (about
+    12 MB of the 38 MB that a 256-step FrozenLake run used to write).  The
+    policy acts without them; resuming training restarts Adam's averages.
+    """
+    policy = model.policy
+    saved = policy.optimizer
+    # The same parameters in a fresh optimizer: an empty state, the same layout.
+    weights = [weight for group in saved.param_groups for weight in group["params"]]
+    policy.optimizer = policy.optimizer_class(weights, **policy.optimizer_kwargs)
+    try:
+        model.save(path)
+    finally:
+        policy.optimizer = saved
 
 
 def _recent_success(model: Any) -> float | None:
@@ -191,11 +236,14 @@ def evaluate_model(
     deterministic: bool = False,
     seed: int = 0,
     out: Path | None = None,
+    step_quality: int = 0,
 ) -> Any:
     """Evaluate a saved model with the agent_envs evaluator; write ``result.json`` in ``out``.
 
     The episode log goes to ``out/episodes.jsonl``, so a stopped evaluation
-    resumes.  Returns the :class:`agent_envs.evaluation.EvalResult`.
+    resumes.  ``step_quality`` is the evaluator's option of that name (shared
+    reference states per task).  Returns the
+    :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
     from baselines.sb3_agent import SB3Agent
@@ -212,6 +260,7 @@ def evaluate_model(
         visible_budget=agent.budget_aware,
         log_path=None if out is None else out / "episodes.jsonl",
         agent_name=f"sb3:{model_path}",
+        step_quality=step_quality,
     )
     if out is not None:
         result.save(out / "result.json")
@@ -273,7 +322,17 @@ def build_parser() -> argparse.ArgumentParser:
     regime.add_argument("--budget", type=_positive, help="fixed turn budget T (default 20)")
     regime.add_argument("--budget-mix", type=_int_list, help="BudgetMix budgets, e.g. 5,10,20,40")
     parser.add_argument("--weights", type=_float_list, help="BudgetMix weights, e.g. 1,1,1,1")
-    parser.add_argument("--visible-budget", action="store_true", help="show turns left")
+    parser.add_argument("--visible-budget", action="store_true", help="show turns left as text")
+    parser.add_argument(
+        "--budget-feature",
+        action="store_true",
+        help="add the turns left as a number to the input (implies --visible-budget)",
+    )
+    parser.add_argument(
+        "--truncation-terminal",
+        action="store_true",
+        help="treat running out of turns as terminal (no bootstrap at truncation)",
+    )
     parser.add_argument(
         "--process-reward", type=float, metavar="COEF", help="add ProcessReward with this coef"
     )
@@ -285,10 +344,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
     parser.add_argument("--train-tasks", type=_positive, help="train on N task ids only")
     parser.add_argument(
-        "--train-first", type=int, default=0, help="first training task id (with --train-tasks)"
+        "--train-first",
+        type=int,
+        default=0,
+        help="first training task id; without --train-tasks a fresh task every episode from "
+        "this id up (keep the evaluation ids below it)",
     )
+    warm = parser.add_argument_group("behaviour-cloning warm start")
+    warm.add_argument(
+        "--bc-episodes", type=int, default=0, help="noisy-oracle demonstration episodes (0: none)"
+    )
+    warm.add_argument("--bc-epsilon", type=float, default=0.2, help="demonstrator's noise")
+    warm.add_argument("--bc-epochs", type=_positive, default=10, help="supervised epochs")
     parser.add_argument("--algo-kwargs", type=_json_object, default={}, help="JSON overrides")
     parser.add_argument("--threads", type=_positive, default=1, help="torch threads (default 1)")
+    parser.add_argument(
+        "--net-arch", type=_int_list, default=(64, 64), help="hidden layers (default 64,64)"
+    )
     encoding = parser.add_argument_group("observation encoding")
     encoding.add_argument("--encoding", choices=MODES, default="chars")
     encoding.add_argument("--max-length", type=_positive, help="characters (tokens) kept")
@@ -320,6 +392,10 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         )
     if not 0.0 < args.gamma <= 1.0:
         raise _UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
+    if args.bc_episodes < 0 or not 0.0 <= args.bc_epsilon <= 1.0:
+        raise _UsageError("--bc-episodes must be >= 0 and --bc-epsilon in [0, 1]")
+    if args.train_first < 0:
+        raise _UsageError(f"--train-first must be >= 0, got {args.train_first}")
     encoding: dict[str, Any] = {"mode": args.encoding, "keep": args.keep}
     if args.view_only:
         encoding["view_only"] = True
@@ -348,7 +424,9 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         budget=None if args.budget_mix is not None else (args.budget or 20),
         budget_mix=args.budget_mix,
         weights=args.weights,
-        visible_budget=args.visible_budget,
+        visible_budget=args.visible_budget or args.budget_feature,
+        budget_feature=args.budget_feature,
+        truncation_terminal=args.truncation_terminal,
         process_reward=args.process_reward,
         gamma=args.gamma,
         seed=seed,
@@ -357,18 +435,53 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         train_tasks=None
         if args.train_tasks is None
         else tuple(range(args.train_first, args.train_first + args.train_tasks)),
+        train_first=args.train_first,
+        bc_episodes=QUICK["bc_episodes"] if args.quick and args.bc_episodes else args.bc_episodes,
+        bc_epsilon=args.bc_epsilon,
+        bc_epochs=args.bc_epochs,
         encoding=encoding,
         algo_kwargs=algo_kwargs,
         threads=args.threads,
+        net_arch=tuple(args.net_arch),
     )
 
 
-def default_eval_budgets(training: Sequence[int]) -> tuple[int, ...]:
-    """Return a T grid from half the shortest to twice the longest training budget."""
-    low, high = max(1, min(training) // 2), 2 * max(training)
-    grid = {low, high, *training}
-    grid.update(np.rint(np.geomspace(low, high, num=8)).astype(int).tolist())
-    return tuple(sorted(grid))
+def default_eval_budgets(training: Sequence[int], shortest: int = 1) -> tuple[int, ...]:
+    """Return a short, readable T grid from the shortest path to twice the longest budget.
+
+    ``shortest`` is the fewest turns any evaluated task needs (no column
+    below it, where every agent scores 0).  The grid holds ``shortest``, the
+    training budgets at or above it and twice the longest (at least twice
+    ``shortest``), filled up with
+    geometric midpoints to at least four and thinned to at most six values.
+    """
+    shortest = max(1, shortest)
+    high = max(2 * max(training), 2 * shortest)
+    grid = sorted({shortest, high, *(t for t in training if t >= shortest)})
+    while len(grid) < 4:
+        gaps = [(b / a, i) for i, (a, b) in enumerate(itertools.pairwise(grid))]
+        _ratio, i = max(gaps)
+        middle = round((grid[i] * grid[i + 1]) ** 0.5)
+        if middle in grid:
+            break
+        grid.insert(i + 1, middle)
+    if len(grid) > 6:
+        keep = np.unique(np.rint(np.linspace(0, len(grid) - 1, 6)).astype(int))
+        grid = [grid[i] for i in keep]
+    return tuple(grid)
+
+
+def shortest_oracle_turns(env_id: str, tasks: Sequence[int]) -> int:
+    """Return the fewest oracle turns from the start over ``tasks`` (1 if unknown)."""
+    env = gym.make(env_id)
+    fewest = None
+    for task in tasks:
+        env.reset(seed=0, options={TASK_ID: task})
+        turns = env.unwrapped.oracle_turns() if isinstance(env.unwrapped, Oracle) else None
+        if turns is not None:
+            fewest = turns if fewest is None else min(fewest, turns)
+    env.close()
+    return fewest or 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -411,12 +524,16 @@ def _main(argv: list[str]) -> int:
         samples = QUICK["samples"] if args.quick else args.samples
         ks = tuple(k for k in args.k if k <= samples) if args.quick else args.k
         count = QUICK["eval_tasks"] if args.quick else args.eval_tasks
+        tasks = list(range(args.eval_first, args.eval_first + count))
+        budgets = args.eval_budgets or default_eval_budgets(
+            config.training_budgets(), shortest_oracle_turns(config.env_id, tasks)
+        )
         result = evaluate_model(
             model_path,
             env_id=config.env_id,
-            budgets=args.eval_budgets or default_eval_budgets(config.training_budgets()),
+            budgets=budgets,
             ks=ks or (1,),
-            tasks=list(range(args.eval_first, args.eval_first + count)),
+            tasks=tasks,
             samples=samples,
             deterministic=args.greedy,
             seed=config.seed,

@@ -12,10 +12,12 @@ from __future__ import annotations
 from wrappers.action_hints import ActionHints
 from wrappers.budget_mix import BudgetMix
 from wrappers.chat_history import ChatHistory
-from wrappers.discrete_actions import DiscreteActions, action_key
+from wrappers.discrete_actions import DiscreteActions, action_key, action_mask
 from wrappers.encode_observation import EncodeObservation, TextEncoder
 from wrappers.process_reward import ProcessReward
 from wrappers.show_actions import ShowActions
+from wrappers.task_pool import TaskPool
+from wrappers.truncation import TruncationIsTerminal
 from wrappers.turn_budget import TurnBudget, budget_line
 from wrappers.validators import check_budget
 
@@ -27,9 +29,12 @@ __all__ = [
     "EncodeObservation",
     "ProcessReward",
     "ShowActions",
+    "TaskPool",
     "TextEncoder",
+    "TruncationIsTerminal",
     "TurnBudget",
     "action_key",
+    "action_mask",
     "budget_line",
     "check_budget",
 ]

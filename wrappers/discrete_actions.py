@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["DiscreteActions", "action_key"]
+from wrappers.protocol import AdmissibleActions
+
+__all__ = ["DiscreteActions", "action_key", "action_mask"]
 
 
 def action_key(action: str) -> str:
@@ -23,6 +26,28 @@ def action_key(action: str) -> str:
     'move left'
     """
     return " ".join(action.lower().split())
+
+
+def action_mask(index: Mapping[str, int], size: int, admissible: Iterable[str]) -> np.ndarray:
+    """Return a ``bool`` array of ``size``: ``True`` at the index of each admissible action.
+
+    ``index`` maps :func:`action_key` forms to vocabulary indices.  Actions
+    outside the vocabulary are ignored.  If none is left the mask is all
+    ``True``, because an all-``False`` mask leaves a masked sampler nothing
+    to choose.  Training (:meth:`DiscreteActions.action_masks`) and trained
+    agents call this one function, so they mask alike.
+
+    >>> action_mask({"up": 0, "down": 1}, 2, ["Up"]).tolist()
+    [True, False]
+    """
+    mask = np.zeros(size, dtype=bool)
+    for action in admissible:
+        position = index.get(action_key(action))
+        if position is not None:
+            mask[position] = True
+    if not mask.any():
+        mask[:] = True
+    return mask
 
 
 def _vocabulary_of(env: gym.Env) -> tuple[str, ...]:
@@ -89,6 +114,9 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
         self.vocabulary: tuple[str, ...] = vocabulary
         self.action_space = spaces.Discrete(len(vocabulary))
         self._index = {action_key(action): index for index, action in enumerate(vocabulary)}
+        # Checked once: masks are asked for on every step of MaskablePPO.
+        base = env.unwrapped
+        self._admissible = base.admissible_actions if isinstance(base, AdmissibleActions) else None
 
     def action(self, action: Any) -> str:
         """Return the vocabulary text for index ``action``."""
@@ -104,14 +132,12 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
 
     def action_masks(self) -> np.ndarray:
         """Return a ``bool`` array: ``True`` where the vocabulary action is admissible now."""
-        mask = np.zeros(len(self.vocabulary), dtype=bool)
-        for action in self.env.unwrapped.admissible_actions():
-            index = self._index.get(action_key(action))
-            if index is not None:
-                mask[index] = True
-        if not mask.any():
-            mask[:] = True
-        return mask
+        if self._admissible is None:
+            raise ValueError(
+                f"{type(self.env.unwrapped).__name__} has no admissible_actions() method (the "
+                "AdmissibleActions API), so DiscreteActions cannot build action masks."
+            )
+        return action_mask(self._index, len(self.vocabulary), self._admissible())
 
     def _check_index(self, action: Any) -> int:
         if isinstance(action, np.ndarray) and action.size == 1:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from wrappers.protocol import TURNS_LEFT
+from wrappers.turn_budget import budget_line
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["MODES", "EncodeObservation", "TextEncoder"]
@@ -31,6 +33,7 @@ _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 # Salts (crc32 start values) keep words and character n-grams in separate hash streams.
 _WORD_SALT, _NGRAM_SALT = zlib.crc32(b"word"), zlib.crc32(b"char-ngram")
 _CACHE_SIZE = 4096
+_BUDGET_PREFIX = budget_line(0, 0).split("0")[0]  # "[Turns left: "
 
 
 class TextEncoder:
@@ -63,6 +66,14 @@ class TextEncoder:
     where the view is, and right-aligns short text so that the view sits at
     fixed positions; ``keep="head"`` keeps the start and left-aligns.
 
+    The budget as a number: with ``budget_scale=S`` the array also carries
+    the turns left, ``min(turns_left, S) / S``, as its last entry, and the
+    space becomes a ``Box(0, 1)`` (``"chars"`` is one-hot encoded here, so
+    that text and number share one flat vector; ``"tokens"`` refuses it).
+    :meth:`encode` then needs ``turns_left``, and a visible budget line at the
+    end of the text is dropped before encoding: the number carries it, and
+    the view stays at fixed positions whatever the number of digits.
+
     Example:
         >>> from wrappers.encode_observation import TextEncoder
         >>> encoder = TextEncoder("chars", max_length=4, charset="ab")
@@ -70,6 +81,9 @@ class TextEncoder:
         [0, 2, 3, 1]
         >>> TextEncoder.from_config(encoder.config()).encode("abz").tolist()
         [0, 2, 3, 1]
+        >>> timed = TextEncoder("chars", max_length=1, charset="ab", budget_scale=10)
+        >>> timed.encode("b", turns_left=4).tolist()  # one-hot of "b", then 4 / 10
+        [0.0, 0.0, 0.0, 1.0, 0.4000000059604645]
     """
 
     def __init__(
@@ -83,9 +97,14 @@ class TextEncoder:
         dim: int = 1024,
         ngram_range: Sequence[int] = (2, 4),
         tokenizer: Any = None,
+        budget_scale: int | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+        if mode == "tokens" and budget_scale is not None:
+            raise ValueError(
+                "budget_scale needs mode 'chars' or 'hashing': one-hot token ids would be huge."
+            )
         if keep not in ("tail", "head"):
             raise ValueError(f"keep must be 'tail' or 'head', got {keep!r}.")
         check_bool(view_only, "view_only")
@@ -106,6 +125,9 @@ class TextEncoder:
             self._init_hashing(dim, ngram_range)
         else:
             self._init_tokens(tokenizer)
+        self.budget_scale: int | None = None
+        if budget_scale is not None:
+            self._init_budget(budget_scale)
 
     # ------------------------------------------------------------ set-up
     def _init_chars(self, charset: str | None) -> None:
@@ -157,23 +179,41 @@ class TextEncoder:
             np.full(self.max_length, len(tokenizer) + 1, dtype=np.int64)
         )
 
+    def _init_budget(self, budget_scale: int) -> None:
+        self.budget_scale = check_int(budget_scale, "budget_scale", 1)
+        if self.mode == "chars":
+            self._categories = len(self.charset) + 2
+            width = self.max_length * self._categories
+        else:
+            width = self.dim
+        self.space = spaces.Box(0.0, 1.0, shape=(width + 1,), dtype=np.float32)
+
     # ---------------------------------------------------------- encoding
     def select(self, text: str) -> str:
         """Return the part of ``text`` that is encoded (before the length cut)."""
         if not isinstance(text, str):
             raise TypeError(f"TextEncoder encodes str, got {type(text).__name__}.")
+        if self.budget_scale is not None and text.endswith("]"):
+            head, _, last = text.rpartition("\n")
+            if last.startswith(_BUDGET_PREFIX):
+                text = head
         if self.view_only:
             text = text.rsplit("\n\n", 1)[-1]
         if self.mode != "tokens" and len(text) > self.max_length:
             text = text[-self.max_length :] if self.keep == "tail" else text[: self.max_length]
         return text
 
-    def encode(self, text: str) -> np.ndarray:
-        """Return the array for ``text``; it always lies in :attr:`space`."""
+    def encode(self, text: str, turns_left: int | None = None) -> np.ndarray:
+        """Return the array for ``text``; it always lies in :attr:`space`.
+
+        ``turns_left`` is needed (and only used) with ``budget_scale``.
+        """
         cached = self._cache.get(text)
         if cached is None:
             if self.mode == "chars":
                 cached = self._encode_chars(self.select(text))
+                if self.budget_scale is not None:
+                    cached = np.eye(self._categories, dtype=np.float32)[cached].ravel()
             elif self.mode == "hashing":
                 cached = self._encode_hashing(self.select(text))
             else:
@@ -182,11 +222,23 @@ class TextEncoder:
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.clear()
             self._cache[text] = cached
-        return cached.copy()
+        if self.budget_scale is None:
+            return cached.copy()
+        if turns_left is None:
+            raise ValueError(
+                "This encoder shows the turns left as a number (budget_scale) and needs "
+                "turns_left: put a TurnBudget or BudgetMix inside EncodeObservation, or pass "
+                "info['turns_left']."
+            )
+        left = min(max(int(turns_left), 0), self.budget_scale) / self.budget_scale
+        return np.append(cached, np.float32(left))
 
-    def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Return the stacked arrays for ``texts``."""
-        return np.stack([self.encode(text) for text in texts])
+    def encode_batch(
+        self, texts: Sequence[str], turns_left: Sequence[int | None] | None = None
+    ) -> np.ndarray:
+        """Return the stacked arrays for ``texts`` (with per-text ``turns_left``, if given)."""
+        lefts = [None] * len(texts) if turns_left is None else list(turns_left)
+        return np.stack([self.encode(text, left) for text, left in zip(texts, lefts, strict=True)])
 
     def _place(self, values: np.ndarray) -> np.ndarray:
         out = np.zeros(self.max_length, dtype=np.int64)
@@ -247,6 +299,8 @@ class TextEncoder:
                     "pass the tokenizer as a name or local path."
                 )
             config["tokenizer"] = self.tokenizer_name
+        if self.budget_scale is not None:
+            config["budget_scale"] = self.budget_scale
         return config
 
     @classmethod
@@ -254,7 +308,10 @@ class TextEncoder:
         """Rebuild an encoder from :meth:`config` output (for example, a JSON sidecar)."""
         if not isinstance(config, dict) or "mode" not in config:
             raise ValueError(f"An encoder config is a dict with a 'mode', got {config!r:.80}.")
-        known = {"mode", "max_length", "keep", "view_only", "charset", "dim", "ngram_range"}
+        known = {
+            "mode", "max_length", "keep", "view_only", "charset", "dim", "ngram_range",
+            "budget_scale",
+        }  # fmt: skip
         unknown = set(config) - known - {"tokenizer"}
         if unknown:
             raise ValueError(f"Unknown encoder settings {sorted(unknown)}; known: {sorted(known)}.")
@@ -264,10 +321,12 @@ class TextEncoder:
         return cls(**settings)
 
 
-class EncodeObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Replace each text observation by :class:`TextEncoder`'s array.
 
-    The arguments are :class:`TextEncoder`'s.  For ``mode="chars"`` the
+    The arguments are :class:`TextEncoder`'s.  With ``budget_scale`` the
+    turns left come from ``info["turns_left"]`` (a ``TurnBudget`` or
+    ``BudgetMix`` inside this wrapper provides it).  For ``mode="chars"`` the
     charset defaults to the env's ``Text`` observation charset (sorted), so
     that no emitted character is unknown.  The encoder's settings are
     :meth:`encoder_config`; an agent rebuilds the same encoder from them.
@@ -293,6 +352,7 @@ class EncodeObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
         dim: int = 1024,
         ngram_range: Sequence[int] = (2, 4),
         tokenizer: Any = None,
+        budget_scale: int | None = None,
     ) -> None:
         if mode == "chars" and charset is None:
             inner = env.observation_space
@@ -311,6 +371,7 @@ class EncodeObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
             dim=dim,
             ngram_range=ngram_range,
             tokenizer=tokenizer,
+            budget_scale=budget_scale,
         )
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -322,14 +383,22 @@ class EncodeObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
             dim=dim,
             ngram_range=tuple(ngram_range),
             tokenizer=tokenizer,
+            budget_scale=budget_scale,
         )
-        gym.ObservationWrapper.__init__(self, env)
+        gym.Wrapper.__init__(self, env)
         self.encoder = encoder
         self.observation_space = encoder.space
 
-    def observation(self, observation: str) -> np.ndarray:
-        """Return the encoded observation."""
-        return self.encoder.encode(observation)
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        return self.encoder.encode(observation, info.get(TURNS_LEFT)), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        encoded = self.encoder.encode(observation, info.get(TURNS_LEFT))
+        return encoded, reward, terminated, truncated, info
 
     def encoder_config(self) -> dict[str, Any]:
         """Return the encoder's JSON-serialisable settings (see :meth:`TextEncoder.config`)."""

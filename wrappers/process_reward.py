@@ -7,44 +7,45 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from wrappers.protocol import Oracle
-from wrappers.validators import check_number
+from wrappers.validators import check_bool, check_number
 
 __all__ = ["ProcessReward"]
 
 
 class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Add a process-supervision signal: shaping with potential ``-oracle_turns``.
+    """Add a process-supervision signal that cannot be gamed: potential-based shaping.
 
-    Each step's reward becomes ``r + coef * (gamma * phi(s') - phi(s))`` with
-    ``phi(s) = -env.unwrapped.oracle_turns()`` (Ng, Harada and Russell, 1999).
-    A step that brings the agent one turn closer to success earns about
-    ``+coef``, a step that moves away about ``-coef``, a wasted turn about 0.
-    The env's own success reward (``1.0``) is passed through unchanged, and a
-    solved state has ``phi = 0``.  Along an oracle path of ``n`` turns from
-    ``s0`` the shaped return is ``gamma**(n-1) + coef * oracle_turns(s0)``
-    (with discount ``gamma``): the shaping telescopes.
+    Each step's reward becomes ``r + gamma * phi(s') - phi(s)`` (Ng, Harada
+    and Russell, 1999), with ``gamma`` the learner's own discount and, with
+    ``d = env.unwrapped.oracle_turns()`` and ``d0`` its value at reset::
 
-    Dead ends (``oracle_turns() is None``): by default, entering a dead end
-    lowers the potential by one turn, ``phi = phi(previous state) - 1``, and
-    it stays there while the agent remains in the dead end.  Falling into a
-    hole is thus scored like a step away from success (about ``-coef``); the
-    success reward it forfeits is the real cost.  A harsher penalty (such as
-    ``2 * oracle_turns(s0) + 1`` turns) made MaskablePPO so averse to holes on
-    FrozenLake-8x8 that it looped in safe cells instead of reaching the goal.
-    This default depends on the state the dead end was entered from, so it is
-    not a pure state potential; no fixed potential is policy-invariant for a
-    *terminal* failure anyway.  ``dead_end_turns=D`` fixes the dead-end
-    potential to ``-D`` instead.
+        phi(s) = gamma ** (d - 1) + coef * max(d0 - d, 0)   while success is reachable,
+        phi(s) = 0                                        at the end of an episode
+                                                          and in a dead end.
 
-    ``gamma`` should be the discount of the learning algorithm; with another
-    value the shaping is no longer exactly potential-based for that learner.
-    With ``gamma < 1`` a turn spent at distance ``d`` earns
-    ``coef * (1 - gamma) * d``, so shuttling between two cells gains a little
-    each round; only the success reward outweighs that in the long run.
+    What that buys, for any policy:
 
-    Cost: one ``oracle_turns()`` call per step and one per reset, on top of
-    the step itself; how much that is depends on the env's oracle (the
-    agent_envs oracles are memoised per state where that is cheap).
+    * **No cycle pays.**  A loop of ``k`` steps back to the same state earns
+      ``(gamma**k - 1) * phi(s) <= 0``, because ``phi >= 0``.
+    * **Success always beats failure.**  The end of an episode has potential
+      0, so a whole episode's shaped return is its raw return minus
+      ``phi(s0)``, a constant of the task: the optimal policies are those of
+      the raw task (policy invariance), and stepping into a hole never beats
+      reaching the goal.
+    * **A dead end costs at least the best remaining success.**  Entering one
+      from ``s`` earns ``-phi(s) <= -gamma ** (d - 1)``, at least what the
+      quickest success from ``s`` would still be worth.
+    * **Progress pays.**  A step one turn closer (within ``d0``) earns
+      ``coef`` (exactly, with ``gamma = 1``); a step away or a wasted turn
+      costs; the final step cashes the potential in (``1 - phi``).
+
+    ``truncation_is_terminal`` (default ``True``): a truncated step (the
+    budget ran out) also ends with potential 0, which is right for a learner
+    that treats truncation as terminal (``train-sb3``'s default).  For a
+    learner that bootstraps at truncation pass ``False``.  Place the wrapper
+    *outside* the ``TurnBudget``/``BudgetMix`` so that it sees truncation.
+
+    Cost: one ``oracle_turns()`` call per step and one per reset.
 
     ``info`` gains ``process_reward`` (the shaping term of this step; 0.0 on
     reset) and ``oracle_turns`` (the distance after the step, ``None`` in a
@@ -65,55 +66,47 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         env: gym.Env,
         coef: float = 0.1,
         gamma: float = 0.99,
-        dead_end_turns: float | None = None,
+        truncation_is_terminal: bool = True,
     ) -> None:
-        coef = check_number(coef, "coef")
+        coef = check_number(coef, "coef", 0.0)
         gamma = check_number(gamma, "gamma", 0.0, 1.0, open_low=True)
-        if dead_end_turns is not None:
-            dead_end_turns = check_number(dead_end_turns, "dead_end_turns", 0.0)
+        truncation_is_terminal = check_bool(truncation_is_terminal, "truncation_is_terminal")
         if not isinstance(env.unwrapped, Oracle):
             raise ValueError(
                 f"{type(env.unwrapped).__name__} has no oracle_turns() method, so ProcessReward "
                 "has no distance to shape with."
             )
         gym.utils.RecordConstructorArgs.__init__(
-            self, coef=coef, gamma=gamma, dead_end_turns=dead_end_turns
+            self, coef=coef, gamma=gamma, truncation_is_terminal=truncation_is_terminal
         )
         gym.Wrapper.__init__(self, env)
         self.coef = coef
         self.gamma = gamma
-        self.dead_end_turns = dead_end_turns
+        self.truncation_is_terminal = truncation_is_terminal
+        self._start = 0
         self._potential = 0.0
-        self._in_dead_end = False
 
-    def _distance(self) -> int | None:
-        return self.env.unwrapped.oracle_turns()
-
-    def _next_potential(self, distance: int | None) -> float:
-        if distance is not None:
-            return -float(distance)
-        if self.dead_end_turns is not None:
-            return -self.dead_end_turns
-        # Entering a dead end costs one turn of potential; staying in one costs nothing more.
-        return self._potential if self._in_dead_end else self._potential - 1.0
+    def potential(self, distance: int | None, ended: bool = False) -> float:
+        """Return ``phi`` of a state at oracle distance ``distance`` (see the class docstring)."""
+        if ended or distance is None or distance <= 0:
+            return 0.0
+        return self.gamma ** (distance - 1) + self.coef * max(self._start - distance, 0)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        distance = self._distance()
-        self._potential = 0.0
-        self._in_dead_end = False
-        self._potential = self._next_potential(distance)
-        self._in_dead_end = distance is None
+        distance = self.env.unwrapped.oracle_turns()
+        self._start = distance or 0
+        self._potential = self.potential(distance)
         return observation, {**info, "process_reward": 0.0, "oracle_turns": distance}
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
-        distance = self._distance()
-        potential = self._next_potential(distance)
-        shaping = self.coef * (self.gamma * potential - self._potential)
+        distance = self.env.unwrapped.oracle_turns()
+        ended = terminated or (truncated and self.truncation_is_terminal)
+        potential = self.potential(distance, ended)
+        shaping = self.gamma * potential - self._potential
         self._potential = potential
-        self._in_dead_end = distance is None
         info = {**info, "process_reward": shaping, "oracle_turns": distance}
         return observation, float(reward) + shaping, terminated, truncated, info

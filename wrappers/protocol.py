@@ -38,6 +38,7 @@ __all__ = [
     "ActionParser",
     "ActionVocabulary",
     "AdmissibleActions",
+    "BudgetAwareOracle",
     "Oracle",
     "OracleEnv",
 ]
@@ -102,6 +103,18 @@ class Oracle(Protocol):
 
     def oracle_turns(self) -> int | None:
         """Return the fewest turns to success from now, or ``None`` if unreachable."""
+        ...
+
+
+@runtime_checkable
+class BudgetAwareOracle(Protocol):
+    """An env whose oracle plans for the turns left (``TurnBudget`` and ``BudgetMix`` tell it).
+
+    ``set_turns_left(None)`` means no budget; a reset forgets the value.
+    """
+
+    def set_turns_left(self, turns_left: int | None) -> None:
+        """Plan the oracle for ``turns_left`` more turns (``None``: no budget)."""
         ...
 
 

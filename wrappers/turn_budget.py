@@ -7,7 +7,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
-from wrappers.protocol import BUDGET, TURN, TURNS_LEFT
+from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
 from wrappers.validators import check_bool, check_budget
 
 __all__ = ["TurnBudget", "budget_line", "time_limit_steps"]
@@ -70,6 +70,14 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
     The evaluator does this when it plays a hidden budget at max(T), so the
     policy never sees a budget that is not the one being measured.
 
+    Budget-aware oracles (:class:`wrappers.protocol.BudgetAwareOracle`): if
+    the unwrapped env has a ``set_turns_left(n)`` method, the wrapper calls it
+    after every reset and step with the turns left, so that an oracle can
+    plan for the budget (slippery FrozenLake does); with ``report_budget``
+    off it passes ``None`` (no budget), because the budget played is not the
+    one measured.  The outermost budget wrapper calls it last, so its budget
+    wins.
+
     Example:
         >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers import TurnBudget
@@ -98,6 +106,8 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         self.report_budget = True
         self._budget = max_turns
         self._turn = 0
+        base = env.unwrapped
+        self._tell_turns_left = base.set_turns_left if isinstance(base, BudgetAwareOracle) else None
 
     # The largest budget this wrapper may run; BudgetMix overrides it.
     @property
@@ -145,6 +155,8 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         turns_left = budget - turn if turn < budget else 0
         if not turns_left and not terminated:
             truncated = True
+        if self._tell_turns_left is not None:
+            self._tell_turns_left(turns_left if self.report_budget else None)
         if self.report_budget:
             info[BUDGET], info[TURN], info[TURNS_LEFT] = budget, turn, turns_left
         else:
@@ -155,6 +167,8 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
 
     def _decorate(self, observation: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         turns_left = max(self._budget - self._turn, 0)
+        if self._tell_turns_left is not None:
+            self._tell_turns_left(turns_left if self.report_budget else None)
         # The inner env hands us a fresh dict each call, so adding keys in place
         # is safe and spares a copy on the hot path.
         if self.report_budget:

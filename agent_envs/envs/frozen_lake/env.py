@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +15,11 @@ from agent_envs.envs.common.grid import (
     direction_parser,
     grid_neighbours,
 )
-from agent_envs.envs.frozen_lake.slippery import solve_slippery_lake
+from agent_envs.envs.frozen_lake.slippery import (
+    BudgetedLake,
+    solve_budgeted_lake,
+    solve_slippery_lake,
+)
 from wrappers.validators import check_bool, check_int
 
 __all__ = [
@@ -23,6 +28,7 @@ __all__ = [
     "INTENDED_PROBABILITY",
     "FrozenLakeEnv",
     "LakeTask",
+    "budgeted_oracle",
     "generate_lake",
     "solve_slippery",
 ]
@@ -51,8 +57,9 @@ class LakeTask:
         goal: the tile to reach.
         distances: per tile, the fewest moves to the goal over non-hole
             tiles, ignoring slips (``-1`` for holes and cut-off tiles).
-        memo: the slippery oracle, computed on demand and keyed by
-            ``(intended probability, deadline discount)``.
+        memo: the slippery oracles, computed on demand: keyed by
+            ``(intended probability, deadline discount)`` without a budget and
+            by ``("finite horizon", intended probability)`` with one.
     """
 
     size: int
@@ -60,9 +67,7 @@ class LakeTask:
     start: int
     goal: int
     distances: tuple[int, ...]
-    memo: dict[tuple[float, float], tuple[tuple[float, ...], tuple[tuple[int, ...], ...]]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_rows(cls, rows: Sequence[str]) -> LakeTask:
@@ -142,6 +147,19 @@ def solve_slippery(
     key = (intended, discount)
     if key not in task.memo:
         task.memo[key] = solve_slippery_lake(task.distances, intended, discount)
+    return task.memo[key]
+
+
+def budgeted_oracle(task: LakeTask, intended: float = INTENDED_PROBABILITY) -> BudgetedLake:
+    """Return the budget-aware slippery oracle of ``task``, memoised on it.
+
+    See :class:`agent_envs.envs.frozen_lake.slippery.BudgetedLake`: dynamic programming
+    over (tile, turns left) for the highest probability of reaching the goal
+    within the turns left.
+    """
+    key = ("finite horizon", intended)
+    if key not in task.memo:
+        task.memo[key] = solve_budgeted_lake(task.distances, intended)
     return task.memo[key]
 
 
@@ -225,6 +243,16 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
     the probability that always playing ``oracle_actions()[0]`` from here
     eventually reaches the goal.
 
+    **With a turn budget** (slippery ice): a ``TurnBudget`` or ``BudgetMix``
+    around the env tells it the turns left (:meth:`set_turns_left`).  Then
+    ``oracle_actions()`` lists every move that maximises the probability of
+    reaching the goal *within the turns left*, and ``success_probability()``
+    is that probability, both by dynamic programming over (tile, turns left)
+    (:func:`budgeted_oracle`).  With few turns left the best move can be a
+    short route past holes, with many a long safe one.  If no move can reach
+    the goal in time, ``oracle_actions()`` falls back to the moves above.
+    Without a budget (the env alone) it behaves as described above.
+
     ``oracle_turns()`` is the length of the shortest path ignoring slides:
     the fewest turns in which success is possible at all, so no policy can
     succeed in fewer.  It is *not* the number of turns the oracle needs: its
@@ -261,6 +289,7 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
 
     def _start(self, task: LakeTask) -> None:
         self._position = task.start
+        self._turns_left: int | None = None
         self._rows = [" ".join(row) for row in task.rows()]
 
     def _intro(self) -> str:
@@ -331,17 +360,30 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
         around = grid_neighbours(task.size, task.size)[self._position]
         return [_NAMES[d] for d in range(4) if around[d] >= 0]
 
+    def set_turns_left(self, turns_left: int | None) -> None:
+        """Plan the oracle for ``turns_left`` more turns (``None``: no budget).
+
+        Budget wrappers call this after every reset and step, so that on
+        slippery ice the oracle maximises success within the budget.  A reset
+        forgets it.
+        """
+        self._turns_left = turns_left
+
     def oracle_actions(self) -> list[str]:
         """Return the shortest-path moves, or on slippery ice the success-maximising moves."""
         task = self.task
         distance = task.distances[self._position]
         if distance <= 0:
             return []
-        if self.slippery:
-            moves: Sequence[int] = solve_slippery(task)[1][self._position]
-        else:
+        moves: Sequence[int] = ()
+        if self.slippery and self._turns_left is not None:
+            moves = budgeted_oracle(task).best_moves(self._position, self._turns_left)
+        if not self.slippery:
             around = grid_neighbours(task.size, task.size)[self._position]
             moves = descending_moves(around, distance, task.distances)
+        elif not moves:
+            # Untimed, or no move reaches the goal in time: the deadline oracle.
+            moves = solve_slippery(task)[1][self._position]
         return [_NAMES[d] for d in moves]
 
     def oracle_turns(self) -> int | None:
@@ -350,10 +392,20 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
         return None if distance < 0 else distance
 
     def success_probability(self) -> float:
-        """Return the highest probability of reaching the goal from here (1.0 on solid ice)."""
+        """Return the oracle's probability of reaching the goal from here.
+
+        With a budget (see :meth:`set_turns_left`): the highest probability
+        of reaching it within the turns left, on solid ice 1.0 or 0.0.
+        Without: the probability that the untimed oracle ever reaches it (1.0
+        on solid ice).
+        """
         task = self.task
         if task.tiles[self._position] == "H":
             return 0.0
+        if self._turns_left is not None:
+            if not self.slippery:
+                return float(task.distances[self._position] <= self._turns_left)
+            return float(budgeted_oracle(task).table(self._turns_left)[0][self._position])
         if not self.slippery:
             return 1.0
         return solve_slippery(task)[0][self._position]
