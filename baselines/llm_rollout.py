@@ -69,7 +69,6 @@ from baselines.llm_prompting import (
 )
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.chat_history import ChatHistory
-from wrappers.process_reward import ProcessReward
 
 __all__ = [
     "END_REASONS",
@@ -200,12 +199,10 @@ def make_chat_env(
     max_budget: int,
     visible: bool = False,
     window: int | None = None,
-    process_reward: bool = False,
 ) -> gym.Env:
     """Return the env stack an LLM agent plays: the env, its budget, and the dialogue.
 
-    ``gym.make(env_id)`` -> ``ProcessReward(coef=1, gamma=1)`` (only with
-    ``process_reward``; it changes no observation) -> the turn budget from
+    ``gym.make(env_id)`` -> the turn budget from
     :func:`wrappers.budget.resolve_budget` (a ``TurnBudget(max_budget,
     visible)``) -> ``ChatHistory(window, record="raw")``.  ``record="raw"``
     keeps the model's whole reply as its message, so that the next prompt
@@ -214,10 +211,7 @@ def make_chat_env(
     ``evaluate(agent, lambda: make_chat_env(...))``).  The budget of each
     episode is set with ``reset(options={"budget": T})``.
     """
-    env: gym.Env = gym.make(env_id)
-    if process_reward:
-        env = ProcessReward(env, coef=1.0, gamma=1.0)
-    budget = resolve_budget(env, max_budget, visible=visible)
+    budget = resolve_budget(gym.make(env_id), max_budget, visible=visible)
     return ChatHistory(budget.env, window=window, record="raw")
 
 
@@ -243,6 +237,8 @@ class Episode:
     invalid_actions: int = 0
     end_reason: str | None = None
     process_return: float = 0.0
+    #: ``oracle_turns()`` at reset, when progress is tracked (``None`` otherwise).
+    start_distance: int | None = field(default=None, repr=False)
 
     @property
     def sequence(self) -> list[int]:
@@ -292,8 +288,21 @@ def play_episodes(
                 still_live.append(episode)
         live = still_live
     for episode in episodes:
+        if episode.start_distance is not None and episode.env is not None:
+            episode.process_return = _progress(episode)
         episode.env = None  # the env belongs to the caller, which reuses it
     return episodes
+
+
+def _progress(episode: Episode) -> float:
+    """Return the share of the oracle distance covered: 1 on success, 0 in a dead end."""
+    start = episode.start_distance or 0
+    if episode.success:
+        return 1.0
+    end = episode.env.unwrapped.oracle_turns()
+    if not start or end is None:
+        return 0.0
+    return (start - end) / start
 
 
 def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -> bool:
@@ -305,7 +314,6 @@ def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -
     observation, _, terminated, truncated, info = episode.env.step(to_agent_action(text))
     episode.turns += 1
     episode.invalid_actions += not info.get(VALID_ACTION, True)
-    episode.process_return += float(info.get("process_reward", 0.0))
     if info.get(SUCCESS) and episode.first_success_turn is None:
         episode.first_success_turn = episode.turns
         episode.success = True
@@ -329,16 +337,25 @@ def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -
 
 
 def start_episode(
-    stack: StackBudget, encoder: PromptEncoder, task_id: int, seed: int, budget: int
+    stack: StackBudget,
+    encoder: PromptEncoder,
+    task_id: int,
+    seed: int,
+    budget: int,
+    track_progress: bool = False,
 ) -> Episode:
     """Reset ``stack.env`` to one attempt under ``budget`` turns; return it with its first prompt.
 
-    ``info`` carries ``episode_seed`` as in the evaluator.
+    ``info`` carries ``episode_seed`` as in the evaluator.  With
+    ``track_progress`` the oracle distance at reset is kept, so that the
+    episode's ``process_return`` is filled in at its end.
     """
     env = stack.env
     observation, info = env.reset(seed=seed, options=stack.options(budget, **{TASK_ID: task_id}))
     info[EPISODE_SEED] = seed
     episode = Episode(task_id, seed, budget, env, observation, info)
+    if track_progress:
+        episode.start_distance = env.unwrapped.oracle_turns()
     episode.prompt_ids = encoder.full_ids(observation, info)
     if not encoder.fits(episode.prompt_ids):
         episode.end_reason = "context"
@@ -359,8 +376,8 @@ class EpisodeRollout:
         window: ``ChatHistory``'s window; ``None`` (keep everything) is the
             only value under which the turns form one sequence, so others
             end episodes as ``"retokenized"`` once the window slides.
-        process_reward: add ``ProcessReward`` to the stack so that episodes
-            report ``process_return`` (for :func:`process_reward`).
+        process_reward: track each episode's progress toward success with the
+            env's oracle, as ``process_return`` (for :func:`process_reward`).
         batch_size: the most episodes per ``generate`` call (``None``: all
             live episodes at once; 1: one at a time, for benchmarks).
 
@@ -440,7 +457,10 @@ class EpisodeRollout:
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
             seed = episode_seed(self.seed, task_id, sample)
-            episodes.append(start_episode(self._stack(index), encoder, task_id, seed, group_budget))
+            stack = self._stack(index)
+            episodes.append(
+                start_episode(stack, encoder, task_id, seed, group_budget, self.process_reward)
+            )
         play_episodes(episodes, encoder, generate, decode, keep_prompts)
         self.last_stats = summarize(episodes)
         return episodes
@@ -458,7 +478,6 @@ class EpisodeRollout:
                 self.budget.max_budget,
                 self.budget.visible,
                 self.window,
-                self.process_reward,
             )
             self._stacks.append(resolve_budget(env, self.budget.max_budget))
         return self._stacks[index]
@@ -523,15 +542,21 @@ def outcome_reward(completions: list, success: list[bool], **_: Any) -> list[flo
 
 
 def process_reward(coef: float) -> Callable[..., list[float]]:
-    """Return a reward function: ``coef`` times the episode's summed oracle shaping.
+    """Return a reward function: ``coef`` times the episode's progress toward success.
 
-    The shaping is ``ProcessReward``'s potential-based term with
-    ``phi = -oracle_turns`` and ``gamma = 1``, summed over the episode: it
-    telescopes to ``coef * (oracle_turns(start) - oracle_turns(end))``, the
-    number of turns of progress the episode made toward success (a wasted or
-    invalid turn earns 0, a step away costs ``coef``).  It rewards getting
-    closer even when the episode runs out of turns, which the outcome reward
-    does not see.  The rollout must be built with ``process_reward=True``.
+    Progress is the share of the oracle distance the episode covered,
+    ``(oracle_turns(start) - oracle_turns(end)) / oracle_turns(start)``: 1 on
+    success, 0 for no progress or a dead end, negative for ending farther
+    away.  It rewards getting closer in episodes that run out of turns, which
+    the outcome reward does not see, and rests on the env's oracle
+    (privileged information).  The rollout must be built with
+    ``process_reward=True``.
+
+    Why not ``ProcessReward``'s potential-based shaping summed over the
+    episode: the shaping telescopes to ``phi(end) - phi(start)`` and
+    ``ProcessReward`` sets ``phi = 0`` at every episode end, so the sum is the
+    same for every episode of a task and carries no signal for a
+    trajectory-level advantage.
     """
 
     def process(completions: list, process_return: list[float], **_: Any) -> list[float]:

@@ -313,18 +313,25 @@ def test_outcome_and_process_rewards():
     assert reward([None, None], process_return=[4.0, -1.0]) == [2.0, -0.5]
 
 
-def test_process_return_counts_turns_of_progress(tiny_path):
+def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
     model, tokenizer = load(tiny_path)
-    runner = rollout(BudgetSpec.fixed(12), process_reward=True)
     eos = _eos_ids(model, tokenizer)
-    (episode,) = runner.run(
-        [3],
-        runner.encoder(model, tokenizer),
-        OracleReplies(tokenizer, eos[0], 0.0, 0),
-        reply_decoder(tokenizer, eos),
-    )
-    # The oracle walks straight to success: one turn of progress per turn.
-    assert episode.success and episode.process_return == pytest.approx(episode.turns)
+
+    def play_with(budget, process_reward=True):
+        runner = rollout(BudgetSpec.fixed(budget), process_reward=process_reward)
+        return runner.run(
+            [3, 3],
+            runner.encoder(model, tokenizer),
+            OracleReplies(tokenizer, eos[0], 0.0, 0),
+            reply_decoder(tokenizer, eos),
+        )
+
+    assert [e.process_return for e in play_with(12)] == [1.0, 1.0]
+    # Two oracle moves of the six the task needs, then the budget runs out.
+    partial = play_with(2)
+    assert [e.end_reason for e in partial] == ["budget", "budget"]
+    assert partial[0].process_return == pytest.approx(2 / 6)
+    assert [e.process_return for e in play_with(12, process_reward=False)] == [0.0, 0.0]
 
 
 # ----------------------------------------------------------------- training
