@@ -29,11 +29,13 @@ Target (issue 10): Hanoi-3 and GuessNumber-v0 >= 300k steps/s, and no id
 slower than before.
 
 Figures after issue 10 (CPU clock, best of 5 interleaved runs, same load):
-Hanoi-3 381k steps/s (3.4x), GuessNumber-v0 376k (1.7x), every other id
-1.0x to 3.3x.  By the wall clock at a load average of 10 on 2 cores:
-Hanoi-3 180k (60k before), GuessNumber-v0 257k (156k before).  What is left
-of GuessNumber's cost is mostly its reset: gymnasium seeding ``np_random``
-and the task's own generator take about 27 of its 31 microseconds.
+Hanoi-3 394k steps/s (3.5x), GuessNumber-v0 387k (1.8x); every id 1.0x to
+3.6x within the noise of this machine (about +-8% between runs; the ids at
+0.92-0.93 in one run measured 1.05-1.08 over 9 runs).  By the wall clock at a
+load average of 10 on 2 cores: Hanoi-3 175-180k (55-60k before),
+GuessNumber-v0 165-257k (102-156k before).  What is left of GuessNumber's
+cost is mostly its reset: gymnasium seeding ``np_random`` and the task's own
+generator take about 27 of its 31 microseconds.
 
 Run: ``python benchmarks/env_speed.py [--steps 20000] [--ids ID ...]``
 or ``python benchmarks/env_speed.py --peer [--steps 100000] [--repeats 5]``
@@ -70,26 +72,26 @@ PEER_ACTIONS: dict[str, list[str]] = {
 #: runs of 30k steps, interleaved with runs of the new code, on the 2-core
 #: machine shared with other work (load average about 10).
 PEER_BEFORE: dict[str, float] = {
-    "agent_envs/GuessNumber-v0": 222_095,
-    "agent_envs/GuessNumber-1000-v0": 218_587,
-    "agent_envs/Sokoban-v0": 64_980,
-    "agent_envs/Sokoban-8x8-v0": 67_565,
-    "agent_envs/FrozenLake-v0": 73_843,
-    "agent_envs/FrozenLake-8x8-v0": 45_498,
-    "agent_envs/FrozenLake-Slippery-v0": 68_898,
-    "agent_envs/FrozenLake-8x8-Slippery-v0": 61_828,
-    "agent_envs/Maze-7x7-v0": 109_625,
-    "agent_envs/Maze-15x15-v0": 39_810,
-    "agent_envs/Hanoi-3-v0": 111_098,
-    "agent_envs/Hanoi-4-v0": 112_602,
-    "agent_envs/Hanoi-5-v0": 109_062,
-    "agent_envs/Wordle-v0": 80_574,
-    "agent_envs/Household-v0": 93_499,
-    "agent_envs/Household-Small-v0": 111_198,
-    "agent_envs/Household-Large-v0": 67_405,
-    "agent_envs/WebShop-v0": 14_818,
-    "agent_envs/KnowledgeSearch-v0": 15_103,
-    "agent_envs/KnowledgeSearch-Deep-v0": 15_138,
+    "agent_envs/GuessNumber-v0": 214_373,
+    "agent_envs/GuessNumber-1000-v0": 227_181,
+    "agent_envs/Sokoban-v0": 67_894,
+    "agent_envs/Sokoban-8x8-v0": 55_831,
+    "agent_envs/FrozenLake-v0": 68_667,
+    "agent_envs/FrozenLake-8x8-v0": 57_066,
+    "agent_envs/FrozenLake-Slippery-v0": 68_342,
+    "agent_envs/FrozenLake-8x8-Slippery-v0": 57_573,
+    "agent_envs/Maze-7x7-v0": 104_970,
+    "agent_envs/Maze-15x15-v0": 36_121,
+    "agent_envs/Hanoi-3-v0": 113_494,
+    "agent_envs/Hanoi-4-v0": 124_458,
+    "agent_envs/Hanoi-5-v0": 110_366,
+    "agent_envs/Wordle-v0": 76_855,
+    "agent_envs/Household-v0": 80_028,
+    "agent_envs/Household-Small-v0": 97_333,
+    "agent_envs/Household-Large-v0": 64_697,
+    "agent_envs/WebShop-v0": 15_557,
+    "agent_envs/KnowledgeSearch-v0": 14_679,
+    "agent_envs/KnowledgeSearch-Deep-v0": 13_611,
 }
 
 

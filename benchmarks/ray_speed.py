@@ -35,7 +35,7 @@ from baselines.simple_agents import RandomAgent
 # ----------------------------------------------------------------- settings
 # Big enough that the actors' start-up (printed apart) is a small share of a run.
 HEAVY = dict(env="agent_envs/Household-Large-v0", tasks=400, samples=4, budget=30, diagnostics=True)
-CHEAP = dict(env="agent_envs/GuessNumber-v0", tasks=100, samples=100, budget=10, diagnostics=False)
+CHEAP = dict(env="agent_envs/GuessNumber-v0", tasks=100, samples=400, budget=10, diagnostics=False)
 TINY = dict(env="agent_envs/GuessNumber-v0", tasks=2, samples=1, budget=10, diagnostics=False)
 
 
