@@ -56,9 +56,9 @@ import numpy as np
 SEEDS = 10
 HELD_OUT = 100  # held-out task ids per env
 SAMPLES = 4  # attempts per (task, T)
-BC_EPISODES = 2500  # noisy-oracle demonstration episodes of the warm start
+BC_EPISODES = 3000  # noisy-oracle demonstration episodes of the warm start
 BC_EPSILON = 0.2
-BC_EPOCHS = 15
+BC_EPOCHS = 20
 TIMESTEPS = 8_000  # PPO fine-tuning steps per regime
 NET_ARCH = (256, 256)  # [64, 64] underfits the demonstrations (78% accuracy against 90%+)
 WORKERS = 2
