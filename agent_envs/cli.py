@@ -128,11 +128,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> tuple[Any, str]:
+def _with_history(
+    env_id: str, window: int, max_budget: int, visible: bool, record: str = "action"
+) -> tuple[Any, str]:
     """Return an env factory whose ``info["messages"]`` holds the dialogue, and its id.
 
     The history goes outside the turn budget, so that with a visible budget the
-    messages an LLM agent reads carry the turns-left line too.
+    messages an LLM agent reads carry the turns-left line too.  ``record`` is
+    ``ChatHistory``'s: ``"raw"`` keeps an LLM's whole replies, the format a
+    model trained with ``train-llm`` was trained on.
     """
     from agent_envs.evaluation.runner import resolve_env
     from wrappers.budget import resolve_budget
@@ -144,7 +148,7 @@ def _with_history(env_id: str, window: int, max_budget: int, visible: bool) -> t
 
     def build() -> Any:
         budget = resolve_budget(make_env(), max_budget, visible=visible)
-        return ChatHistory(budget.env, window=window or None)
+        return ChatHistory(budget.env, window=window or None, record=record)
 
     return build, name
 
@@ -196,7 +200,11 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     env: Any = args.env_id
     if args.history is not None:
         env, env_name = _with_history(
-            args.env_id, args.history, max(settings.budgets), settings.visible_budget
+            args.env_id,
+            args.history,
+            max(settings.budgets),
+            settings.visible_budget,
+            args.history_record,
         )
         settings = settings.resolved(env_name=env_name)
     result = evaluate(agent, env, settings)
@@ -462,6 +470,13 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         metavar="N",
         help="also judge the agent on N shared reference states per task (default 0: off)",
+    )
+    ev.add_argument(
+        "--history-record",
+        choices=("action", "raw"),
+        default="action",
+        help="what the history keeps of each reply: the parsed action (default) or the whole "
+        "raw reply (the format train-llm trains on)",
     )
     ev.add_argument(
         "--progress",

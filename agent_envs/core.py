@@ -40,9 +40,11 @@ MAX_TASK_ID: int = 2**31 - 1
 
 _CHARSET_SET = frozenset(CHARSET)
 _ACTION_PREFIXES = ("action:", "action :")
-#: Parsed moves remembered per env; past this many distinct actions the memo
-#: starts afresh, so free-form agent text cannot grow it without bound.
-_MOVE_MEMO_SIZE = 1024
+#: Distinct action texts whose parse an env remembers (at most about 1 MB).  It
+#: covers the largest action vocabulary (Household-Large, 4,180 commands) in
+#: practice; past it, new texts are parsed without being remembered, so free-form
+#: agent text cannot grow the memo, and a full memo costs no churn.
+_MOVE_MEMO_SIZE = 4096
 
 TaskT = TypeVar("TaskT")
 _UNPARSED = object()  # a memo miss; None is a remembered unparsable action
@@ -183,7 +185,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self._task: TaskT | None = None
         self._moves: dict[str, Any] = {}  # action text -> parsed move (see _parse)
         self._success = False
-        self._last_feedback = ""
 
     # ------------------------------------------------------------------ hooks
     def _make_task(self, task_id: int, rng: np.random.Generator | None) -> TaskT:
@@ -272,7 +273,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         self.task_id = task_id
         self._start(self._task)
         self._success = False
-        self._last_feedback = ""
         observation = f"{self._intro()}\n\n{self._view()}"
         return observation, {TASK_ID: task_id, SUCCESS: False}
 
@@ -298,7 +298,6 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         if not success and self._is_success():
             self._success = success = True
             reward = 1.0
-        self._last_feedback = feedback
         if self._can_fail:
             dead_end = not success and self._is_dead_end()
             terminated = success or self._is_failure()
@@ -311,9 +310,9 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         """Parse an action not seen lately (see :meth:`parse_action`) and remember its move."""
         if len(action) > self.action_space.max_length:
             return None
-        if len(self._moves) >= _MOVE_MEMO_SIZE:
-            self._moves.clear()
-        move = self._moves[action] = self.parse_action(action)
+        move = self.parse_action(action)
+        if len(self._moves) < _MOVE_MEMO_SIZE:
+            self._moves[action] = move
         return move
 
     def _unparsable_feedback(self, action: str) -> str:

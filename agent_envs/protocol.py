@@ -24,6 +24,9 @@ Protocols below state the shape, in the manner of Stable-Baselines3's
   ``act_batch`` fails every episode of the call.
 * ``budget_aware = True``: the agent learns the budget some other way than the
   observation, so the evaluator must run every budget separately.
+* ``visible_budget = True``: the agent reads the turns left in its observation
+  (it was trained under ``TurnBudget(visible=True)``), so the evaluator builds
+  its stack with a visible budget and runs every budget separately.
 * ``required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)``: the evaluator adds
   those lists to ``info`` (through ``wrappers.ActionHints``).  This is how the
   random and oracle baselines see the env's action API while
@@ -126,6 +129,7 @@ class PolicyExtras(Protocol):
     """The optional attributes a policy declares (read with ``getattr``, default off)."""
 
     budget_aware: ClassVar[bool]
+    visible_budget: ClassVar[bool]
     required_info: ClassVar[tuple[str, ...]]
 
 

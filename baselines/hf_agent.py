@@ -66,12 +66,10 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 from agent_envs.protocol import AgentAction
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
-    build_messages,
+    PromptEncoder,
+    PromptTooLongError,
     check_sampling,
     derive_seed,
-    drop_oldest_exchanges,
-    merge_system_into_user,
-    plain_prompt,
     to_agent_action,
     turn_of,
 )
@@ -89,10 +87,6 @@ _DTYPES = {
 }
 # Model configs name their context length differently.
 _CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
-
-
-class PromptTooLongError(ValueError):
-    """The system prompt, task statement and latest exchange alone exceed the context."""
 
 
 class _GumbelSampler(LogitsProcessor):
@@ -205,7 +199,10 @@ class HFAgent:
         self._eos_ids = _eos_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self._pad_id = pad if pad is not None else self._eos_ids[0]
-        self._system_role = True  # becomes False if the chat template refuses it
+        #: Builds every prompt; the GRPO rollout builds its prompts with the same class.
+        self.prompts = PromptEncoder(
+            self.tokenizer, system_prompt, self.max_context, max_new_tokens
+        )
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
@@ -245,48 +242,7 @@ class HFAgent:
     # --------------------------------------------------------------- prompts
     def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:
         """Return the token ids of the prompt for one episode, trimmed to fit the context."""
-        messages = build_messages(observation, info, self.system_prompt)
-        cache: dict[int, list[int]] = {}
-
-        def ids(candidate: list) -> list[int]:
-            # Candidates differ only in how many exchanges were dropped, so the
-            # length identifies them.
-            if len(candidate) not in cache:
-                cache[len(candidate)] = self._encode(candidate)
-            return cache[len(candidate)]
-
-        budget = None if self.max_context is None else self.max_context - self.max_new_tokens
-        if budget is None:
-            return ids(messages)
-        kept = drop_oldest_exchanges(messages, lambda candidate: len(ids(candidate)) <= budget)
-        if len(ids(kept)) > budget:
-            raise PromptTooLongError(
-                f"The prompt needs {len(ids(kept))} tokens even with the history dropped "
-                f"(system prompt, task statement and latest exchange), but the context "
-                f"of {self.max_context} tokens leaves {budget} after max_new_tokens="
-                f"{self.max_new_tokens}. Lower max_new_tokens or shorten the system prompt."
-            )
-        return ids(kept)
-
-    def _encode(self, messages: list) -> list[int]:
-        tokenizer = self.tokenizer
-        if getattr(tokenizer, "chat_template", None) is None:
-            return list(tokenizer(plain_prompt(messages))["input_ids"])
-        if not self._system_role:
-            messages = merge_system_into_user(messages)
-        try:
-            text = tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
-            )
-        except Exception:
-            # Some templates (Gemma, Mistral v1) refuse the system role; fold it
-            # into the first user message and remember that for later turns.
-            if not self._system_role or messages[0]["role"] != "system":
-                raise
-            self._system_role = False
-            return self._encode(messages)
-        # The template already holds the special tokens (BOS and role markers).
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return self.prompts.prompt_ids(observation, info)
 
     def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
         episode_seed = info.get(EPISODE_SEED)

@@ -233,9 +233,11 @@ class SB3Agent:
     mapped to vocabulary indices and the inadmissible ones are never chosen.
     Models trained without masks act unmasked, as in training.
 
-    Budget: a model trained with a visible budget is ``budget_aware``.  If the
-    observation lacks the ``[Turns left: N of T]`` line, the agent appends it
-    from ``info["turns_left"]`` and ``info["budget"]`` with
+    Budget: a model trained with a visible budget declares ``visible_budget``
+    (and ``budget_aware``), so the evaluator shows the ``[Turns left: N of T]``
+    line through its own visible ``TurnBudget``, as in training.  Outside the
+    evaluator, if the observation lacks the line, the agent appends it from
+    ``info["turns_left"]`` and ``info["budget"]`` with
     :func:`wrappers.budget_line`, the function ``TurnBudget(visible=True)``
     wrote it with in training.  A model trained with the turns left as a
     number (``budget_scale`` in its encoding) reads ``info["turns_left"]``.
@@ -275,6 +277,8 @@ class SB3Agent:
         self.masked = stack.action_masks
         self.recurrent = self.algo == "recurrent_ppo"
         self.budget_aware = stack.visible_budget
+        # Trained with the turns-left line: the evaluator shows it, as training did.
+        self.visible_budget = stack.visible_budget
         self.required_info: tuple[str, ...] = (ADMISSIBLE_ACTIONS,) if self.masked else ()
         self._rng = np.random.default_rng([_SAMPLING_STREAM, seed])
         self._turns: dict[Any, int] = {}

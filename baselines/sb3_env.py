@@ -26,14 +26,13 @@ import gymnasium as gym
 
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.protocol import SUCCESS
-from wrappers.budget import find_budget
+from wrappers.budget import find_budget, resolve_budget
 from wrappers.budget_mix import BudgetMix
 from wrappers.discrete_actions import DiscreteActions, action_key
 from wrappers.encode_observation import EncodeObservation, TextEncoder
 from wrappers.process_reward import ProcessReward
 from wrappers.task_pool import TaskPool
 from wrappers.truncation import TruncationIsTerminal
-from wrappers.turn_budget import TurnBudget
 
 __all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env"]
 
@@ -205,7 +204,8 @@ def make_env(config: TrainConfig) -> gym.Env:
     if config.budget_mix is not None:
         env = BudgetMix(env, config.budget_mix, config.weights, visible=config.visible_budget)
     else:
-        env = TurnBudget(env, config.budget, visible=config.visible_budget)
+        # The budget's one owner adds the TurnBudget (and refuses a stack that breaks T).
+        env = resolve_budget(env, config.budget, visible=config.visible_budget).env
     if config.process_reward is not None:
         env = ProcessReward(
             env,

@@ -15,7 +15,8 @@ a change in machine load hits every backend alike), on two envs:
 One local Ray instance (sized to the machine) is started up front and its
 start-up time is printed apart: a cluster is started once, not per
 evaluation.  The timed runs include creating the actors and shipping the
-policy and env factory to them.  Every run's success counts are checked to be
+policy and env factory to them; that fixed cost is printed apart too (a
+2-episode run).  Every run's success counts are checked to be
 equal to the local backend's.
 """
 
@@ -29,15 +30,16 @@ import time
 import numpy as np
 
 from agent_envs.evaluation import evaluate
-from agent_envs.evaluation.ray_backend import RayBackend
 from baselines.simple_agents import RandomAgent
 
 # ----------------------------------------------------------------- settings
-HEAVY = dict(env="agent_envs/Household-Large-v0", tasks=60, samples=2, budget=30, diagnostics=True)
-CHEAP = dict(env="agent_envs/GuessNumber-v0", tasks=2500, samples=4, budget=10, diagnostics=False)
+# Big enough that the actors' start-up (printed apart) is a small share of a run.
+HEAVY = dict(env="agent_envs/Household-Large-v0", tasks=400, samples=4, budget=30, diagnostics=True)
+CHEAP = dict(env="agent_envs/GuessNumber-v0", tasks=100, samples=400, budget=10, diagnostics=False)
+TINY = dict(env="agent_envs/GuessNumber-v0", tasks=2, samples=1, budget=10, diagnostics=False)
 
 
-def run(case: dict, backend) -> tuple[float, np.ndarray]:
+def run(case: dict, backend: dict) -> tuple[float, np.ndarray]:
     """Return the wall seconds of one evaluation and its success counts."""
     start = time.perf_counter()
     result = evaluate(
@@ -49,13 +51,15 @@ def run(case: dict, backend) -> tuple[float, np.ndarray]:
         samples=case["samples"],
         diagnostics=case["diagnostics"],
         n_bootstrap=10,
-        backend=backend,
+        **backend,
     )
     return time.perf_counter() - start, np.asarray(result.success_counts)
 
 
 def measure(name: str, case: dict, workers: list[int], repeats: int, target: str) -> None:
-    backends = {"local": "local"} | {f"ray, {n} worker(s)": RayBackend(workers=n) for n in workers}
+    backends = {"local": {}} | {
+        f"ray, {n} worker(s)": {"backend": "ray", "workers": n} for n in workers
+    }
     best = dict.fromkeys(backends, float("inf"))
     reference = None
     for _ in range(repeats):
@@ -92,6 +96,9 @@ def main() -> None:
     started = time.perf_counter() - start
     cpus = ray.cluster_resources().get("CPU", 0)
     print(f"machine: {os.cpu_count()} cores; Ray started in {started:.1f}s with {cpus:g} CPUs")
+    fixed = min(run(TINY, {"backend": "ray", "workers": 2})[0] for _ in range(args.repeats))
+    local = min(run(TINY, {})[0] for _ in range(args.repeats))
+    print(f"fixed cost of a 2-episode run: Ray (2 actors) {fixed:.2f}s, local {local:.2f}s")
     measure("1. CPU-heavy", HEAVY, workers, args.repeats, "ray, 2 workers >= 1.6x local")
     measure("2. Cheap", CHEAP, workers, args.repeats, "ray >= 0.5x local (no more than 2x slower)")
     ray.shutdown()

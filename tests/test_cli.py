@@ -286,3 +286,37 @@ def test_a_multi_line_message_is_still_one_line(capsys):
     assert cli.main(["eval", GUESS, "--agent", "tests.test_cli:RaisesOnTwoLines"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model not found hint: download it first" in err[0], err
+
+
+def _hello(argv: list[str]) -> int:
+    """A third-party command for the entry-point test."""
+    print("hello", *argv)
+    return 0
+
+
+def test_a_third_party_agent_and_command_plug_in_through_entry_points(monkeypatch, capsys):
+    """Issue 10: agents and commands are found by entry points, as a third party registers."""
+    import importlib.metadata
+
+    real = importlib.metadata.entry_points
+    extra = {
+        plugins.AGENT_GROUP: [
+            importlib.metadata.EntryPoint(
+                "my-oracle", "baselines.simple_agents:OracleAgent", plugins.AGENT_GROUP
+            )
+        ],
+        plugins.COMMAND_GROUP: [
+            importlib.metadata.EntryPoint("hello", "tests.test_cli:_hello", plugins.COMMAND_GROUP)
+        ],
+    }
+
+    def entry_points(**selection):
+        return [*real(**selection), *extra.get(selection.get("group"), [])]
+
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", entry_points)
+    assert "my-oracle" in plugins.agent_names() and "hello" in plugins.command_names()
+    args = ["eval", GUESS, "--agent", "my-oracle", "--k", "1", "--t", "7", "--tasks", "3"]
+    assert cli.main([*args, "--n-bootstrap", "10", "--no-progress"]) == 0
+    assert "agent=my-oracle" in capsys.readouterr().out
+    assert cli.main(["hello", "world"]) == 0
+    assert capsys.readouterr().out == "hello world\n"

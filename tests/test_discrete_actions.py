@@ -128,3 +128,14 @@ def test_importing_the_wrappers_never_imports_torch():
         "assert not {'torch', 'transformers', 'stable_baselines3'} & set(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class _NoAdmissibleEnv(CorridorEnv):
+    admissible_actions = None  # not the AdmissibleActions API
+
+
+def test_masks_need_the_admissible_actions_api():
+    env = DiscreteActions(_NoAdmissibleEnv())
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="AdmissibleActions API"):
+        env.action_masks()

@@ -750,3 +750,19 @@ def test_asking_for_more_tasks_than_the_env_has_warns():
         warnings.simplefilter("error")
         result = evaluate(OracleAgent(), "agent_envs/Hanoi-3-v0", tasks=6, **grid)
     assert result.pass_at(1, 7) == 1.0
+
+
+def test_a_policy_that_reads_the_turns_left_gets_them_shown_by_the_budget():
+    """Issue 10: the TurnBudget writes the line (as in training); the policy re-adds nothing."""
+    seen = []
+
+    class ReadsTheLine:
+        visible_budget = True
+
+        def act(self, observation, info):
+            seen.append(observation.splitlines()[-1])
+            return "50"
+
+    result = evaluate(ReadsTheLine(), GUESS, ks=[1], budgets=[2, 3], tasks=1, n_bootstrap=10)
+    assert result.mode == "visible" and result.settings.visible_budget is True
+    assert "[Turns left: 2 of 2]" in seen and "[Turns left: 3 of 3]" in seen

@@ -10,6 +10,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from wrappers.protocol import AdmissibleActions
+
 __all__ = ["DiscreteActions", "action_key", "action_mask"]
 
 
@@ -112,6 +114,9 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
         self.vocabulary: tuple[str, ...] = vocabulary
         self.action_space = spaces.Discrete(len(vocabulary))
         self._index = {action_key(action): index for index, action in enumerate(vocabulary)}
+        # Checked once: masks are asked for on every step of MaskablePPO.
+        base = env.unwrapped
+        self._admissible = base.admissible_actions if isinstance(base, AdmissibleActions) else None
 
     def action(self, action: Any) -> str:
         """Return the vocabulary text for index ``action``."""
@@ -127,8 +132,12 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
 
     def action_masks(self) -> np.ndarray:
         """Return a ``bool`` array: ``True`` where the vocabulary action is admissible now."""
-        admissible = self.env.unwrapped.admissible_actions()
-        return action_mask(self._index, len(self.vocabulary), admissible)
+        if self._admissible is None:
+            raise ValueError(
+                f"{type(self.env.unwrapped).__name__} has no admissible_actions() method (the "
+                "AdmissibleActions API), so DiscreteActions cannot build action masks."
+            )
+        return action_mask(self._index, len(self.vocabulary), self._admissible())
 
     def _check_index(self, action: Any) -> int:
         if isinstance(action, np.ndarray) and action.size == 1:

@@ -48,10 +48,14 @@ class HanoiTask:
 
 
 @cache
-def _random_start_order(n_disks: int) -> tuple[int, ...]:
+def _random_start_order(n_disks: int) -> np.ndarray:
     # A fixed shuffle of the unsolved states' indices, so that consecutive task
     # ids look random yet any 3**n - 1 of them cover every start exactly once.
-    return tuple(np.random.default_rng([0x4A4E, n_disks]).permutation(3**n_disks - 1).tolist())
+    # The seed is arbitrary but part of the task definition: changing it
+    # changes every random-start task.
+    order = np.random.default_rng([0x4A4E, n_disks]).permutation(3**n_disks - 1)
+    order.flags.writeable = False
+    return order
 
 
 def random_start_positions(n_disks: int, task_id: int) -> tuple[int, ...]:
@@ -64,7 +68,7 @@ def random_start_positions(n_disks: int, task_id: int) -> tuple[int, ...]:
     >>> sorted({hanoi_plan(random_start_positions(3, i), 2)[0] for i in range(26)})
     [1, 2, 3, 4, 5, 6, 7]
     """
-    index = _random_start_order(n_disks)[task_id % (3**n_disks - 1)]
+    index = int(_random_start_order(n_disks)[task_id % (3**n_disks - 1)])
     return tuple(index // 3**disk % 3 for disk in range(n_disks))
 
 

@@ -105,6 +105,8 @@ class PolicyAdapter:
         name: ``"module:QualName"`` of the policy, for results and logs.
         required_info: keys the evaluator must add to ``info``.
         budget_aware: the policy learns the budget other than by the observation.
+        visible_budget: the policy reads the turns left in the observation, so
+            the evaluator shows them (a visible ``TurnBudget``).
         batched: the policy has ``act_batch`` on one shared instance.
         calls: number of policy calls made so far (``act`` or ``act_batch``).
     """
@@ -138,6 +140,7 @@ class PolicyAdapter:
             )
         self.required_info = _required_info(source)
         self.budget_aware = bool(getattr(source, "budget_aware", False))
+        self.visible_budget = bool(getattr(source, "visible_budget", False))
         self.batched = self._shared is not None and callable(
             getattr(self._shared, "act_batch", None)
         )

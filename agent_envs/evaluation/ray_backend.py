@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_envs import install_hint
 from agent_envs.evaluation.executor import LocalExecutor, PlaySpec
 from agent_envs.evaluation.policies import adapt_policy, describe_error
 from agent_envs.evaluation.rollout import EpisodeKey, EpisodeRecord, Finish
@@ -65,7 +66,7 @@ def _import_ray() -> Any:
         import ray
     except ImportError:
         raise ImportError(
-            "backend='ray' needs Ray, which is not installed: pip install -e '.[ray]'."
+            f"backend='ray' needs Ray, which is not installed: {install_hint('ray')}."
         ) from None
     return ray
 

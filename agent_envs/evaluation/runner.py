@@ -223,11 +223,12 @@ class _Run:
         self.make_env, name = resolve_env(env, settings.env_name)
         self.wants = self.adapter.required_info
         max_budget = max(settings.budgets)
-        self.probe, budget = build_stack(
-            self.make_env, max_budget, settings.visible_budget, self.wants, _GRID
-        )
+        # A policy that reads the turns left in its observation gets them shown by
+        # the TurnBudget itself, exactly as in its training, not re-added by it.
+        shown = settings.visible_budget or self.adapter.visible_budget
+        self.probe, budget = build_stack(self.make_env, max_budget, shown, self.wants, _GRID)
         name = name or _env_name(self.probe.unwrapped)
-        visible = settings.visible_budget or self.adapter.budget_aware or budget.visible
+        visible = shown or self.adapter.budget_aware or budget.visible
         # Hidden: episodes run at max(T), a budget the policy must not see.
         budget.report(visible)
         has_oracle = _probe(self.probe, settings.tasks[0], max_budget, name)
@@ -241,6 +242,7 @@ class _Run:
             agent_name=settings.agent_name or self.adapter.name,
             wrappers=describe_wrappers(self.probe),
             mode=VISIBLE if visible else HIDDEN,
+            visible_budget=shown,
             diagnostics=settings.diagnostics and has_oracle,
             batch_size=(settings.batch_size or default_batch) if self.adapter.batched else 1,
         )
@@ -352,8 +354,9 @@ def evaluate(
     *Hidden budget* (the default): each attempt runs once at max(T) and its
     first success turn gives every T; ``info`` then carries no ``budget`` or
     ``turns_left``.  *Visible budget*: each T runs separately; chosen when
-    ``visible_budget=True``, when the env stack has a visible
-    ``TurnBudget``/``BudgetMix``, or when the policy is ``budget_aware``.
+    ``visible_budget=True`` (or the policy declares ``visible_budget = True``:
+    it reads the turns left in its observation), when the env stack has a
+    visible ``TurnBudget``/``BudgetMix``, or when the policy is ``budget_aware``.
 
     The budget of the env stack is resolved by :func:`wrappers.budget.resolve_budget`:
     a ``TurnBudget`` or ``BudgetMix`` of yours in ``env`` is driven through

@@ -174,6 +174,7 @@ def step_quality(
         check_int(batch_size, "batch_size", 1)
     reference = NoisyOracleReference() if reference is None else reference
     adapter = adapt_policy(policy)
+    visible_budget = visible_budget or adapter.visible_budget  # as in evaluate
     make_env, _ = resolve_env(env, None)
     probe_env, probe_budget = build_stack(
         make_env, max_turns, visible_budget, adapter.required_info

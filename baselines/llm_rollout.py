@@ -1,0 +1,678 @@
+"""Whole multi-turn episodes of any registered env as GRPO samples for TRL.
+
+:class:`EpisodeRollout` is a ``rollout_func`` for ``trl.GRPOTrainer``.  Each
+dataset prompt names one task (:func:`task_prompt`); TRL hands every prompt
+over K times in a row (``num_generations``), and the K copies are K attempts
+at that task, with K distinct episode seeds derived as the evaluator derives
+them (:func:`agent_envs.evaluation.rollout.episode_seed`).
+
+One episode is one sample.  Its prompt is the first turn's prompt; its
+completion is everything after it: the model's reply of turn 1, the env's
+answer (rendered by the chat template as the next user message), the reply of
+turn 2, and so on, ending with the last reply.  ``env_mask`` is 1 on the
+model's tokens and 0 on the env's, so the loss never trains on env text.
+
+Prompt equality.  Every turn's prompt is built by
+:class:`baselines.llm_prompting.PromptEncoder` from ``info["messages"]`` of a
+``ChatHistory(record="raw")`` stack (:func:`make_chat_env`), exactly as
+:class:`~baselines.hf_agent.HFAgent` builds it in ``evaluate``, and the model
+generates from that prompt.  The episode's sequence is therefore the
+concatenation of those prompts only while each prompt extends the previous
+one; an episode ends early, with its reason recorded, when:
+
+* ``"context"``: the next prompt would not leave ``max_new_tokens`` of room
+  in the model's context (HFAgent would drop old exchanges there; a training
+  sequence cannot), or
+* ``"retokenized"``: the reply does not tokenize back to the sampled tokens
+  (a non-canonical split, or a special token inside the reply), so the next
+  prompt no longer extends the sequence.
+
+The other end reasons are ``"success"``, ``"budget"`` (out of turns) and
+``"failure"`` (the env ended the episode without success).
+
+Generation is batched: one ``generate`` call per turn for all live episodes
+of the step.  Sampling is :class:`~baselines.hf_agent.HFAgent`'s seeded
+Gumbel-max sampler, so what an episode samples does not depend on the batch
+it shares, and the log-probability of each sampled token is recorded on the
+way.  When the trainer runs vLLM (``use_vllm=True``), generation goes through
+``trainer.vllm_generation`` instead; that path is written against TRL 1.16
+but untested here (no GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from transformers import GenerationConfig, LogitsProcessorList
+
+from agent_envs.evaluation.rollout import episode_seed
+from agent_envs.protocol import (
+    BUDGET,
+    EPISODE_SEED,
+    SUCCESS,
+    TASK_ID,
+    VALID_ACTION,
+)
+from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler
+from baselines.llm_prompting import (
+    DEFAULT_SYSTEM_PROMPT,
+    PromptEncoder,
+    derive_seed,
+    to_agent_action,
+)
+from wrappers.budget import StackBudget, resolve_budget
+from wrappers.chat_history import ChatHistory
+
+__all__ = [
+    "END_REASONS",
+    "BudgetSpec",
+    "Episode",
+    "EpisodeRollout",
+    "Generation",
+    "HFGenerator",
+    "make_chat_env",
+    "outcome_reward",
+    "play_episodes",
+    "process_reward",
+    "reply_decoder",
+    "start_episode",
+    "summarize",
+    "task_of",
+    "task_prompt",
+]
+
+#: Why an episode ended: solved (``"success"``), out of turns (``"budget"``), ended by
+#: the env without success, cut by the context, or cut by retokenization.
+END_REASONS = (SUCCESS, BUDGET, "failure", "context", "retokenized")
+_TASK_PREFIX = "agent_envs task "
+# Per-episode fields returned to TRL (and so to the reward functions).
+_FIELDS = (
+    TASK_ID,
+    EPISODE_SEED,
+    SUCCESS,
+    "turns",
+    BUDGET,
+    "first_success_turn",
+    "invalid_actions",
+    "end_reason",
+    "process_return",
+)
+
+
+def task_prompt(task_id: int) -> str:
+    """Return the dataset prompt that names ``task_id`` (the rollout reads it back).
+
+    >>> task_of(task_prompt(17))
+    17
+    """
+    return f"{_TASK_PREFIX}{int(task_id)}"
+
+
+def task_of(prompt: Any) -> int:
+    """Return the task id a dataset prompt names; ``ValueError`` for any other prompt."""
+    if isinstance(prompt, str) and prompt.startswith(_TASK_PREFIX):
+        number = prompt[len(_TASK_PREFIX) :]
+        if number.isdigit():
+            return int(number)
+    raise ValueError(
+        f"EpisodeRollout needs prompts made by task_prompt(task_id), such as "
+        f"{task_prompt(0)!r}; got {prompt!r:.80}."
+    )
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    """The turn budgets of training episodes: a fixed T, or a BudgetMix.
+
+    Args:
+        budgets: the budgets T to draw from (one value: a fixed budget).
+        weights: their probabilities (uniform when ``None``); normalised.
+        visible: show the turns left in every observation (as
+            ``TurnBudget(visible=True)``); the model must then be evaluated
+            with a visible budget too.
+        shared: the K attempts at a task (one GRPO group) share one T drawn
+            per group; otherwise each attempt draws its own T.
+    """
+
+    budgets: tuple[int, ...]
+    weights: tuple[float, ...] | None = None
+    visible: bool = False
+    shared: bool = True
+
+    def __post_init__(self) -> None:
+        budgets = tuple(self.budgets)
+        if not budgets or any(
+            isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1 for b in budgets
+        ):
+            raise ValueError(f"budgets must be ints >= 1, got {self.budgets!r}.")
+        object.__setattr__(self, "budgets", tuple(int(b) for b in budgets))
+        if self.weights is not None:
+            weights = tuple(float(w) for w in self.weights)
+            if len(weights) != len(budgets):
+                raise ValueError(
+                    f"weights must have one value per budget ({len(budgets)}), got {len(weights)}."
+                )
+            if any(not math.isfinite(w) or w < 0 for w in weights) or sum(weights) <= 0:
+                raise ValueError(f"weights must be >= 0 with a positive sum, got {weights}.")
+            object.__setattr__(self, "weights", weights)
+
+    @classmethod
+    def fixed(cls, budget: int, visible: bool = False) -> BudgetSpec:
+        """Return a fixed budget T."""
+        return cls((budget,), visible=visible)
+
+    @property
+    def max_budget(self) -> int:
+        """The longest budget."""
+        return max(self.budgets)
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """Return one budget drawn with ``weights``."""
+        if len(self.budgets) == 1:
+            return self.budgets[0]
+        p = None if self.weights is None else np.asarray(self.weights) / sum(self.weights)
+        return int(self.budgets[int(rng.choice(len(self.budgets), p=p))])
+
+    def describe(self) -> str:
+        """Return ``"T=8"`` or ``"BudgetMix{4,6,8,12}"`` for logs and tables."""
+        if len(self.budgets) == 1:
+            return f"T={self.budgets[0]}"
+        return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the spec as a JSON-ready dict."""
+        data = asdict(self)
+        data["budgets"] = list(self.budgets)
+        data["weights"] = None if self.weights is None else list(self.weights)
+        return data
+
+
+def make_chat_env(
+    env_id: str,
+    max_budget: int,
+    visible: bool = False,
+    window: int | None = None,
+) -> gym.Env:
+    """Return the env stack an LLM agent plays: the env, its budget, and the dialogue.
+
+    ``gym.make(env_id)`` -> the turn budget from
+    :func:`wrappers.budget.resolve_budget` (a ``TurnBudget(max_budget,
+    visible)``) -> ``ChatHistory(window, record="raw")``.  ``record="raw"``
+    keeps the model's whole reply as its message, so that the next prompt
+    extends the tokens it generated.  Evaluate a trained model on this same
+    stack (``agent-envs eval ... --history --history-record raw``, or
+    ``evaluate(agent, lambda: make_chat_env(...))``).  The budget of each
+    episode is set with ``reset(options={"budget": T})``.
+    """
+    budget = resolve_budget(gym.make(env_id), max_budget, visible=visible)
+    return ChatHistory(budget.env, window=window, record="raw")
+
+
+@dataclass
+class Episode:
+    """One training episode: its env, its token sequence and its outcome."""
+
+    task_id: int
+    episode_seed: int
+    budget: int
+    env: gym.Env | None = field(default=None, repr=False)
+    observation: str = field(default="", repr=False)
+    info: dict[str, Any] = field(default_factory=dict, repr=False)
+    prompt_ids: list[int] = field(default_factory=list, repr=False)
+    completion_ids: list[int] = field(default_factory=list, repr=False)
+    env_mask: list[int] = field(default_factory=list, repr=False)
+    logprobs: list[float] = field(default_factory=list, repr=False)
+    #: Every turn's prompt, as the model saw it (kept only when asked).
+    turn_prompts: list[list[int]] | None = field(default=None, repr=False)
+    success: bool = False
+    turns: int = 0
+    first_success_turn: int | None = None
+    invalid_actions: int = 0
+    end_reason: str | None = None
+    process_return: float = 0.0
+    #: ``oracle_turns()`` at reset, when progress is tracked (``None`` otherwise).
+    start_distance: int | None = field(default=None, repr=False)
+
+    @property
+    def sequence(self) -> list[int]:
+        """The prompt and completion so far: what the model reads next."""
+        return self.prompt_ids + self.completion_ids
+
+    def fields(self) -> dict[str, Any]:
+        """Return the per-episode fields passed to TRL's reward functions."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One reply: its tokens (up to and including the end token) and their log-probs."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+
+
+#: ``generate(episodes, prompts) -> one Generation per episode``.
+Generate = Callable[[list[Episode], list[list[int]]], list[Generation]]
+
+
+def play_episodes(
+    episodes: list[Episode],
+    encoder: PromptEncoder,
+    generate: Generate,
+    decode: Callable[[list[int]], str],
+    keep_prompts: bool = False,
+) -> list[Episode]:
+    """Play ``episodes`` (envs reset, first prompts set) to the end, one generate call a turn.
+
+    ``decode`` turns a reply's tokens (without the end token) into its text.
+    Returns ``episodes``, each with its sequence, masks and outcome filled in
+    (and its ``env`` reference dropped).
+    """
+    live = [episode for episode in episodes if episode.end_reason is None]
+    while live:
+        prompts = [episode.sequence for episode in live]
+        if keep_prompts:
+            for episode, prompt in zip(live, prompts, strict=True):
+                episode.turn_prompts = [*(episode.turn_prompts or []), list(prompt)]
+        replies = generate(live, prompts)
+        still_live = []
+        for episode, reply in zip(live, replies, strict=True):
+            if _step(episode, reply, encoder, decode):
+                still_live.append(episode)
+        live = still_live
+    for episode in episodes:
+        if episode.start_distance is not None and episode.env is not None:
+            episode.process_return = _progress(episode)
+        episode.env = None  # the env belongs to the caller, which reuses it
+    return episodes
+
+
+def _progress(episode: Episode) -> float:
+    """Return the share of the oracle distance covered: 1 on success, 0 in a dead end."""
+    start = episode.start_distance or 0
+    if episode.success:
+        return 1.0
+    end = episode.env.unwrapped.oracle_turns()
+    if not start or end is None:
+        return 0.0
+    return (start - end) / start
+
+
+def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -> bool:
+    """Apply one reply to its episode; return whether the episode goes on."""
+    episode.completion_ids += reply.token_ids
+    episode.env_mask += [1] * len(reply.token_ids)
+    episode.logprobs += reply.logprobs
+    text = decode(reply.token_ids)
+    observation, _, terminated, truncated, info = episode.env.step(to_agent_action(text))
+    episode.turns += 1
+    episode.invalid_actions += not info.get(VALID_ACTION, True)
+    if info.get(SUCCESS) and episode.first_success_turn is None:
+        episode.first_success_turn = episode.turns
+        episode.success = True
+    if terminated or truncated:
+        episode.end_reason = SUCCESS if episode.success else BUDGET if truncated else "failure"
+        return False
+    following = encoder.full_ids(observation, info)
+    sequence = episode.sequence
+    if not encoder.fits(following):
+        episode.end_reason = "context"
+        return False
+    if following[: len(sequence)] != sequence:
+        episode.end_reason = "retokenized"
+        return False
+    added = following[len(sequence) :]
+    episode.completion_ids += added
+    episode.env_mask += [0] * len(added)
+    episode.logprobs += [0.0] * len(added)
+    episode.observation, episode.info = observation, info
+    return True
+
+
+def start_episode(
+    stack: StackBudget,
+    encoder: PromptEncoder,
+    task_id: int,
+    seed: int,
+    budget: int,
+    track_progress: bool = False,
+) -> Episode:
+    """Reset ``stack.env`` to one attempt under ``budget`` turns; return it with its first prompt.
+
+    ``info`` carries ``episode_seed`` as in the evaluator.  With
+    ``track_progress`` the oracle distance at reset is kept, so that the
+    episode's ``process_return`` is filled in at its end.
+    """
+    env = stack.env
+    observation, info = env.reset(seed=seed, options=stack.options(budget, **{TASK_ID: task_id}))
+    info[EPISODE_SEED] = seed
+    episode = Episode(task_id, seed, budget, env, observation, info)
+    if track_progress:
+        episode.start_distance = env.unwrapped.oracle_turns()
+    episode.prompt_ids = encoder.full_ids(observation, info)
+    if not encoder.fits(episode.prompt_ids):
+        episode.end_reason = "context"
+    return episode
+
+
+class EpisodeRollout:
+    """A TRL ``rollout_func``: whole episodes of ``env_id`` under a budget spec.
+
+    Args:
+        env_id: a registered env id.
+        budget: a :class:`BudgetSpec` (a fixed T or a BudgetMix).
+        seed: the base seed of episode seeds, budget draws and sampling.
+        system_prompt: as ``HFAgent``'s (the default is the same).
+        max_new_tokens: the most tokens of one reply (as ``HFAgent``'s).
+        temperature: the sampling temperature; must equal the trainer's
+            ``temperature``, which TRL uses to recompute log-probs.
+        window: ``ChatHistory``'s window; ``None`` (keep everything) is the
+            only value under which the turns form one sequence, so others
+            end episodes as ``"retokenized"`` once the window slides.
+        process_reward: track each episode's progress toward success with the
+            env's oracle, as ``process_return`` (for :func:`process_reward`).
+        batch_size: the most episodes per ``generate`` call (``None``: all
+            live episodes at once; 1: one at a time, for benchmarks).
+
+    Per call it returns ``prompt_ids``, ``completion_ids``, ``logprobs``,
+    ``env_mask`` and one list per episode field: ``task_id``,
+    ``episode_seed``, ``success``, ``turns``, ``budget``,
+    ``first_success_turn``, ``invalid_actions``, ``end_reason`` and
+    ``process_return``.  ``last_stats`` holds the step's summary, and when the
+    trainer keeps TRL's ``_metrics`` the summary is logged there too
+    (``episodes/success`` and so on).
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        budget: BudgetSpec,
+        *,
+        seed: int = 0,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        max_new_tokens: int = 16,
+        temperature: float = 1.0,
+        window: int | None = None,
+        process_reward: bool = False,
+        batch_size: int | None = None,
+    ) -> None:
+        if not isinstance(budget, BudgetSpec):
+            raise TypeError(f"budget must be a BudgetSpec, got {type(budget).__name__}.")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0 for GRPO sampling, got {temperature}.")
+        self.env_id = env_id
+        self.budget = budget
+        self.seed = int(seed)
+        self.system_prompt = system_prompt
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.window = window
+        self.process_reward = process_reward
+        self.batch_size = batch_size
+        self._budget_rng = np.random.default_rng([self.seed, 0x42554447])
+        self._attempts: Counter[int] = Counter()  # attempts played so far per task
+        self._stacks: list[StackBudget] = []
+        self.last_stats: dict[str, float] = {}
+
+    # ------------------------------------------------------------- TRL entry
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
+        """Play one episode per prompt (K copies in a row per task) and return TRL's dict."""
+        tokenizer = trainer.processing_class
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        encoder = self.encoder(model, tokenizer)
+        if getattr(trainer, "use_vllm", False):
+            generate: Generate = _VLLMGenerator(trainer)
+        else:
+            generate = HFGenerator(model, tokenizer, self, self.batch_size)
+        decode = reply_decoder(tokenizer, _eos_ids(model, tokenizer))
+        episodes = self.run([task_of(p) for p in prompts], encoder, generate, decode)
+        metrics = getattr(trainer, "_metrics", None)
+        if isinstance(metrics, dict) and "train" in metrics:
+            for key, value in self.last_stats.items():
+                metrics["train"][f"episodes/{key}"].append(value)
+        return self.to_trl(episodes)
+
+    def run(
+        self,
+        task_ids: Sequence[int],
+        encoder: PromptEncoder,
+        generate: Generate,
+        decode: Callable[[list[int]], str],
+        keep_prompts: bool = False,
+    ) -> list[Episode]:
+        """Play one episode per entry of ``task_ids`` (a group per run of equal ids)."""
+        episodes = []
+        group_budget = None
+        for index, task_id in enumerate(task_ids):
+            new_group = index == 0 or task_ids[index - 1] != task_id
+            if new_group or not self.budget.shared:
+                group_budget = self.budget.draw(self._budget_rng)
+            sample = self._attempts[task_id]
+            self._attempts[task_id] += 1
+            seed = episode_seed(self.seed, task_id, sample)
+            stack = self._stack(index)
+            episodes.append(
+                start_episode(stack, encoder, task_id, seed, group_budget, self.process_reward)
+            )
+        play_episodes(episodes, encoder, generate, decode, keep_prompts)
+        self.last_stats = summarize(episodes)
+        return episodes
+
+    def encoder(self, model: Any, tokenizer: Any) -> PromptEncoder:
+        """Return the prompt encoder for ``model``: ``HFAgent``'s, with the same settings."""
+        context = _context_length(model, tokenizer, None)
+        return PromptEncoder(tokenizer, self.system_prompt, context, self.max_new_tokens)
+
+    def _stack(self, index: int) -> StackBudget:
+        # Envs are reused across steps: building a stack costs more than a reset.
+        while len(self._stacks) <= index:
+            env = make_chat_env(
+                self.env_id,
+                self.budget.max_budget,
+                self.budget.visible,
+                self.window,
+            )
+            self._stacks.append(resolve_budget(env, self.budget.max_budget))
+        return self._stacks[index]
+
+    @staticmethod
+    def to_trl(episodes: list[Episode]) -> dict[str, list]:
+        """Return the dict a TRL ``rollout_func`` returns for ``episodes``."""
+        output: dict[str, list] = {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids or [0] for e in episodes],
+            "logprobs": [e.logprobs or [0.0] for e in episodes],
+            "env_mask": [e.env_mask or [0] for e in episodes],
+        }
+        for name in _FIELDS:
+            output[name] = [getattr(e, name) for e in episodes]
+        return output
+
+    def sampling_seed(self, episode: Episode, prompt: list[int]) -> int:
+        """Return the seed of one reply, derived as ``HFAgent`` derives it."""
+        return derive_seed(
+            self.seed, episode.episode_seed, episode.turns, ",".join(map(str, prompt))
+        )
+
+
+def reply_decoder(tokenizer: Any, eos_ids: Sequence[int]) -> Callable[[list[int]], str]:
+    """Return ``decode(tokens)``: a reply's text as ``HFAgent`` decodes it (end token cut)."""
+    eos = frozenset(eos_ids)
+
+    def decode(tokens: list[int]) -> str:
+        if tokens and tokens[-1] in eos:
+            tokens = tokens[:-1]
+        return tokenizer.decode(tokens, skip_special_tokens=True)
+
+    return decode
+
+
+def summarize(episodes: Sequence[Episode]) -> dict[str, float]:
+    """Return a step's summary: success rate, mean turns, and the share of each end reason."""
+    if not episodes:
+        return {}
+    count = len(episodes)
+    turns = sum(e.turns for e in episodes)
+    stats = {
+        SUCCESS: sum(e.success for e in episodes) / count,
+        "turns": turns / count,
+        "invalid_rate": sum(e.invalid_actions for e in episodes) / max(turns, 1),
+    }
+    reasons = Counter(e.end_reason for e in episodes)
+    for reason in ("context", "retokenized"):
+        stats[f"ended_{reason}"] = reasons[reason] / count
+    return stats
+
+
+# ------------------------------------------------------------------ rewards
+def outcome_reward(completions: list, success: list[bool], **_: Any) -> list[float]:
+    """The outcome reward: 1.0 for an episode that succeeded, else 0.0.
+
+    Trajectory-level: GRPO gives every model token of the episode the same
+    group-normalised advantage of this reward.
+    """
+    return [1.0 if ok else 0.0 for ok in success]
+
+
+def process_reward(coef: float) -> Callable[..., list[float]]:
+    """Return a reward function: ``coef`` times the episode's progress toward success.
+
+    Progress is the share of the oracle distance the episode covered,
+    ``(oracle_turns(start) - oracle_turns(end)) / oracle_turns(start)``: 1 on
+    success, 0 for no progress or a dead end, negative for ending farther
+    away.  It rewards getting closer in episodes that run out of turns, which
+    the outcome reward does not see, and rests on the env's oracle
+    (privileged information).  The rollout must be built with
+    ``process_reward=True``.
+
+    Why not ``ProcessReward``'s potential-based shaping summed over the
+    episode: the shaping telescopes to ``phi(end) - phi(start)`` and
+    ``ProcessReward`` sets ``phi = 0`` at every episode end, so the sum is the
+    same for every episode of a task and carries no signal for a
+    trajectory-level advantage.
+    """
+
+    def process(completions: list, process_return: list[float], **_: Any) -> list[float]:
+        return [coef * value for value in process_return]
+
+    process.__name__ = "process_reward"
+    return process
+
+
+# --------------------------------------------------------------- generation
+class HFGenerator:
+    """Generate one reply per episode with a transformers model, batched.
+
+    It left-pads the prompts, calls ``model.generate`` once per batch of
+    ``batch_size`` episodes (all at once by default) and records the sampled
+    tokens' log-probabilities under ``softmax(logits / temperature)``, the
+    distribution TRL's trainer scores them with.
+    """
+
+    def __init__(
+        self, model: Any, tokenizer: Any, rollout: EpisodeRollout, batch_size: int | None = None
+    ) -> None:
+        self.model = model
+        self.rollout = rollout
+        self.batch_size = batch_size
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else self.eos_ids[0]
+
+    def __call__(self, episodes: list[Episode], prompts: list[list[int]]) -> list[Generation]:
+        seeds = [self.rollout.sampling_seed(e, p) for e, p in zip(episodes, prompts, strict=True)]
+        size = self.batch_size or len(prompts)
+        # Similar lengths together waste little padding; the samples do not
+        # depend on the grouping (each row has its own generator).
+        order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
+        replies: list[Generation | None] = [None] * len(prompts)
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
+            batch = self._generate([prompts[r] for r in rows], [seeds[r] for r in rows])
+            for row, reply in zip(rows, batch, strict=True):
+                replies[row] = reply
+        return replies  # type: ignore[return-value]
+
+    def _generate(self, prompts: list[list[int]], seeds: list[int]) -> list[Generation]:
+        width = max(len(ids) for ids in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, width - len(ids) :] = 1
+        device = self.model.device
+        sampler = _RecordingSampler(seeds, self.rollout.temperature, device)
+        config = GenerationConfig(
+            max_new_tokens=self.rollout.max_new_tokens,
+            do_sample=False,  # greedy over the sampler's noisy logits is sampling
+            temperature=1.0,
+            top_p=1.0,
+            top_k=50,
+            num_beams=1,
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_ids,
+        )
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                output = self.model.generate(
+                    input_ids=input_ids.to(device),
+                    attention_mask=attention_mask.to(device),
+                    generation_config=config,
+                    logits_processor=LogitsProcessorList([sampler]),
+                )
+        finally:
+            self.model.train(was_training)
+        new_tokens = output[:, width:].tolist()
+        logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
+        replies = []
+        for row, tokens in enumerate(new_tokens):
+            end = next(
+                (i + 1 for i, token in enumerate(tokens) if token in self.eos_ids), len(tokens)
+            )
+            replies.append(Generation(tokens[:end], logprobs[row][:end]))
+        return replies
+
+
+class _RecordingSampler(_GumbelSampler):
+    """HFAgent's seeded sampler, which also records each sampled token's log-prob."""
+
+    def __init__(self, seeds: Sequence[int], temperature: float, device: Any) -> None:
+        super().__init__(seeds, temperature, 1.0, device)
+        self.logprobs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        noisy = super().__call__(input_ids, scores)
+        chosen = noisy.argmax(dim=-1, keepdim=True)  # what greedy decoding will pick
+        logps = (scores.float() / self.temperature).log_softmax(dim=-1)
+        self.logprobs.append(logps.gather(-1, chosen).squeeze(-1))
+        return noisy
+
+
+class _VLLMGenerator:
+    """Generate through the trainer's vLLM engine (``use_vllm=True``).  Untested here.
+
+    Sampling follows the trainer's settings (``temperature``, ``top_p``,
+    ``top_k``) and ``max_completion_length`` caps one reply, so set that to
+    the rollout's ``max_new_tokens``.
+    """
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+
+    def __call__(self, episodes: list[Episode], prompts: list[list[int]]) -> list[Generation]:
+        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(
+            prompts=prompts, images=None, num_generations=1
+        )
+        return [
+            Generation(list(ids), [float(lp[0]) if lp and lp[0] is not None else 0.0 for lp in lps])
+            for ids, lps in zip(completion_ids, logprobs, strict=True)
+        ]

@@ -1,0 +1,606 @@
+"""Train a causal LM on whole episodes of an agent_envs env: warm start, then GRPO.
+
+Read top to bottom: the settings (:class:`LLMTrainConfig`), the model, the
+supervised warm start on noisy-oracle transcripts
+(:mod:`baselines.llm_warm_start`), GRPO with TRL and the episode rollout
+(:mod:`baselines.llm_rollout`), saving, and an optional evaluation on held-out
+tasks.  Run it through the package CLI or as a script::
+
+    agent-envs train-llm agent_envs/GuessNumber-v0 --budget-mix 4,6,8,12 \\
+        --warm-start 300 --steps 150 --out runs/guess-mix
+    python -m baselines.llm_train agent_envs/GuessNumber-v0 --quick
+
+Without ``--model`` it trains the built-in tiny model
+(:mod:`baselines.llm_tiny`) from scratch.  The output folder holds the model
+and tokenizer (``from_pretrained`` loads it, so does ``--agent hf``),
+``train_llm.json`` (every setting, the exact evaluation command, the training
+log) and, unless ``--eval-tasks 0``, ``result.json`` (the Pass@(K,T) surface
+on the evaluation tasks).
+
+Task ids.  Training uses ``--tasks`` (default ids ``0..63``); evaluation uses
+``--eval-tasks`` (default ids ``10000..10099``), disjoint from the training ids
+unless you make them overlap (then a warning says so).
+
+Needs the ``[rl]`` extra (TRL, datasets, transformers, torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from agent_envs.protocol import BUDGET, SUCCESS
+from baselines.llm_prompting import DEFAULT_SYSTEM_PROMPT
+from baselines.llm_rollout import BudgetSpec
+
+__all__ = [
+    "EVAL_FIRST_TASK",
+    "LLMTrainConfig",
+    "build_parser",
+    "eval_command",
+    "evaluate_model",
+    "main",
+    "train_llm",
+]
+
+# ---------------------------------------------------------------- settings
+#: The first evaluation task id: held-out tasks start far above the training ids.
+EVAL_FIRST_TASK = 10_000
+#: ``--quick``: just enough of everything to exercise every part once.
+QUICK = {"warm_start": 4, "steps": 2, "tasks": 2, "k": 2, "eval_tasks": 2, "eval_samples": 2}
+
+
+@dataclass(frozen=True)
+class LLMTrainConfig:
+    """Every setting of one training run (saved in ``train_llm.json``).
+
+    Args:
+        env_id: a registered env id.
+        budget: the turn budgets of training episodes (fixed T or BudgetMix).
+        model: a local model folder; ``None`` builds the tiny model.
+        tasks: the training task ids.
+        k: attempts per task in a GRPO group (``num_generations``).
+        tasks_per_step: tasks (groups) per GRPO step; a step plays
+            ``k * tasks_per_step`` episodes.
+        steps: GRPO optimizer steps.
+        learning_rate: GRPO's learning rate.
+        warm_start: supervised warm-start steps (0: none).
+        warm_start_episodes: noisy-oracle episodes per training task.
+        warm_start_epsilon: the noisy oracle's random-action probability.
+        warm_start_lr: the warm start's learning rate.
+        process_reward: coefficient of the process reward (0: outcome only).
+        seed: seeds the tiny model, the episodes, sampling and training.
+        max_new_tokens: the most tokens of one reply.
+        temperature: the sampling temperature (training and evaluation).
+        system_prompt: the system prompt (as ``HFAgent``'s).
+    """
+
+    env_id: str
+    budget: BudgetSpec
+    model: str | None = None
+    tasks: tuple[int, ...] = tuple(range(64))
+    k: int = 8
+    tasks_per_step: int = 4
+    steps: int = 150
+    learning_rate: float = 5e-4
+    warm_start: int = 300
+    warm_start_episodes: int = 4
+    warm_start_epsilon: float = 0.25
+    warm_start_lr: float = 1e-2
+    process_reward: float = 0.0
+    seed: int = 0
+    max_new_tokens: int = 8
+    temperature: float = 1.0
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+
+    def __post_init__(self) -> None:
+        for name in ("k", "tasks_per_step", "max_new_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
+        if self.k < 2:
+            raise ValueError(
+                f"k must be >= 2: GRPO compares attempts within a group; got {self.k}."
+            )
+        for name in ("steps", "warm_start", "warm_start_episodes", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}.")
+        for name in ("learning_rate", "warm_start_lr", "temperature"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a number > 0, got {value!r}.")
+        if not (math.isfinite(self.process_reward) and self.process_reward >= 0):
+            raise ValueError(f"process_reward must be >= 0, got {self.process_reward!r}.")
+        if not 0 <= self.warm_start_epsilon <= 1:
+            raise ValueError(
+                f"warm_start_epsilon must be in [0, 1], got {self.warm_start_epsilon}."
+            )
+        if not self.tasks:
+            raise ValueError("tasks must not be empty.")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the settings as a JSON-ready dict."""
+        data = asdict(self)
+        data[BUDGET] = self.budget.to_json()
+        data["tasks"] = list(self.tasks)
+        return data
+
+
+# --------------------------------------------------------------------- train
+def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
+    """Return ``(model, tokenizer)``: the given folder, or the tiny model built in ``out/base``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = config.model
+    if path is None:
+        from baselines.llm_tiny import build_tiny_model
+
+        path = str(build_tiny_model(out / "base", config.env_id, seed=config.seed))
+    elif not Path(path).is_dir():
+        raise FileNotFoundError(
+            f"--model {path} is not a folder; give a local model folder (offline) or omit it "
+            "for the built-in tiny model."
+        )
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path)
+    return model, tokenizer
+
+
+def make_rollout(config: LLMTrainConfig) -> Any:
+    """Return the :class:`~baselines.llm_rollout.EpisodeRollout` of ``config``."""
+    from baselines.llm_rollout import EpisodeRollout
+
+    return EpisodeRollout(
+        config.env_id,
+        config.budget,
+        seed=config.seed,
+        system_prompt=config.system_prompt,
+        max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        process_reward=config.process_reward > 0,
+    )
+
+
+def train_llm(
+    config: LLMTrainConfig, out: str | os.PathLike[str], log: Callable[[str], None] = print
+) -> Path:
+    """Warm-start, train with GRPO, save the model in ``out``; return ``out``.
+
+    ``log`` receives the short training log (one line per ``log`` step).
+    """
+    import datasets
+    import torch
+    from datasets import Dataset
+    from transformers import set_seed
+    from trl import GRPOConfig, GRPOTrainer
+
+    from baselines.llm_rollout import outcome_reward, process_reward, task_prompt
+    from baselines.llm_warm_start import demonstrations, warm_start
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
+    datasets.disable_progress_bars()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    set_seed(config.seed)
+    model, tokenizer = load_model(config, out)
+    timings: dict[str, float] = {}
+    history: list[dict[str, Any]] = []
+
+    started = time.perf_counter()
+    if config.warm_start:
+        rows = demonstrations(
+            model,
+            tokenizer,
+            make_rollout(config),
+            config.tasks,
+            config.warm_start_episodes,
+            config.warm_start_epsilon,
+        )
+        log(f"warm start: {len(rows)} noisy-oracle episodes, {config.warm_start} steps")
+        model = warm_start(
+            model,
+            tokenizer,
+            rows,
+            config.warm_start,
+            learning_rate=config.warm_start_lr,
+            seed=config.seed,
+            output_dir=str(out / "checkpoints"),
+        )
+    timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
+
+    started = time.perf_counter()
+    if config.steps:
+        rollout = make_rollout(config)
+        rewards: list[Any] = [outcome_reward]
+        if config.process_reward > 0:
+            rewards.append(process_reward(config.process_reward))
+        dataset = Dataset.from_list([{"prompt": task_prompt(task)} for task in config.tasks])
+        args = GRPOConfig(
+            output_dir=str(out / "checkpoints"),
+            max_steps=config.steps,
+            num_generations=config.k,
+            per_device_train_batch_size=config.k * config.tasks_per_step,
+            learning_rate=config.learning_rate,
+            lr_scheduler_type="constant",
+            temperature=config.temperature,
+            max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
+            beta=0.0,
+            # TRL's defaults that break CPU runs or skew log-probs:
+            bf16=False,
+            gradient_checkpointing=False,
+            disable_dropout=True,
+            report_to="none",
+            save_strategy="no",
+            logging_steps=1,
+            seed=config.seed,
+            disable_tqdm=True,
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=rewards,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            rollout_func=rollout,
+        )
+        _quiet(trainer, history, log, config.steps)
+        trainer.train()
+        model = trainer.model
+    timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
+
+    shutil.rmtree(out / "checkpoints", ignore_errors=True)  # Trainer's output_dir; saves nothing
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    sidecar = {
+        "config": config.to_json(),
+        "eval_command": eval_command(config, out),
+        "timings": timings,
+        "log": history,
+        "torch_threads": torch.get_num_threads(),
+        "versions": _versions(),
+    }
+    (out / "train_llm.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    log(f"saved {out} (seconds: {timings})")
+    return out
+
+
+def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) -> None:
+    """Replace TRL's dict printing with a progress bar and one short line per step."""
+    from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    bar = _progress(steps)
+
+    class ShortLog(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or "loss" not in logs:
+                return
+            entry = {
+                "step": state.global_step,
+                SUCCESS: logs.get("episodes/success"),
+                "turns": logs.get("episodes/turns"),
+                "reward": logs.get("reward"),
+                "loss": logs.get("loss"),
+                "seconds": logs.get("step_time"),
+            }
+            history.append(entry)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(success=entry[SUCCESS], reward=entry["reward"])
+            step = state.global_step
+            if bar is None or step == 1 or step % 10 == 0 or step == steps:
+                line = " ".join(
+                    f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
+                    for key, value in entry.items()
+                    if value is not None
+                )
+                (bar.write if bar is not None else log)(line)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if bar is not None:
+                bar.close()
+
+    trainer.add_callback(ShortLog())
+
+
+def _progress(total: int) -> Any:
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="GRPO", unit="step")
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as metadata
+
+    versions = {}
+    for package in ("agent-envs", "torch", "transformers", "trl", "datasets"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+# ------------------------------------------------------------------ evaluate
+def eval_command(config: LLMTrainConfig, out: Path, tasks: str = "10000:10100") -> str:
+    """Return the ``agent-envs eval`` command that evaluates the saved model on its prompts."""
+    kwargs: dict[str, Any] = {
+        "model": str(out),
+        "temperature": config.temperature,
+        "max_new_tokens": config.max_new_tokens,
+    }
+    if config.system_prompt != DEFAULT_SYSTEM_PROMPT:
+        kwargs["system_prompt"] = config.system_prompt
+    budgets = ",".join(map(str, sorted(set(config.budget.budgets))))
+    visible = " --visible-budget" if config.budget.visible else ""
+    agent_kwargs = shlex.quote(json.dumps(kwargs))
+    return (
+        f"agent-envs eval {config.env_id} --agent hf --agent-kwargs {agent_kwargs} "
+        f"--history --history-record raw{visible} --t {budgets} --k 1,2,4 --samples 4 "
+        f"--tasks {tasks}"
+    )
+
+
+def evaluate_model(
+    path: str | os.PathLike[str],
+    config: LLMTrainConfig,
+    *,
+    budgets: Sequence[int],
+    tasks: Sequence[int],
+    samples: int = 4,
+    ks: Sequence[int] = (1, 2, 4),
+    seed: int = 0,
+    batch_size: int = 64,
+    log_path: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+    step_quality: int = 0,
+) -> Any:
+    """Evaluate the saved model with ``evaluate`` on the training prompt format.
+
+    The env stack is :func:`baselines.llm_rollout.make_chat_env` and the agent
+    an ``HFAgent`` with the training settings, so every prompt is built as in
+    training.  ``step_quality`` (where the evaluator has it) also judges the
+    model on that many shared reference states per task.  Returns the
+    :class:`agent_envs.evaluation.EvalResult`.
+    """
+    from agent_envs.evaluation import evaluate
+    from baselines.hf_agent import HFAgent
+    from baselines.llm_rollout import make_chat_env
+
+    agent = HFAgent(
+        str(path),
+        system_prompt=config.system_prompt,
+        temperature=config.temperature,
+        max_new_tokens=config.max_new_tokens,
+        batch_size=batch_size,
+        seed=seed,
+        device="cpu",
+    )
+    visible = config.budget.visible
+    extra = {"step_quality": step_quality} if step_quality else {}
+    return evaluate(
+        agent,
+        lambda: make_chat_env(config.env_id, max(budgets), visible),
+        ks=[k for k in ks if k <= samples],
+        budgets=budgets,
+        tasks=list(tasks),
+        samples=samples,
+        seed=seed,
+        visible_budget=visible,
+        batch_size=batch_size,
+        log_path=log_path,
+        progress=progress,
+        agent_name=f"hf {Path(path).name}",
+        env_name=config.env_id,
+        **extra,
+    )
+
+
+# ----------------------------------------------------------------------- CLI
+class _UsageError(Exception):
+    """A bad command line, reported in one line."""
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        raise _UsageError(f"{flag} takes comma-separated integers such as 4,6,8; got {text!r}.")
+    return values
+
+
+def _task_ids(text: str, flag: str, first: int = 0) -> tuple[int, ...]:
+    """Parse a count (``64``: ids ``first..first+63``), a range ``a:b`` or ids ``3,7,9``."""
+    try:
+        if ":" in text:
+            start, stop = (int(part) for part in text.split(":"))
+            ids = tuple(range(start, stop))
+        elif "," in text:
+            ids = tuple(_ints(text, flag))
+        else:
+            ids = tuple(range(first, first + int(text)))
+    except ValueError:
+        raise _UsageError(
+            f"{flag} takes a count (64), a range (100:164) or ids (3,7,9); got {text!r}."
+        ) from None
+    return ids
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``train-llm`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="agent-envs train-llm",
+        description="Train a causal LM on whole episodes: noisy-oracle warm start, then GRPO "
+        "(TRL) under a fixed turn budget or a BudgetMix.",
+    )
+    parser.add_argument("env_id", help="a registered id, e.g. agent_envs/GuessNumber-v0")
+    parser.add_argument("--model", default=None, help="a local model folder (default: tiny model)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--budget", type=int, default=None, help="a fixed turn budget T")
+    budget.add_argument("--budget-mix", default=None, help="BudgetMix budgets, e.g. 4,6,8,12")
+    parser.add_argument("--weights", default=None, help="BudgetMix weights, e.g. 1,1,2,2")
+    parser.add_argument("--visible-budget", action="store_true", help="show the turns left")
+    parser.add_argument(
+        "--independent-budgets",
+        action="store_true",
+        help="each attempt draws its own T (default: the K attempts of a task share one)",
+    )
+    parser.add_argument("--k", type=int, default=8, help="attempts per task in a group (8)")
+    parser.add_argument(
+        "--tasks", default="64", help="training task ids: count (64 = ids 0..63), a:b or ids"
+    )
+    parser.add_argument("--tasks-per-step", type=int, default=4, help="groups per GRPO step (4)")
+    parser.add_argument("--warm-start", type=int, default=300, help="warm-start steps (0: none)")
+    parser.add_argument("--steps", type=int, default=150, help="GRPO steps (150)")
+    parser.add_argument("--lr", type=float, default=5e-4, help="GRPO learning rate (5e-4)")
+    parser.add_argument(
+        "--process-reward", type=float, default=0.0, help="process-reward coefficient (0: off)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-new-tokens", type=int, default=8, help="tokens per reply (8)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder")
+    parser.add_argument(
+        "--eval-tasks",
+        default="100",
+        help=f"evaluation task ids: count (100 = ids {EVAL_FIRST_TASK}..), a:b, ids, or 0 to skip",
+    )
+    parser.add_argument("--eval-samples", type=int, default=4, help="attempts per eval task (4)")
+    parser.add_argument("--t", default=None, help="evaluation T grid (default: training budgets)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1; see docs)")
+    parser.add_argument("--quick", action="store_true", help="a few steps of everything")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
+    """Build the run's settings from parsed arguments."""
+    if args.budget_mix is not None:
+        budgets = tuple(_ints(args.budget_mix, "--budget-mix"))
+    else:
+        budgets = (args.budget if args.budget is not None else 8,)
+    weights = None
+    if args.weights is not None:
+        if args.budget_mix is None:
+            raise _UsageError("--weights goes with --budget-mix.")
+        weights = tuple(float(w) for w in args.weights.split(","))
+    spec = BudgetSpec(budgets, weights, args.visible_budget, not args.independent_budgets)
+    tasks = _task_ids(args.tasks, "--tasks")
+    config = LLMTrainConfig(
+        env_id=args.env_id,
+        budget=spec,
+        model=args.model,
+        tasks=tasks,
+        k=args.k,
+        tasks_per_step=args.tasks_per_step,
+        steps=args.steps,
+        learning_rate=args.lr,
+        warm_start=args.warm_start,
+        process_reward=args.process_reward,
+        seed=args.seed,
+        max_new_tokens=args.max_new_tokens,
+    )
+    if args.quick:
+        config = replace(
+            config,
+            tasks=tasks[: QUICK["tasks"]],
+            k=QUICK["k"],
+            tasks_per_step=1,
+            steps=QUICK["steps"],
+            warm_start=min(config.warm_start, QUICK["warm_start"]),
+            warm_start_episodes=1,
+        )
+    return config
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``train-llm`` command; return the exit status."""
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except (_UsageError, ValueError, TypeError, OSError) as error:
+        print(f"agent-envs train-llm: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    except ImportError as error:
+        from agent_envs import install_hint
+
+        print(f"agent-envs train-llm: error: {error} ({install_hint('rl')})", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
+    import agent_envs
+
+    args = build_parser().parse_args(argv)
+    if args.env_id not in agent_envs.env_ids():
+        raise _UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+    if args.threads < 1:
+        raise _UsageError(f"--threads must be >= 1, got {args.threads}.")
+    config = config_from_args(args)
+    eval_tasks = (
+        ()
+        if args.eval_tasks == "0"
+        else _task_ids(args.eval_tasks, "--eval-tasks", EVAL_FIRST_TASK)
+    )
+    if args.quick:
+        eval_tasks = eval_tasks[: QUICK["eval_tasks"]]
+    overlap = set(eval_tasks) & set(config.tasks)
+    if overlap:
+        print(
+            f"warning: {len(overlap)} evaluation task ids are also training ids; "
+            "the evaluation is not held out.",
+            file=sys.stderr,
+        )
+    budgets = tuple(_ints(args.t, "--t")) if args.t else tuple(sorted(set(config.budget.budgets)))
+    out = args.out or Path("runs/llm") / (
+        f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
+    )
+    if out.exists() and not out.is_dir():
+        raise _UsageError(f"--out {out} is a file; give a folder.")
+    import torch
+
+    torch.set_num_threads(args.threads)  # 2 threads on 2 shared cores swung 0.45 s to 20 s
+    print(
+        f"training on {config.env_id}, {config.budget.describe()}, {len(config.tasks)} "
+        f"training tasks ({_span(config.tasks)}), evaluation tasks {_span(eval_tasks) or 'none'}"
+    )
+    train_llm(config, out)
+    if eval_tasks:
+        samples = QUICK["eval_samples"] if args.quick else args.eval_samples
+        result = evaluate_model(
+            out, config, budgets=budgets, tasks=eval_tasks, samples=samples, seed=config.seed
+        )
+        print(result.table())
+        result.save(out / "result.json")
+        print(f"wrote {out / 'result.json'}")
+    print(f"evaluate again with:\n  {eval_command(config, out)}")
+    return 0
+
+
+def _span(ids: Sequence[int]) -> str:
+    if not ids:
+        return ""
+    if list(ids) == list(range(ids[0], ids[0] + len(ids))):
+        return f"ids {ids[0]}..{ids[-1]}"
+    return f"{len(ids)} ids"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,390 @@
+"""LLM RL: the GRPO episode rollout, rewards, the warm start and ``train-llm``.
+
+Every model here is the tiny Llama of ``baselines.llm_tiny``, built offline in a
+temporary folder and loaded back with ``from_pretrained``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("trl")
+torch = pytest.importorskip("torch")
+
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+
+from agent_envs import cli  # noqa: E402
+from agent_envs.evaluation import evaluate  # noqa: E402
+from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
+from baselines.hf_agent import HFAgent, _eos_ids  # noqa: E402
+from baselines.llm_rollout import (  # noqa: E402
+    BudgetSpec,
+    EpisodeRollout,
+    HFGenerator,
+    outcome_reward,
+    process_reward,
+    reply_decoder,
+    task_of,
+    task_prompt,
+)
+from baselines.llm_tiny import build_tiny_model  # noqa: E402
+from baselines.llm_warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
+
+GUESS = "agent_envs/GuessNumber-v0"
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("llm") / "tiny", GUESS)
+
+
+def load(path):
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    return AutoModelForCausalLM.from_pretrained(path), tokenizer
+
+
+T8 = BudgetSpec.fixed(8)
+
+
+def rollout(budget=T8, **kwargs):
+    return EpisodeRollout(GUESS, budget, seed=kwargs.pop("seed", 0), max_new_tokens=8, **kwargs)
+
+
+#: Two tasks whose secrets the oracle finds in 2 turns: GRPO can improve on them in
+#: a few dozen cheap steps (episodes of at most 4 turns).
+SHORT_TASKS = (10, 83)
+
+
+@pytest.fixture(scope="module")
+def warm_path(tiny_path, tmp_path_factory):
+    """The tiny model after a short warm start on mostly random replies (epsilon 0.7).
+
+    It writes well-formed replies (a few percent invalid) but rarely solves a task, which
+    leaves GRPO room to improve.
+    """
+    model, tokenizer = load(tiny_path)
+    rows = demonstrations(
+        model, tokenizer, rollout(BudgetSpec.fixed(6)), SHORT_TASKS, 16, epsilon=0.7
+    )
+    model = warm_start(model, tokenizer, rows, 60, batch_size=8, output_dir=str(tiny_path / "ws"))
+    path = tmp_path_factory.mktemp("llm") / "warm"
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def play(path, tasks, budget=T8, keep_prompts=False, **kwargs):
+    model, tokenizer = load(path)
+    runner = rollout(budget, **kwargs)
+    eos = _eos_ids(model, tokenizer)
+    episodes = runner.run(
+        tasks,
+        runner.encoder(model, tokenizer),
+        HFGenerator(model, tokenizer, runner),
+        reply_decoder(tokenizer, eos),
+        keep_prompts=keep_prompts,
+    )
+    return episodes, runner, tokenizer
+
+
+def segments(episode):
+    """Return the completion as [(mask, token ids)] runs of equal mask."""
+    runs = []
+    for token, mask in zip(episode.completion_ids, episode.env_mask, strict=True):
+        if runs and runs[-1][0] == mask:
+            runs[-1][1].append(token)
+        else:
+            runs.append((mask, [token]))
+    return runs
+
+
+# ------------------------------------------------------------------ prompts
+def test_task_prompts_round_trip_and_bad_prompts_are_refused():
+    assert task_of(task_prompt(42)) == 42
+    with pytest.raises(ValueError, match="task_prompt"):
+        task_of("What is 2 + 2?")
+
+
+def test_budget_spec_checks_its_arguments():
+    assert BudgetSpec.fixed(8).describe() == "T=8"
+    assert BudgetSpec((4, 8)).describe() == "BudgetMix{4,8}"
+    with pytest.raises(ValueError, match="ints >= 1"):
+        BudgetSpec((0, 4))
+    with pytest.raises(ValueError, match="one value per budget"):
+        BudgetSpec((4, 8), weights=(1.0,))
+
+
+# ------------------------------------------------------------------ masking
+def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
+    model, tokenizer = load(tiny_path)
+    runner = rollout()
+    eos = _eos_ids(model, tokenizer)
+    episodes = runner.run(
+        [3] * 4,
+        runner.encoder(model, tokenizer),
+        OracleReplies(tokenizer, eos[0], epsilon=0.0, seed=0),
+        reply_decoder(tokenizer, eos),
+    )
+    for episode in episodes:
+        assert episode.success and episode.end_reason == "success"
+        runs = segments(episode)
+        replies = [tokenizer.decode(ids) for mask, ids in runs if mask == 1]
+        feedback = [tokenizer.decode(ids) for mask, ids in runs if mask == 0]
+        assert len(replies) == episode.turns == len(feedback) + 1  # ends on a reply
+        assert all(r.startswith("Action: ") and r.endswith("<|im_end|>") for r in replies)
+        assert all(
+            "The secret is between" in text and "<|im_start|>user" in text for text in feedback
+        )
+        assert not any("Action:" in text for text in feedback)
+        # Model tokens carry log-probs slots; env tokens carry 0.
+        assert len(episode.logprobs) == len(episode.completion_ids)
+
+
+def test_trl_receives_the_mask_and_recomputes_the_samplers_log_probs(warm_path, tmp_path):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    model, tokenizer = load(warm_path)
+    # A visible budget of 9 or 10 turns: first prompts of different lengths, so
+    # the trainer left-pads some rows.
+    runner = rollout(BudgetSpec((9, 10), visible=True, shared=False))
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_steps=1,
+        bf16=False,
+        gradient_checkpointing=False,
+        disable_dropout=True,
+        report_to="none",
+        temperature=1.0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[outcome_reward],
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": task_prompt(i)} for i in range(4)]),
+        processing_class=tokenizer,
+        rollout_func=runner,
+    )
+    trainer.model.train()
+    inputs = [{"prompt": task_prompt(task)} for task in (5, 5, 5, 5, 9, 9, 9, 9)]
+    batch = trainer._generate_and_score_completions(inputs)
+    mask = batch["completion_mask"] * batch["tool_mask"]
+    assert batch["tool_mask"].shape == batch["completion_ids"].shape
+    assert 0 < mask.sum() < batch["completion_mask"].sum()  # env tokens are out of the loss
+    with torch.no_grad():
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(
+            trainer.model,
+            torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
+            torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
+            batch["completion_ids"].size(1),
+        )
+    sampled = batch["sampling_per_token_logps"]
+    gap = ((logps - sampled).abs() * mask).max().item()
+    assert gap < 1e-3, gap
+    # The prompts differ in length across tasks, so some rows were left-padded.
+    assert (batch["prompt_mask"] == 0).any()
+
+
+# -------------------------------------------------------------- groups, seeds
+def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
+    episodes, runner, _ = play(tiny_path, [7, 7, 7, 2, 2, 2])
+    assert [e.task_id for e in episodes] == [7, 7, 7, 2, 2, 2]
+    assert [e.episode_seed for e in episodes[:3]] == [episode_seed(0, 7, j) for j in range(3)]
+    assert len({e.episode_seed for e in episodes}) == 6
+    # The next group at task 7 continues with fresh attempts.
+    model, tokenizer = load(tiny_path)
+    eos = _eos_ids(model, tokenizer)
+    again = runner.run(
+        [7, 7],
+        runner.encoder(model, tokenizer),
+        OracleReplies(tokenizer, eos[0], 0.0, 0),
+        reply_decoder(tokenizer, eos),
+    )
+    assert [e.episode_seed for e in again] == [episode_seed(0, 7, j) for j in (3, 4)]
+
+
+def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny_path):
+    model, tokenizer = load(tiny_path)
+    eos = _eos_ids(model, tokenizer)
+    tasks = [task for task in range(12) for _ in range(4)]
+
+    def budgets(shared):
+        runner = rollout(BudgetSpec((2, 3, 4, 5), shared=shared))
+        episodes = runner.run(
+            tasks,
+            runner.encoder(model, tokenizer),
+            OracleReplies(tokenizer, eos[0], 1.0, 0),  # random guesses: most run out of turns
+            reply_decoder(tokenizer, eos),
+        )
+        for episode in episodes:
+            assert episode.turns <= episode.budget
+            if episode.end_reason == "budget":
+                assert episode.turns == episode.budget
+        return [[e.budget for e in episodes[i : i + 4]] for i in range(0, len(episodes), 4)]
+
+    shared = budgets(True)
+    assert all(len(set(group)) == 1 for group in shared)
+    assert len({group[0] for group in shared}) > 1  # groups draw different budgets
+    independent = budgets(False)
+    assert any(len(set(group)) > 1 for group in independent)
+
+
+# ------------------------------------------------------------------ context
+def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
+    model, tokenizer = load(tiny_path)
+    model.config.max_position_embeddings = 200  # the first prompt fits, later ones do not
+    runner = rollout(BudgetSpec.fixed(30))
+    eos = _eos_ids(model, tokenizer)
+    episodes = runner.run(
+        [1, 1],
+        runner.encoder(model, tokenizer),
+        OracleReplies(tokenizer, eos[0], 1.0, 0),
+        reply_decoder(tokenizer, eos),
+    )
+    for episode in episodes:
+        assert episode.end_reason == "context" and 0 < episode.turns < 30
+        assert len(episode.prompt_ids) + len(episode.completion_ids) <= 200
+        assert episode.completion_ids[-1] == eos[0]  # it ends on the model's last reply
+    model.config.max_position_embeddings = 20  # not even the first prompt fits
+    (episode,) = runner.run(
+        [1],
+        runner.encoder(model, tokenizer),
+        OracleReplies(tokenizer, eos[0], 1.0, 0),
+        reply_decoder(tokenizer, eos),
+    )
+    assert episode.end_reason == "context" and episode.turns == 0
+    output = EpisodeRollout.to_trl([episode])
+    assert output["env_mask"] == [[0]]  # a placeholder token that is never trained on
+
+
+# ---------------------------------------------------------- prompt equality
+def test_training_prompts_equal_hfagent_prompts_in_evaluate(warm_path, tmp_path):
+    """Same model, seeds and env stack: evaluate() with HFAgent replays the rollout exactly."""
+    tasks = [11, 11, 11, 4, 4, 4]
+    episodes, _, _ = play(warm_path, tasks, keep_prompts=True)
+    assert sum(e.turns for e in episodes) > len(episodes)  # multi-turn episodes
+    agent = HFAgent(warm_path, temperature=1.0, max_new_tokens=8, seed=0, batch_size=8)
+    seen = []
+    prompt_ids = agent.prompt_ids
+
+    def spy(observation, info):
+        ids = prompt_ids(observation, info)
+        seen.append((info["episode_seed"], info["turn"], ids))
+        return ids
+
+    agent.prompt_ids = spy
+    # The CLI's env stack for `eval --history --history-record raw`.
+    make_env, _ = cli._with_history(GUESS, 0, 8, False, "raw")
+    log = tmp_path / "episodes.jsonl"
+    evaluate(agent, make_env, ks=[1], budgets=[8], tasks=[11, 4], samples=3, seed=0, log_path=log)
+    evaluated = {(seed, turn): ids for seed, turn, ids in seen}
+    for episode in episodes:
+        for turn, prompt in enumerate(episode.turn_prompts):
+            assert evaluated[episode.episode_seed, turn] == prompt
+    # Episodes the rollout did not cut short play out identically.
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    records = {line["seed"]: line for line in lines if "seed" in line}
+    finished = [e for e in episodes if e.end_reason in ("success", "budget", "failure")]
+    assert len(finished) >= len(episodes) // 2
+    for episode in finished:
+        assert records[episode.episode_seed]["turns"] == episode.turns
+        assert records[episode.episode_seed]["success"] == episode.success
+
+
+# ----------------------------------------------------------------- rewards
+def test_outcome_and_process_rewards():
+    assert outcome_reward([None, None], success=[True, False]) == [1.0, 0.0]
+    reward = process_reward(0.5)
+    assert reward.__name__ == "process_reward"
+    assert reward([None, None], process_return=[4.0, -1.0]) == [2.0, -0.5]
+
+
+def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
+    model, tokenizer = load(tiny_path)
+    eos = _eos_ids(model, tokenizer)
+
+    def play_with(budget, process_reward=True):
+        runner = rollout(BudgetSpec.fixed(budget), process_reward=process_reward)
+        return runner.run(
+            [3, 3],
+            runner.encoder(model, tokenizer),
+            OracleReplies(tokenizer, eos[0], 0.0, 0),
+            reply_decoder(tokenizer, eos),
+        )
+
+    assert [e.process_return for e in play_with(12)] == [1.0, 1.0]
+    # Two oracle moves of the six the task needs, then the budget runs out.
+    partial = play_with(2)
+    assert [e.end_reason for e in partial] == ["budget", "budget"]
+    assert partial[0].process_return == pytest.approx(2 / 6)
+    assert [e.process_return for e in play_with(12, process_reward=False)] == [0.0, 0.0]
+
+
+# ----------------------------------------------------------------- training
+def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_path):
+    from baselines.llm_train import LLMTrainConfig, train_llm
+
+    short = BudgetSpec.fixed(4)
+    probe = [task for task in SHORT_TASKS for _ in range(32)]
+    before, _, _ = play(warm_path, probe, short, seed=99)
+    config = LLMTrainConfig(
+        GUESS,
+        short,
+        model=str(warm_path),
+        tasks=SHORT_TASKS,
+        k=8,
+        tasks_per_step=2,
+        steps=20,
+        learning_rate=1e-3,
+        warm_start=0,
+    )
+    out = train_llm(config, tmp_path / "run", log=lambda line: None)
+    after, _, _ = play(out, probe, short, seed=99)
+    rate = lambda episodes: sum(e.success for e in episodes) / len(episodes)  # noqa: E731
+    # Measured here: 0.00 before, 0.27 after (64 episodes, seeds fixed).
+    assert rate(after) >= rate(before) + 0.15, (rate(before), rate(after))
+    sidecar = json.loads((out / "train_llm.json").read_text())
+    assert sidecar["config"]["budget"]["budgets"] == [4]
+    assert len(sidecar["log"]) == 20
+
+
+def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
+    out = tmp_path / "quick"
+    assert cli.main(["train-llm", GUESS, "--quick", "--budget-mix", "2,3", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "BudgetMix{2,3}" in printed and "agent-envs eval" in printed
+    assert (out / "result.json").exists() and (out / "config.json").exists()
+    sidecar = json.loads((out / "train_llm.json").read_text())
+    assert sidecar["config"]["budget"]["budgets"] == [2, 3]
+    assert HFAgent(str(out), max_new_tokens=8).act("The secret is between 1 and 100.", {})
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["agent_envs/Nope-v0"], "unknown env id"),
+        ([GUESS, "--k", "1"], "k must be >= 2"),
+        ([GUESS, "--budget-mix", "4,x"], "--budget-mix takes"),
+        ([GUESS, "--weights", "1,2"], "--weights goes with --budget-mix"),
+        ([GUESS, "--tasks", "a:b"], "--tasks takes"),
+        ([GUESS, "--model", "/nonexistent/model"], "is not a folder"),
+    ],
+)
+def test_train_llm_bad_input_gives_one_line_errors(argv, message, capsys, tmp_path):
+    assert cli.main(["train-llm", *argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
