@@ -5,9 +5,9 @@ Design (one screen; the numbers are the settings below):
 * **Envs where the budget can matter.**  Slippery FrozenLake, whose
   budget-aware oracle maximises P(success within the turns left): the
   held-out tasks are *chosen* so that its best first move changes with T (a
-  short route past holes, or a long safe one).  Plus Maze, where exploring
-  matters (it is partially observable, so a memoryless policy cannot match
-  the oracle; see results.md).
+  short route past holes, or a long safe one).  Maze, where exploring
+  matters, is not in ``PLANS``: it is partially observable, so a memoryless
+  warm start cannot come near its oracle (see docs/classic_rl.md).
 * **Policies that learn first.**  Every seed starts from a behaviour-cloning
   warm start on ``NoisyOracleAgent`` demonstrations (the stand-in for the
   paper's pretrained model), then fine-tunes with MaskablePPO under one
@@ -56,9 +56,9 @@ import numpy as np
 SEEDS = 10
 HELD_OUT = 100  # held-out task ids per env
 SAMPLES = 4  # attempts per (task, T)
-BC_EPISODES = 2500  # noisy-oracle demonstration episodes of the warm start
+BC_EPISODES = 3000  # noisy-oracle demonstration episodes of the warm start
 BC_EPSILON = 0.2
-BC_EPOCHS = 15
+BC_EPOCHS = 20
 TIMESTEPS = 8_000  # PPO fine-tuning steps per regime
 NET_ARCH = (256, 256)  # [64, 64] underfits the demonstrations (78% accuracy against 90%+)
 WORKERS = 2

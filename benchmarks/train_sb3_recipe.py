@@ -28,7 +28,8 @@ RECIPE = [
     "--eval-tasks", "100", "--samples", "4", "--k", "1", "--eval-budgets", "8,16,32",
 ]  # fmt: skip
 #: What the README states: Pass@(1,T) at least this on task ids 0..99, within this time.
-STATED = {"pass_at_1": {16: 0.55}, "minutes": 8.0}
+#: (Measured: 0.57 [0.50, 0.64] at T=16 and 0.63 [0.56, 0.70] at T=32, in 2.8 min.)
+STATED = {"pass_at_1": {16: 0.5, 32: 0.55}, "minutes": 8.0}
 
 
 def main() -> int:
