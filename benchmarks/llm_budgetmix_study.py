@@ -353,7 +353,8 @@ def report(
             rate = f"{recovered / recoverable:.2f} (n={recoverable})" if recoverable else "n/a"
             cells.append(rate)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        summary["regimes"][name]["diagnostics"] = [r.diagnostics for r in group]
+        # Every seed's whole result, so that EvalResult.from_dict rebuilds it.
+        summary["regimes"][name]["results"] = [r.to_dict() for r in group]
     lines += [""]
     return lines, summary
 
