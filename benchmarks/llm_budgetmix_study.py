@@ -31,7 +31,7 @@ heatmap per regime and a difference plot per regime against ``warm`` into
 
     python benchmarks/llm_budgetmix_study.py            # the default run (time: results.md)
     python benchmarks/llm_budgetmix_study.py --full     # adds long+pr and FrozenLake-8x8
-    python benchmarks/llm_budgetmix_study.py --quick    # plumbing check (~2 min)
+    python benchmarks/llm_budgetmix_study.py --quick    # plumbing check (minutes)
 """
 
 from __future__ import annotations
