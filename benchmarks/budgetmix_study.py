@@ -537,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         lines += env_lines[:2] + intro + env_lines[2:]
         everything[env_id] = {"tasks": tasks, "shortest": shortest, **record}
+        everything[env_id]["references"] = {n: r.to_dict() for n, r in references.items()}
     (args.out / "results.json").write_text(json.dumps(everything, indent=1) + "\n")
     wall = time.perf_counter() - started
     command = "python benchmarks/budgetmix_study.py " + " ".join(argv or sys.argv[1:])
