@@ -35,7 +35,9 @@ from baselines.simple_agents import RandomAgent
 # ----------------------------------------------------------------- settings
 # Big enough that the actors' start-up (printed apart) is a small share of a run:
 # on an idle 2-core machine 1600 heavy episodes gave 1.54x, 4000 gave 1.71x.
-HEAVY = dict(env="agent_envs/Household-Large-v0", tasks=1000, samples=4, budget=30, diagnostics=True)
+HEAVY = dict(
+    env="agent_envs/Household-Large-v0", tasks=1000, samples=4, budget=30, diagnostics=True
+)
 CHEAP = dict(env="agent_envs/GuessNumber-v0", tasks=100, samples=400, budget=10, diagnostics=False)
 TINY = dict(env="agent_envs/GuessNumber-v0", tasks=2, samples=1, budget=10, diagnostics=False)
 
