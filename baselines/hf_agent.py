@@ -124,6 +124,21 @@ class _GumbelSampler(LogitsProcessor):
         return logits - noise.log()
 
 
+def left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack token-id lists into one left-padded batch: ``(input_ids, attention_mask)``.
+
+    Left padding keeps every row's last token in the last column, where
+    ``generate`` appends; HFAgent and the GRPO rollout batch prompts the same way.
+    """
+    width = max(len(ids) for ids in prompts)
+    input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, ids in enumerate(prompts):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        attention_mask[row, width - len(ids) :] = 1
+    return input_ids, attention_mask
+
+
 class HFAgent:
     """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
 
@@ -253,12 +268,7 @@ class HFAgent:
 
     # ------------------------------------------------------------ generation
     def _generate(self, prompts: list[list[int]], seeds: list[int]) -> list[str]:
-        width = max(len(ids) for ids in prompts)
-        input_ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, ids in enumerate(prompts):
-            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention_mask[row, width - len(ids) :] = 1
+        input_ids, attention_mask = left_pad(prompts, self._pad_id)
         device = self.model.device
         config = GenerationConfig(
             max_new_tokens=self.max_new_tokens,
@@ -283,7 +293,7 @@ class HFAgent:
                 generation_config=config,
                 logits_processor=processors,
             )
-        new_tokens = output[:, width:].tolist()
+        new_tokens = output[:, input_ids.shape[1] :].tolist()
         texts = []
         for tokens in new_tokens:
             end = next(

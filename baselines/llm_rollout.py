@@ -60,7 +60,7 @@ from agent_envs.protocol import (
     TASK_ID,
     VALID_ACTION,
 )
-from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler
+from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler, left_pad
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
@@ -601,12 +601,7 @@ class HFGenerator:
         return replies  # type: ignore[return-value]
 
     def _generate(self, prompts: list[list[int]], seeds: list[int]) -> list[Generation]:
-        width = max(len(ids) for ids in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, ids in enumerate(prompts):
-            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention_mask[row, width - len(ids) :] = 1
+        input_ids, attention_mask = left_pad(prompts, self.pad_id)
         device = self.model.device
         sampler = _RecordingSampler(seeds, self.rollout.temperature, device)
         config = GenerationConfig(
@@ -631,7 +626,7 @@ class HFGenerator:
                 )
         finally:
             self.model.train(was_training)
-        new_tokens = output[:, width:].tolist()
+        new_tokens = output[:, input_ids.shape[1] :].tolist()
         logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
         replies = []
         for row, tokens in enumerate(new_tokens):
