@@ -72,12 +72,20 @@ def env_corpus(env_id: str, episodes: int = 64, turns: int = 20) -> list[str]:
     return texts
 
 
-def build_tiny_model(folder: str | Path, env_id: str, seed: int = 0, vocab_size: int = 512) -> Path:
+def build_tiny_model(
+    folder: str | Path,
+    env_id: str,
+    seed: int = 0,
+    vocab_size: int = 512,
+    context: int = TINY_CONFIG["max_position_embeddings"],
+) -> Path:
     """Train the tokenizer, build a randomly initialised model, save both in ``folder``.
 
-    Returns ``folder``, which ``AutoModelForCausalLM.from_pretrained`` and
-    ``HFAgent(folder)`` then load.  The same ``(env_id, seed)`` gives the
-    same model.
+    ``context`` is the model's context length in tokens (rotary positions add
+    no weights, so it costs nothing until used); an episode whose dialogue
+    outgrows it ends with ``end_reason="context"``.  Returns ``folder``, which
+    ``AutoModelForCausalLM.from_pretrained`` and ``HFAgent(folder)`` then
+    load.  The same ``(env_id, seed, context)`` gives the same model.
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -117,7 +125,7 @@ def build_tiny_model(folder: str | Path, env_id: str, seed: int = 0, vocab_size:
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=True,
-        **TINY_CONFIG,
+        **{**TINY_CONFIG, "max_position_embeddings": context},
     )
     # Fork the RNG so that building the model leaves torch's global stream alone.
     with torch.random.fork_rng(devices=[]):

@@ -83,6 +83,9 @@ class LLMTrainConfig:
         max_new_tokens: the most tokens of one reply.
         temperature: the sampling temperature (training and evaluation).
         system_prompt: the system prompt (as ``HFAgent``'s).
+        context: the context length of the built-in tiny model, in tokens
+            (ignored with ``model``); a longer budget or a wordier env needs
+            more, or its episodes end with ``end_reason="context"``.
     """
 
     env_id: str
@@ -102,9 +105,10 @@ class LLMTrainConfig:
     max_new_tokens: int = 8
     temperature: float = 1.0
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    context: int = 1024
 
     def __post_init__(self) -> None:
-        for name in ("k", "tasks_per_step", "max_new_tokens"):
+        for name in ("k", "tasks_per_step", "max_new_tokens", "context"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
@@ -146,7 +150,9 @@ def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
     if path is None:
         from baselines.llm_tiny import build_tiny_model
 
-        path = str(build_tiny_model(out / "base", config.env_id, seed=config.seed))
+        path = str(
+            build_tiny_model(out / "base", config.env_id, seed=config.seed, context=config.context)
+        )
     elif not Path(path).is_dir():
         raise FileNotFoundError(
             f"--model {path} is not a folder; give a local model folder (offline) or omit it "
@@ -480,6 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-new-tokens", type=int, default=8, help="tokens per reply (8)")
+    parser.add_argument(
+        "--context", type=int, default=1024, help="the tiny model's context in tokens (1024)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="output folder")
     parser.add_argument(
         "--eval-tasks",
@@ -519,6 +528,7 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
         process_reward=args.process_reward,
         seed=args.seed,
         max_new_tokens=args.max_new_tokens,
+        context=args.context,
     )
     if args.quick:
         config = replace(

@@ -429,12 +429,14 @@ def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_pat
 
 def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
     out = tmp_path / "quick"
-    assert cli.main(["train-llm", GUESS, "--quick", "--budget-mix", "2,3", "--out", str(out)]) == 0
+    argv = ["train-llm", GUESS, "--quick", "--budget-mix", "2,3", "--context", "1536"]
+    assert cli.main([*argv, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "BudgetMix{2,3}" in printed and "agent-envs eval" in printed
     assert (out / "result.json").exists() and (out / "config.json").exists()
     sidecar = json.loads((out / "train_llm.json").read_text())
     assert sidecar["config"]["budget"]["budgets"] == [2, 3]
+    assert json.loads((out / "config.json").read_text())["max_position_embeddings"] == 1536
     assert HFAgent(str(out), max_new_tokens=8).act("The secret is between 1 and 100.", {})
 
 
@@ -443,6 +445,7 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
     [
         (["agent_envs/Nope-v0"], "unknown env id"),
         ([GUESS, "--k", "1"], "k must be >= 2"),
+        ([GUESS, "--context", "0"], "context must be an int >= 1"),
         ([GUESS, "--budget-mix", "4,x"], "--budget-mix takes"),
         ([GUESS, "--weights", "1,2"], "--weights goes with --budget-mix"),
         ([GUESS, "--tasks", "a:b"], "--tasks takes"),
