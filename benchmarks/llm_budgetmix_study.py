@@ -40,7 +40,6 @@ heatmap per regime and a difference plot per regime against ``warm`` into
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import multiprocessing
 import os
@@ -167,12 +166,21 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     )
     started = time.perf_counter()
     name = f"[{_slug(env_id)} {regime} seed {seed}]"
-    if job["budget"]:
+    trained = 0.0
+    if job["budget"] and (run / "train_llm.json").exists():
+        # Trained before and only the evaluation is missing: keep the model and its time.
+        timing = run / "timing.json"
+        sidecar = json.loads((run / "train_llm.json").read_text())
+        trained = (
+            json.loads(timing.read_text())["train"]
+            if timing.exists()
+            else sidecar["timings"]["grpo_seconds"]
+        )
+    elif job["budget"]:
         train_llm(config, run, log=lambda line: print(f"{name} {line}", flush=True))
-        model = run
-    else:
-        model = Path(job["warm"])
-    trained = time.perf_counter() - started
+        trained = time.perf_counter() - started
+    model = run if job["budget"] else Path(job["warm"])
+    started = time.perf_counter()
     result = evaluate_model(
         model,
         config,
@@ -184,10 +192,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         log_path=run / "episodes.jsonl",
         step_quality=job["step_quality"],
     )
-    seconds = {
-        "train": round(trained, 1),
-        "eval": round(time.perf_counter() - started - trained, 1),
-    }
+    seconds = {"train": round(trained, 1), "eval": round(time.perf_counter() - started, 1)}
     run.mkdir(parents=True, exist_ok=True)
     (run / "timing.json").write_text(json.dumps(seconds))
     result.save(result_path)
@@ -283,19 +288,37 @@ def report(
             cmap="viridis",
             label="Pass@(K,T)",
         )
-    seed_level = _compare_takes_lists()
     lines += ["### Each regime minus warm start, Pass@(1,T), seed level", ""]
-    if not seed_level:
-        lines += ["(seed-level compare not available in this checkout; skipped)", ""]
-    else:
-        header = "| regime | " + " | ".join(f"T={t}" for t in budgets) + " | seed-level p (T=max) |"
-        lines += [header, "|" + "---|" * (len(budgets) + 2)]
-        for name in names:
-            if name == "warm":
-                continue
-            difference = compare(results[name], results["warm"], seed=0)
-            data = difference.to_dict()
-            summary["versus_warm"][name] = data
+    header = "| regime | " + " | ".join(f"T={t}" for t in budgets) + " | seed-level p (T=max) |"
+    lines += [header, "|" + "---|" * (len(budgets) + 2)]
+    for name in names:
+        if name == "warm":
+            continue
+        difference = compare(results[name], results["warm"], seed=0)
+        data = difference.to_dict()
+        summary["versus_warm"][name] = data
+        cells = [
+            _cell(
+                difference.diff[0, j],
+                difference.ci_low[0, j],
+                difference.ci_high[0, j],
+                True,
+            )
+            for j in range(len(budgets))
+        ]
+        p_text = "n/a"
+        if difference.p_value is not None:
+            p_text = f"{difference.p_value[0, -1]:.3f} (min {difference.min_p_value:.3f})"
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {p_text} |")
+        difference.plot(out / f"{slug}-{name}-minus-warm.png")
+    lines += [""]
+    if "mix" in names:
+        lines += ["### BudgetMix minus each fixed budget, Pass@(1,T), seed level", ""]
+        lines += ["| comparison | " + " | ".join(f"T={t}" for t in budgets) + " |"]
+        lines += ["|" + "---|" * (len(budgets) + 1)]
+        for other in ("short", "long"):
+            difference = compare(results["mix"], results[other], seed=0)
+            summary[f"mix_minus_{other}"] = difference.to_dict()
             cells = [
                 _cell(
                     difference.diff[0, j],
@@ -305,30 +328,8 @@ def report(
                 )
                 for j in range(len(budgets))
             ]
-            p_text = "n/a"
-            if difference.p_value is not None:
-                p_text = f"{difference.p_value[0, -1]:.3f} (min {difference.min_p_value:.3f})"
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {p_text} |")
-            difference.plot(out / f"{slug}-{name}-minus-warm.png")
+            lines.append(f"| mix - {other} | " + " | ".join(cells) + " |")
         lines += [""]
-        if "mix" in names:
-            lines += ["### BudgetMix minus each fixed budget, Pass@(1,T), seed level", ""]
-            lines += ["| comparison | " + " | ".join(f"T={t}" for t in budgets) + " |"]
-            lines += ["|" + "---|" * (len(budgets) + 1)]
-            for other in ("short", "long"):
-                difference = compare(results["mix"], results[other], seed=0)
-                summary[f"mix_minus_{other}"] = difference.to_dict()
-                cells = [
-                    _cell(
-                        difference.diff[0, j],
-                        difference.ci_low[0, j],
-                        difference.ci_high[0, j],
-                        True,
-                    )
-                    for j in range(len(budgets))
-                ]
-                lines.append(f"| mix - {other} | " + " | ".join(cells) + " |")
-            lines += [""]
     lines += [
         "### Diagnostics (pooled over seeds)",
         "",
@@ -368,12 +369,6 @@ def report(
     return lines, summary
 
 
-def _compare_takes_lists() -> bool:
-    from agent_envs.evaluation import compare
-
-    return "Sequence" in str(inspect.signature(compare).parameters["a"].annotation)
-
-
 # -------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -390,11 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     train_tasks = TRAIN_TASKS[:8] if args.quick else TRAIN_TASKS
     eval_tasks = EVAL_TASKS[:8] if args.quick else EVAL_TASKS
     samples = 2 if args.quick else EVAL_SAMPLES
-    from agent_envs.evaluation import evaluate
 
-    step_quality = (
-        STEP_QUALITY_STATES if "step_quality" in inspect.signature(evaluate).parameters else 0
-    )
     started = time.perf_counter()
     timing: dict[str, Any] = {}
     summary: dict[str, Any] = {
@@ -409,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             "learning_rate": LEARNING_RATE,
             "k": K,
             "tasks_per_step": TASKS_PER_STEP,
-            "step_quality_states": step_quality,
+            "step_quality_states": STEP_QUALITY_STATES,
             "workers": args.workers,
         },
         "envs": {},
@@ -437,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                         "steps": grpo_steps,
                         "eval_tasks": list(eval_tasks),
                         "samples": samples,
-                        "step_quality": step_quality,
+                        "step_quality": STEP_QUALITY_STATES,
                         "run": str(args.work / _slug(env_id) / f"{name}-seed{seed}"),
                     }
                 )
