@@ -257,6 +257,10 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
         (["agent_envs/FrozenLake-v0", "--algo", "sac"], "invalid choice"),
         (["agent_envs/FrozenLake-v0", "--gamma", "2"], "--gamma must be in"),
         (["agent_envs/FrozenLake-v0", "--seed", "-1"], "must be an int >= 0"),
+        (
+            ["agent_envs/Maze-7x7-v0", "--encoding", "hashing", "--feedback-length", "16"],
+            "--feedback-length needs --encoding chars",
+        ),
     ],
 )
 def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys):
