@@ -40,7 +40,7 @@ into ``--out`` (default ``docs/budgetmix``); runs go to ``--work`` (default
 ``runs/budgetmix``), and a rerun reuses finished runs.
 
     python benchmarks/budgetmix_study.py            # the full study (see results.md for time)
-    python benchmarks/budgetmix_study.py --quick    # plumbing check (about a minute)
+    python benchmarks/budgetmix_study.py --quick    # plumbing check (about 20 s)
 """
 
 from __future__ import annotations
