@@ -64,6 +64,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
+from baselines.llm_prefix_cache import PrefixCacheDecoder
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
@@ -164,6 +165,13 @@ class HFAgent:
             model config.
         trust_remote_code: passed to ``from_pretrained``; off by default
             because it runs code from the model repository.
+        prefix_cache: keep each episode's keys and values from one turn to
+            the next (:mod:`baselines.llm_prefix_cache`), so that a turn runs
+            only the tokens added since the last one.  The prompts and the
+            samples are the same; multi-turn episodes with a history generate
+            several times faster.  Off by default: it needs a decoder-only
+            model that takes ``position_ids`` and a full dynamic cache (Llama,
+            Qwen2, Mistral without a sliding window, GPT-2, ...).
 
     Example::
 
@@ -188,6 +196,7 @@ class HFAgent:
         seed: int = 0,
         max_context: int | None = None,
         trust_remote_code: bool = False,
+        prefix_cache: bool = False,
     ) -> None:
         check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
         check_int(batch_size, "batch_size", 1)
@@ -195,6 +204,7 @@ class HFAgent:
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
         check_bool(trust_remote_code, "trust_remote_code")
+        check_bool(prefix_cache, "prefix_cache")
         self.system_prompt = system_prompt
         self.temperature = float(temperature)
         self.top_p = float(top_p)
@@ -221,6 +231,11 @@ class HFAgent:
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
+        self._decoder = (
+            PrefixCacheDecoder(self.model, self._eos_ids, self._pad_id, max_new_tokens)
+            if prefix_cache
+            else None
+        )
 
     def __repr__(self) -> str:
         return (
@@ -246,10 +261,17 @@ class HFAgent:
         # Batching similar lengths together wastes little padding; the results
         # do not depend on the grouping.
         order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
+        keys = [_episode_key(info, row) for row, info in enumerate(infos)]
+        if self._decoder is not None:
+            self._decoder.retain(keys)
         generations: list[str] = [""] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            texts = self._generate([prompts[row] for row in rows], [seeds[row] for row in rows])
+            texts = self._generate(
+                [prompts[row] for row in rows],
+                [seeds[row] for row in rows],
+                [keys[row] for row in rows],
+            )
             for row, text in zip(rows, texts, strict=True):
                 generations[row] = text
         return [to_agent_action(text) for text in generations]
@@ -267,7 +289,32 @@ class HFAgent:
         return derive_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     # ------------------------------------------------------------ generation
-    def _generate(self, prompts: list[list[int]], seeds: list[int]) -> list[str]:
+    def _generate(self, prompts: list[list[int]], seeds: list[int], keys: list) -> list[str]:
+        device = self.model.device
+        sampler = (
+            _GumbelSampler(seeds, self.temperature, self.top_p, device)
+            if self.temperature > 0
+            else None
+        )
+        if self._decoder is not None:
+            new_tokens = self._decoder(
+                keys,
+                prompts,
+                lambda s: (s if sampler is None else sampler(None, s)).argmax(-1),
+            )
+        else:
+            new_tokens = self._generate_uncached(prompts, sampler)
+        texts = []
+        for tokens in new_tokens:
+            end = next(
+                (index for index, token in enumerate(tokens) if token in self._eos_ids),
+                len(tokens),
+            )
+            self.generated_tokens += min(end + 1, len(tokens))
+            texts.append(self.tokenizer.decode(tokens[:end], skip_special_tokens=True))
+        return texts
+
+    def _generate_uncached(self, prompts: list[list[int]], sampler: Any) -> list[list[int]]:
         input_ids, attention_mask = left_pad(prompts, self._pad_id)
         device = self.model.device
         config = GenerationConfig(
@@ -283,9 +330,7 @@ class HFAgent:
             pad_token_id=self._pad_id,
             eos_token_id=self._eos_ids,
         )
-        processors = LogitsProcessorList()
-        if self.temperature > 0:
-            processors.append(_GumbelSampler(seeds, self.temperature, self.top_p, device))
+        processors = LogitsProcessorList([sampler] if sampler is not None else [])
         with torch.inference_mode():
             output = self.model.generate(
                 input_ids=input_ids.to(device),
@@ -293,16 +338,17 @@ class HFAgent:
                 generation_config=config,
                 logits_processor=processors,
             )
-        new_tokens = output[:, input_ids.shape[1] :].tolist()
-        texts = []
-        for tokens in new_tokens:
-            end = next(
-                (index for index, token in enumerate(tokens) if token in self._eos_ids),
-                len(tokens),
-            )
-            self.generated_tokens += min(end + 1, len(tokens))
-            texts.append(self.tokenizer.decode(tokens[:end], skip_special_tokens=True))
-        return texts
+        return output[:, input_ids.shape[1] :].tolist()
+
+
+def _episode_key(info: dict[str, Any], row: int) -> Any:
+    """Name an episode across turns for the prefix cache: its seed, or the row of this call.
+
+    A cache is used only while it is a prefix of the prompt, so a key that
+    names another episode costs a prefill, never a wrong reply.
+    """
+    seed = info.get(EPISODE_SEED)
+    return ("episode", seed) if seed is not None else ("row", row)
 
 
 def _load(model: Any, tokenizer: Any, device: str | None, dtype: Any, trust_remote_code: bool):

@@ -30,11 +30,15 @@ one; an episode ends early, with its reason recorded, when:
 The other end reasons are ``"success"``, ``"budget"`` (out of turns) and
 ``"failure"`` (the env ended the episode without success).
 
-Generation is batched: one ``generate`` call per turn for all live episodes
-of the step.  Sampling is :class:`~baselines.hf_agent.HFAgent`'s seeded
-Gumbel-max sampler, so what an episode samples does not depend on the batch
-it shares, and the log-probability of each sampled token is recorded on the
-way.  When the trainer runs vLLM (``use_vllm=True``), generation goes through
+Generation is batched: one batched decode per turn for all live episodes of
+the step.  By default it keeps each episode's keys and values from one turn to
+the next (:mod:`baselines.llm_prefix_cache`), so a turn runs only the tokens
+the env added, not the whole dialogue again; ``HFGenerator(...,
+prefix_cache=False)`` calls ``model.generate`` instead.  Sampling is
+:class:`~baselines.hf_agent.HFAgent`'s seeded Gumbel-max sampler, so what an
+episode samples does not depend on the batch it shares, and the
+log-probability of each sampled token is recorded on the way.  When the
+trainer runs vLLM (``use_vllm=True``), generation goes through
 ``trainer.vllm_generation`` instead; that path is written against TRL 1.16
 but untested here (no GPU).
 """
@@ -61,6 +65,7 @@ from agent_envs.protocol import (
     VALID_ACTION,
 )
 from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler, left_pad
+from baselines.llm_prefix_cache import PrefixCacheDecoder
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
@@ -570,14 +575,22 @@ def process_reward(coef: float) -> Callable[..., list[float]]:
 class HFGenerator:
     """Generate one reply per episode with a transformers model, batched.
 
-    It left-pads the prompts, calls ``model.generate`` once per batch of
-    ``batch_size`` episodes (all at once by default) and records the sampled
-    tokens' log-probabilities under ``softmax(logits / temperature)``, the
-    distribution TRL's trainer scores them with.
+    It decodes once per batch of ``batch_size`` episodes (all at once by
+    default) and records the sampled tokens' log-probabilities under
+    ``softmax(logits / temperature)``, the distribution TRL's trainer scores
+    them with.  With ``prefix_cache`` (the default) each episode's keys and
+    values are kept between turns (:class:`~baselines.llm_prefix_cache.
+    PrefixCacheDecoder`); without it every turn left-pads the whole prompts
+    and calls ``model.generate``.  Both sample the same tokens.
     """
 
     def __init__(
-        self, model: Any, tokenizer: Any, rollout: EpisodeRollout, batch_size: int | None = None
+        self,
+        model: Any,
+        tokenizer: Any,
+        rollout: EpisodeRollout,
+        batch_size: int | None = None,
+        prefix_cache: bool = True,
     ) -> None:
         self.model = model
         self.rollout = rollout
@@ -585,9 +598,16 @@ class HFGenerator:
         self.eos_ids = _eos_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
+        self.decoder = (
+            PrefixCacheDecoder(model, self.eos_ids, self.pad_id, rollout.max_new_tokens)
+            if prefix_cache
+            else None
+        )
 
     def __call__(self, episodes: list[Episode], prompts: list[list[int]]) -> list[Generation]:
         seeds = [self.rollout.sampling_seed(e, p) for e, p in zip(episodes, prompts, strict=True)]
+        if self.decoder is not None:
+            self.decoder.retain([id(e) for e in episodes])
         size = self.batch_size or len(prompts)
         # Similar lengths together waste little padding; the samples do not
         # depend on the grouping (each row has its own generator).
@@ -595,15 +615,40 @@ class HFGenerator:
         replies: list[Generation | None] = [None] * len(prompts)
         for start in range(0, len(order), size):
             rows = order[start : start + size]
-            batch = self._generate([prompts[r] for r in rows], [seeds[r] for r in rows])
+            batch = self._generate(
+                [prompts[r] for r in rows], [seeds[r] for r in rows], [episodes[r] for r in rows]
+            )
             for row, reply in zip(rows, batch, strict=True):
                 replies[row] = reply
         return replies  # type: ignore[return-value]
 
-    def _generate(self, prompts: list[list[int]], seeds: list[int]) -> list[Generation]:
-        input_ids, attention_mask = left_pad(prompts, self.pad_id)
+    def _generate(
+        self, prompts: list[list[int]], seeds: list[int], episodes: list[Episode]
+    ) -> list[Generation]:
         device = self.model.device
         sampler = _RecordingSampler(seeds, self.rollout.temperature, device)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            if self.decoder is not None:
+                tokens = self.decoder(
+                    [id(e) for e in episodes], prompts, lambda s: sampler(None, s).argmax(-1)
+                )
+            else:
+                tokens = self._generate_uncached(prompts, sampler)
+        finally:
+            self.model.train(was_training)
+        logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
+        replies = []
+        for row, reply in enumerate(tokens):
+            ends = (i + 1 for i, token in enumerate(reply) if token in self.eos_ids)
+            end = next(ends, len(reply))
+            replies.append(Generation(reply[:end], logprobs[row][:end]))
+        return replies
+
+    def _generate_uncached(self, prompts: list[list[int]], sampler: Any) -> list[list[int]]:
+        input_ids, attention_mask = left_pad(prompts, self.pad_id)
+        device = self.model.device
         config = GenerationConfig(
             max_new_tokens=self.rollout.max_new_tokens,
             do_sample=False,  # greedy over the sampler's noisy logits is sampling
@@ -614,27 +659,14 @@ class HFGenerator:
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_ids,
         )
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.inference_mode():
-                output = self.model.generate(
-                    input_ids=input_ids.to(device),
-                    attention_mask=attention_mask.to(device),
-                    generation_config=config,
-                    logits_processor=LogitsProcessorList([sampler]),
-                )
-        finally:
-            self.model.train(was_training)
-        new_tokens = output[:, input_ids.shape[1] :].tolist()
-        logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
-        replies = []
-        for row, tokens in enumerate(new_tokens):
-            end = next(
-                (i + 1 for i, token in enumerate(tokens) if token in self.eos_ids), len(tokens)
+        with torch.inference_mode():
+            output = self.model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention_mask.to(device),
+                generation_config=config,
+                logits_processor=LogitsProcessorList([sampler]),
             )
-            replies.append(Generation(tokens[:end], logprobs[row][:end]))
-        return replies
+        return output[:, input_ids.shape[1] :].tolist()
 
 
 class _RecordingSampler(_GumbelSampler):

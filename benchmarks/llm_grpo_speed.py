@@ -8,10 +8,14 @@ Prints:
 
 * seconds per GRPO step (median of ``--steps`` steps after one warm-up step)
   and the share of it spent in the rollout (generation plus env steps);
-* the rollout of the same 32 episodes with one ``generate`` call per turn for
-  all live episodes (batched) and with one call per episode and turn (one at a
-  time), the speedup, and whether both played identical episodes (the seeded
-  per-row sampler makes batching invisible to the episodes).
+* the rollout of the same 32 episodes four ways: batched (one call per turn
+  for all live episodes) or one episode per call, each with the prefix cache
+  (``baselines.llm_prefix_cache``: a turn runs only the tokens added since the
+  last one) or with plain ``model.generate`` (which re-reads the whole
+  dialogue every turn).  For each: the whole rollout's seconds and the part
+  spent generating (the rest is env steps and building prompts, the same every
+  way); the speedups; and whether every way played identical episodes (the
+  seeded per-row sampler makes batching invisible to the episodes).
 
 Targets from the issue: at most 2 s a step; batched at least 5x faster.
 
@@ -31,6 +35,18 @@ ENV = "agent_envs/GuessNumber-v0"
 TASKS = (0, 1, 2, 3)
 K = 8
 BUDGET = 8
+#: (name, episodes per call (None: all live ones), prefix cache).
+MODES = (
+    ("batched, prefix cache", None, True),
+    ("one at a time, prefix cache", 1, True),
+    ("batched, generate()", None, False),
+    ("one at a time, generate()", 1, False),
+)
+SPEEDUPS = (
+    ("one at a time, prefix cache", "batched, prefix cache"),
+    ("one at a time, generate()", "batched, prefix cache"),
+    ("one at a time, generate()", "batched, generate()"),
+)
 
 
 def main() -> None:
@@ -73,18 +89,27 @@ def main() -> None:
     )
     model.eval()
 
-    # Batched vs one at a time: the same 32 episodes.
+    # Batched vs one at a time, with and without the prefix cache: the same 32 episodes.
     tasks = [task for task in TASKS for _ in range(K)]
     eos = _eos_ids(model, tokenizer)
-    timings, played = {}, {}
-    for name, batch_size in (("batched", None), ("one at a time", 1)):
+    timings, generating, played = {}, {}, {}
+    for name, batch_size, cache in MODES:
         runner = rollout()
-        generate = HFGenerator(model, tokenizer, runner, batch_size)
+        generator = HFGenerator(model, tokenizer, runner, batch_size, prefix_cache=cache)
+        spent = [0.0]
+
+        def generate(episodes, prompts, generator=generator, spent=spent):
+            started = time.perf_counter()
+            replies = generator(episodes, prompts)
+            spent[0] += time.perf_counter() - started
+            return replies
+
         started = time.perf_counter()
         episodes = runner.run(
             tasks, runner.encoder(model, tokenizer), generate, reply_decoder(tokenizer, eos)
         )
         timings[name] = time.perf_counter() - started
+        generating[name] = spent[0]
         played[name] = [(e.completion_ids, e.success) for e in episodes]
     turns = sum(e.turns for e in episodes)
 
@@ -138,11 +163,17 @@ def main() -> None:
     print(f"GRPO step on CPU (1 thread), {K * len(TASKS)} episodes, T={BUDGET}, tiny Llama:")
     print(f"  seconds per step: median {step:.2f} (min {min(steps):.2f}, max {max(steps):.2f})")
     print(f"  rollout (generation + env) share of the step: {share:.0%}")
-    print(f"Rollout of the same {len(tasks)} episodes ({turns} turns):")
-    for name, seconds in timings.items():
-        print(f"  {name}: {seconds:.2f} s")
-    print(f"  speedup of batched generation: {timings['one at a time'] / timings['batched']:.1f}x")
-    print(f"  identical episodes both ways: {played['batched'] == played['one at a time']}")
+    print(f"Rollout of the same {len(tasks)} episodes ({turns} turns), seconds:")
+    print(f"  {'mode':<34} {'rollout':>8} {'generation':>11}")
+    for name, _, _ in MODES:
+        print(f"  {name:<34} {timings[name]:>8.2f} {generating[name]:>11.2f}")
+    for slow, fast in SPEEDUPS:
+        print(
+            f"  {fast} vs {slow}: rollout {timings[slow] / timings[fast]:.1f}x, "
+            f"generation {generating[slow] / generating[fast]:.1f}x"
+        )
+    reference = played[MODES[0][0]]
+    print(f"  identical episodes every way: {all(p == reference for p in played.values())}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
 from baselines.hf_agent import HFAgent, _eos_ids  # noqa: E402
+from baselines.llm_prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm_rollout import (  # noqa: E402
     BudgetSpec,
     EpisodeRollout,
@@ -85,14 +86,14 @@ def warm_path(tiny_path, tmp_path_factory):
     return path
 
 
-def play(path, tasks, budget=T8, keep_prompts=False, **kwargs):
+def play(path, tasks, budget=T8, keep_prompts=False, prefix_cache=True, **kwargs):
     model, tokenizer = load(path)
     runner = rollout(budget, **kwargs)
     eos = _eos_ids(model, tokenizer)
     episodes = runner.run(
         tasks,
         runner.encoder(model, tokenizer),
-        HFGenerator(model, tokenizer, runner),
+        HFGenerator(model, tokenizer, runner, prefix_cache=prefix_cache),
         reply_decoder(tokenizer, eos),
         keep_prompts=keep_prompts,
     )
@@ -272,6 +273,70 @@ def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
 
 
 # ---------------------------------------------------------- prompt equality
+def test_the_prefix_cache_plays_the_same_episodes_as_generate(warm_path):
+    """Keeping each episode's keys and values between turns changes nothing it samples."""
+    tasks = [11, 11, 4, 4, 7, 7]  # prompts of several lengths: padded rows in every batch
+    cached, _, _ = play(warm_path, tasks)
+    plain, _, _ = play(warm_path, tasks, prefix_cache=False)
+    assert sum(e.turns for e in cached) > 2 * len(tasks)
+    for with_cache, without in zip(cached, plain, strict=True):
+        assert with_cache.completion_ids == without.completion_ids
+        assert with_cache.logprobs == pytest.approx(without.logprobs, abs=1e-4)
+
+
+def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_path):
+    """Greedy replies equal generate()'s; a turn feeds only the tokens added since the last."""
+    model, tokenizer = load(tiny_path)
+    eos = _eos_ids(model, tokenizer)
+    fed = []
+    model.register_forward_pre_hook(
+        lambda _, args, kwargs: fed.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+
+    def greedy(scores):
+        return scores.argmax(-1)
+
+    def decoder():
+        return PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 4)
+
+    def reference(prompt):
+        output = model.generate(
+            input_ids=torch.tensor([prompt]), do_sample=False, max_new_tokens=4, eos_token_id=eos
+        )
+        reply = output[0, len(prompt) :].tolist()
+        return reply[: next((i + 1 for i, t in enumerate(reply) if t in eos), len(reply))]
+
+    first = [[5, 6, 7, 8, 9, 10], [11, 12, 13]]
+    keep = decoder()
+    replies = keep(["a", "b"], first, greedy)
+    # "a" goes on with its reply and two more tokens; "b" starts over with another prompt.
+    second = [first[0] + replies[0] + [20, 21], [30, 31, 32, 33, 34, 35, 36, 37, 38]]
+    fed.clear()
+    again = keep(["a", "b"], second, greedy)
+    assert fed[0] == len(second[1])  # "b" is prefilled whole, "a" only from its last token
+    assert again == decoder()(["x", "y"], second, greedy)
+    assert again == [reference(prompt) for prompt in second]
+    keep.retain(["a"])
+    fed.clear()
+    keep(["a"], [second[0] + again[0]], greedy)
+    assert fed[0] == 1  # only the last reply token was never fed
+
+
+def test_hfagent_with_the_prefix_cache_plays_the_same_episodes(warm_path, tmp_path):
+    make_env, _ = cli._with_history(GUESS, 0, 8, False, "raw")
+    played = []
+    for cache in (False, True):
+        agent = HFAgent(
+            warm_path, temperature=1.0, max_new_tokens=8, seed=0, batch_size=4, prefix_cache=cache
+        )
+        log = tmp_path / f"cache-{cache}.jsonl"
+        evaluate(agent, make_env, ks=[1], budgets=[8], tasks=[11, 4, 7], samples=2, log_path=log)
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        played.append([line for line in lines if "seed" in line])  # one line per episode
+    assert played[0] == played[1]  # turns, success, valid and optimal moves, ...
+    assert sum(line["turns"] for line in played[0]) > 2 * len(played[0])
+
+
 def test_training_prompts_equal_hfagent_prompts_in_evaluate(warm_path, tmp_path):
     """Same model, seeds and env stack: evaluate() with HFAgent replays the rollout exactly."""
     tasks = [11, 11, 11, 4, 4, 4]

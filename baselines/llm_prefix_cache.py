@@ -1,0 +1,224 @@
+"""Batched decoding that keeps each episode's keys and values from one turn to the next.
+
+A multi-turn episode's prompt at turn t is its prompt at turn t-1, the reply
+and the env's answer.  ``model.generate`` re-reads (prefills) the whole
+dialogue every turn, so late turns cost attention over the whole history for
+every live episode, and batching cannot save that compute.
+:class:`PrefixCacheDecoder` keeps each episode's keys and values, so that a
+turn runs only the tokens added since the last one (the last reply token and
+the env's answer) and then decodes the reply.
+
+Rows of a batch hold caches of different lengths.  Each row's cache is
+right-aligned behind left padding, and its new tokens are left-padded in the
+new block: ``[pad | cache | pad | new]``.  An attention mask hides the padding
+and explicit position ids number each row's tokens as in its own unpadded
+sequence, so every row reads exactly its own sequence.  This suits
+decoder-only models with a full (not sliding-window) dynamic cache and
+``position_ids``: Llama, Qwen2, Mistral, GPT-2 and the like.
+
+A cache entry also holds the tokens it was computed from, and is used only
+while they are a prefix of the row's prompt; otherwise the row is prefilled
+from scratch.  A decoder belongs to one rollout, during which the weights do
+not change; :meth:`PrefixCacheDecoder.retain` drops the rows that have ended.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+__all__ = ["PrefixCacheDecoder"]
+
+#: ``sample(scores) -> tokens``: one token per row from the last position's logits.
+Sample = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class _RowCache:
+    """One row's keys and values (per layer, ``[heads, len(tokens), head_dim]``)."""
+
+    tokens: tuple[int, ...]
+    layers: tuple[tuple[torch.Tensor, torch.Tensor], ...]
+
+
+class PrefixCacheDecoder:
+    """Decode one reply per row, reusing each row's cache from its previous call.
+
+    Args:
+        model: a transformers causal LM.
+        eos_ids: the tokens that end a reply.
+        pad_id: the token that fills padding (never attended to).
+        max_new_tokens: the most tokens of one reply.
+    """
+
+    def __init__(self, model: Any, eos_ids: Sequence[int], pad_id: int, max_new_tokens: int):
+        self.model = model
+        self.eos_ids = torch.tensor(sorted(set(eos_ids)), dtype=torch.long)
+        self.pad_id = pad_id
+        self.max_new_tokens = max_new_tokens
+        self.layers = model.config.get_text_config().num_hidden_layers
+        # transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns).
+        parameters = inspect.signature(model.forward).parameters
+        self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
+        self._caches: dict[Any, _RowCache] = {}
+
+    @torch.inference_mode()
+    def __call__(
+        self, keys: Sequence[Any], prompts: Sequence[Sequence[int]], sample: Sample
+    ) -> list[list[int]]:
+        """Return one reply per prompt: its tokens up to and including the end token.
+
+        ``keys`` name the rows across calls (one per episode); ``sample`` picks
+        each row's next token from the logits of its last position.
+        """
+        cached = [self._usable(key, prompt) for key, prompt in zip(keys, prompts, strict=True)]
+        starts = [len(c.tokens) if c else 0 for c in cached]
+        batch = _Batch(
+            prompts, starts, cached, self.pad_id, self.max_new_tokens, self.layers, self.device
+        )
+        replies: list[list[int]] = [[] for _ in prompts]
+        done = torch.zeros(len(prompts), dtype=torch.bool)
+        input_ids, positions = batch.input_ids, batch.positions
+        for step in range(self.max_new_tokens):
+            logits = self.model(
+                input_ids=input_ids,
+                attention_mask=batch.mask[:, : batch.width + step],
+                position_ids=positions,
+                **{self._cache_argument: batch.cache},
+                use_cache=True,
+                logits_to_keep=1,
+            ).logits[:, -1, :]
+            tokens = sample(logits).cpu()
+            for row in (~done).nonzero().flatten().tolist():
+                replies[row].append(int(tokens[row]))
+            done |= torch.isin(tokens, self.eos_ids)
+            if bool(done.all()) or step + 1 == self.max_new_tokens:
+                break
+            input_ids = tokens.to(self.device).unsqueeze(1)
+            positions = positions[:, -1:] + 1
+        for row, key in enumerate(keys):
+            self._caches[key] = batch.row_cache(row, prompts[row], replies[row])
+        return replies
+
+    def retain(self, keys: Sequence[Any]) -> None:
+        """Drop the caches of every row not in ``keys`` (episodes that have ended)."""
+        wanted = set(keys)
+        self._caches = {key: entry for key, entry in self._caches.items() if key in wanted}
+
+    @property
+    def device(self) -> Any:
+        return self.model.device
+
+    def _usable(self, key: Any, prompt: Sequence[int]) -> _RowCache | None:
+        entry = self._caches.get(key)
+        if entry is None or len(entry.tokens) >= len(prompt):
+            return None
+        if tuple(prompt[: len(entry.tokens)]) != entry.tokens:
+            return None
+        return entry
+
+
+class _Batch:
+    """The padded tensors of one call: new tokens, positions, mask and the rows' caches."""
+
+    def __init__(
+        self, prompts, starts, cached, pad_id: int, max_new_tokens: int, layer_count: int, device
+    ) -> None:
+        rows = len(prompts)
+        self.cached_width = max(starts)
+        new = [list(prompt[start:]) for prompt, start in zip(prompts, starts, strict=True)]
+        self.new_width = max(len(tokens) for tokens in new)
+        self.width = self.cached_width + self.new_width
+        self.new_lengths = [len(tokens) for tokens in new]
+        self.starts = starts
+        input_ids = torch.full((rows, self.new_width), pad_id, dtype=torch.long)
+        positions = torch.zeros((rows, self.new_width), dtype=torch.long)
+        mask = torch.zeros((rows, self.width + max_new_tokens), dtype=torch.long)
+        for row, (tokens, start) in enumerate(zip(new, starts, strict=True)):
+            first = self.new_width - len(tokens)
+            input_ids[row, first:] = torch.tensor(tokens, dtype=torch.long)
+            # Padding gets the row's first new position: any valid position
+            # works, since no real token attends to it.
+            positions[row] = start
+            positions[row, first:] = torch.arange(start, start + len(tokens))
+            mask[row, self.cached_width - start : self.cached_width] = 1
+            mask[row, self.cached_width + first :] = 1  # new tokens, then the reply's
+        self.input_ids = input_ids.to(device)
+        self.positions = positions.to(device)
+        self.mask = mask.to(device)
+        self.cache = self._stack(cached, layer_count, self.new_width + max_new_tokens, device)
+
+    def _stack(self, cached, layer_count: int, room: int, device) -> DynamicCache:
+        cache = DynamicCache()
+        cache.layers = [_ReservedLayer(self.cached_width + room) for _ in range(layer_count)]
+        if self.cached_width == 0:
+            return cache
+        for index, layer in enumerate(cache.layers):
+            key, value = next(c for c in cached if c is not None).layers[index]
+            heads, _, dim = key.shape
+            shape = (len(cached), heads, self.cached_width, dim)
+            keys = torch.zeros(shape, dtype=key.dtype, device=device)
+            values = torch.zeros(shape, dtype=value.dtype, device=device)
+            for row, entry in enumerate(cached):
+                if entry is not None:
+                    length = len(entry.tokens)
+                    keys[row, :, self.cached_width - length :] = entry.layers[index][0]
+                    values[row, :, self.cached_width - length :] = entry.layers[index][1]
+            layer.update(keys, values)
+        return cache
+
+    def row_cache(self, row: int, prompt: Sequence[int], reply: list[int]) -> _RowCache:
+        """Return ``row``'s cache: its prompt and the reply tokens fed back (all but the last)."""
+        start, length = self.starts[row], self.new_lengths[row]
+        fed = len(reply) - 1  # the last sampled token was never fed to the model
+        begin = self.cached_width - start
+        new_begin, new_end = self.width - length, self.width + fed
+        layers = []
+        for layer in self.cache.layers:
+            keys, values = layer.keys[row], layer.values[row]
+            layers.append(
+                (
+                    torch.cat([keys[:, begin : self.cached_width], keys[:, new_begin:new_end]], 1),
+                    torch.cat(
+                        [values[:, begin : self.cached_width], values[:, new_begin:new_end]], 1
+                    ),
+                )
+            )
+        return _RowCache((*prompt, *reply[:fed]), tuple(layers))
+
+
+class _ReservedLayer(DynamicLayer):
+    """A dynamic cache layer that writes into room reserved up front.
+
+    ``DynamicLayer`` concatenates on every update, copying the whole cache for
+    each decoded token; here a call's tokens are written in place, and
+    ``keys``/``values`` are views of the filled part.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity = capacity
+        self._buffers: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._length = 0
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if self._buffers is None:
+            self.lazy_initialization(key_states, value_states)
+            rows, heads, _, dim = key_states.shape
+            shape = (rows, heads, self.capacity, dim)
+            self._buffers = (key_states.new_zeros(shape), value_states.new_zeros(shape))
+        end = self._length + key_states.shape[-2]
+        if end > self.capacity:
+            raise RuntimeError(f"the reserved cache holds {self.capacity} tokens, not {end}")
+        keys, values = self._buffers
+        keys[:, :, self._length : end] = key_states
+        values[:, :, self._length : end] = value_states
+        self._length = end
+        self.keys, self.values = keys[:, :, :end], values[:, :, :end]
+        return self.keys, self.values
