@@ -92,6 +92,11 @@ _family(
 _family(
     "Maze",
     {
+        "agent_envs/Maze-5x5-v0": (
+            "agent_envs.envs.maze:MazeEnv",
+            {"size": 5},
+            "Find the exit of a 5x5-cell maze seeing only the walls around you (memory).",
+        ),
         "agent_envs/Maze-7x7-v0": (
             "agent_envs.envs.maze:MazeEnv",
             {"size": 7},

@@ -366,6 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
     encoding.add_argument("--max-length", type=_positive, help="characters (tokens) kept")
     encoding.add_argument("--keep", choices=("tail", "head"), default="tail")
     encoding.add_argument("--view-only", action="store_true", help="encode the view only")
+    encoding.add_argument(
+        "--feedback-length",
+        type=_positive,
+        help="chars mode: also encode the feedback's first N characters (e.g. Maze's heading)",
+    )
     encoding.add_argument("--charset", help="characters indexed by chars mode (default: env's)")
     encoding.add_argument("--dim", type=_positive, default=1024, help="hashing dimension")
     encoding.add_argument("--tokenizer", help="tokenizer name or local path (tokens mode)")
@@ -401,6 +406,10 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         encoding["view_only"] = True
     if args.max_length is not None:
         encoding["max_length"] = args.max_length
+    if args.feedback_length is not None:
+        if args.encoding != "chars":
+            raise _UsageError("--feedback-length needs --encoding chars")
+        encoding["feedback_length"] = args.feedback_length
     if args.encoding == "chars" and args.charset is not None:
         encoding["charset"] = args.charset.replace("\\n", "\n")
     if args.encoding == "hashing":

@@ -6,8 +6,13 @@ Design (one screen; the numbers are the settings below):
   budget-aware oracle maximises P(success within the turns left): the
   held-out tasks are *chosen* so that its best first move changes with T (a
   short route past holes, or a long safe one).  Maze, where exploring
-  matters, is not in ``PLANS``: it is partially observable, so a memoryless
-  warm start cannot come near its oracle (see docs/classic_rl.md).
+  matters: the agent never sees the map, so it must explore, and the
+  privileged oracle (which reads the map) walks the shortest path.  A
+  memoryless policy sees the maze's feedback ``You moved east.`` beside the
+  view (``feedback_length`` of the encoder): its heading, with which a
+  wall follower, which finds the exit of any perfect maze, is a function of
+  one observation.  Cell coordinates are dropped (digits are outside the
+  charset), so what the policy learns cannot hang on one map's layout.
 * **Policies that learn first.**  Every seed starts from a behaviour-cloning
   warm start on ``NoisyOracleAgent`` demonstrations (the stand-in for the
   paper's pretrained model), then fine-tunes with MaskablePPO under one
@@ -35,7 +40,7 @@ into ``--out`` (default ``docs/budgetmix``); runs go to ``--work`` (default
 ``runs/budgetmix``), and a rerun reuses finished runs.
 
     python benchmarks/budgetmix_study.py            # the full study (see results.md for time)
-    python benchmarks/budgetmix_study.py --quick    # plumbing check (about a minute)
+    python benchmarks/budgetmix_study.py --quick    # plumbing check (about 20 s)
 """
 
 from __future__ import annotations
@@ -56,11 +61,7 @@ import numpy as np
 SEEDS = 10
 HELD_OUT = 100  # held-out task ids per env
 SAMPLES = 4  # attempts per (task, T)
-BC_EPISODES = 3000  # noisy-oracle demonstration episodes of the warm start
-BC_EPSILON = 0.2
-BC_EPOCHS = 20
-TIMESTEPS = 8_000  # PPO fine-tuning steps per regime
-NET_ARCH = (256, 256)  # [64, 64] underfits the demonstrations (78% accuracy against 90%+)
+BC_EPSILON = 0.2  # the demonstrator's noise
 WORKERS = 2
 ALGO = "maskable_ppo"
 PROCESS_REWARD_COEF = 0.1
@@ -68,7 +69,8 @@ TRAIN_FIRST = 100_000  # training draws task ids from here up; held-out ids lie 
 ORACLE_SAMPLES = 16
 STEP_QUALITY = 2  # shared reference states per task for the step-quality diagnostic
 REGIMES = ("warm", "short", "long", "mix", "long+pr")
-#: PPO fine-tuning: a small learning rate and no entropy bonus keep the warm start.
+#: PPO fine-tuning: a small learning rate and no entropy bonus keep the warm start
+#: (a plan's ``fine_tune`` overrides it).
 FINE_TUNE = {"learning_rate": 2e-4, "ent_coef": 0.0, "n_steps": 128, "batch_size": 256}
 #: Pass@1 of a learned policy is measured acting greedily (the distribution's mode):
 #: sampling from a cloned, still uncertain distribution adds errors the greedy policy
@@ -82,10 +84,12 @@ QUICK = {
 
 @dataclass(frozen=True)
 class EnvPlan:
-    """The budgets, evaluation grid, encoding and task choice of one env.
+    """The budgets, evaluation grid, encoding, task choice and training sizes of one env.
 
     The short budget is not set here: it is the longest shortest path of the
-    chosen held-out tasks, and the grid gains it.
+    chosen held-out tasks, and the grid gains it.  The training sizes are the
+    smallest found in sizing runs that let the long regime reach the
+    80%-of-oracle bar on held-out tasks.
     """
 
     long: int
@@ -94,13 +98,41 @@ class EnvPlan:
     encoding: dict[str, Any] = field(default_factory=dict)
     #: Held-out tasks must have a best first move that changes with T.
     budget_sensitive: bool = False
+    #: Noisy-oracle demonstration episodes and supervised epochs of the warm start.
+    bc_episodes: int = 3000
+    bc_epochs: int = 20
+    #: PPO fine-tuning steps per regime, and overrides of ``FINE_TUNE``.
+    timesteps: int = 8_000
+    fine_tune: dict[str, Any] = field(default_factory=dict)
+    net_arch: tuple[int, ...] = (256, 256)
+
+    def describe(self) -> str:
+        """Return the training settings as one sentence for results.md."""
+        return (
+            f"warm start = behaviour cloning on {self.bc_episodes} NoisyOracleAgent"
+            f"(epsilon={BC_EPSILON}) episodes, {self.bc_epochs} epochs, net {list(self.net_arch)}; "
+            f"then {self.timesteps} PPO steps per regime ({ {**FINE_TUNE, **self.fine_tune} })"
+        )
 
 
 _LAKE = {"mode": "chars", "view_only": True, "charset": "FHSG@", "max_length": 60}
+#: The view at fixed positions (left-aligned), after the feedback's first 16
+#: characters ("You moved north."); letters only: digits, hence coordinates, read
+#: as "unknown".
+_MAZE = {"mode": "chars", "view_only": True, "keep": "head", "max_length": 72,
+         "charset": "abcdefghijklmnopqrstuvwxyz", "feedback_length": 16}  # fmt: skip
 PLANS = {
     "agent_envs/FrozenLake-Slippery-v0": EnvPlan(
         long=32, mix=(8, 12, 16, 24, 32), grid=(12, 16, 24, 32, 48), encoding=_LAKE,
         budget_sensitive=True,
+    ),
+    # 5x5, not 7x7: 7x7 reached the bar on one of two sizing seeds within the time
+    # (see docs/classic_rl.md).  Long T = 2 * (25 - 1) = 48, the most turns a wall
+    # follower needs to visit every cell of a perfect 5x5 maze.
+    "agent_envs/Maze-5x5-v0": EnvPlan(
+        long=48, mix=(12, 24, 36, 48), grid=(36, 48, 72), encoding=_MAZE,
+        bc_episodes=1000, bc_epochs=10, timesteps=48_000, net_arch=(64, 64),
+        fine_tune={"learning_rate": 1e-3},
     ),
 }  # fmt: skip
 
@@ -185,11 +217,11 @@ class Job:
             train_first=TRAIN_FIRST,
             bc_episodes=self.bc_episodes if warm else 0,
             bc_epsilon=BC_EPSILON,
-            bc_epochs=BC_EPOCHS,
+            bc_epochs=plan.bc_epochs,
             init_from=None if warm else str(Path(self.warm_folder) / "model.zip"),
             encoding=dict(plan.encoding),
-            algo_kwargs={**FINE_TUNE, **quick},
-            net_arch=NET_ARCH,
+            algo_kwargs={**FINE_TUNE, **plan.fine_tune, **quick},
+            net_arch=plan.net_arch,
             threads=1,
         )
 
@@ -485,19 +517,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny plumbing check for CI")
     parser.add_argument("--envs", nargs="+", default=list(PLANS), choices=list(PLANS))
     parser.add_argument("--seeds", type=int, default=SEEDS, help="number of seeds")
-    parser.add_argument("--timesteps", type=int, default=TIMESTEPS, help="PPO steps per regime")
+    parser.add_argument("--timesteps", type=int, help="PPO steps per regime (default: the plan's)")
     parser.add_argument("--workers", type=int, default=WORKERS, help="parallel runs")
     parser.add_argument("--out", type=Path, default=Path("docs/budgetmix"))
     parser.add_argument("--work", type=Path, default=Path("runs/budgetmix"))
     parser.add_argument("--no-plots", action="store_true", help="skip the difference plots")
     args = parser.parse_args(argv)
-    if min(args.seeds, args.timesteps, args.workers) < 1:
+    if min(args.seeds, args.timesteps or 1, args.workers) < 1:
         parser.error("--seeds, --timesteps and --workers must be >= 1")
-    seeds, held_out, samples = args.seeds, HELD_OUT, SAMPLES
-    bc_episodes, timesteps, oracle_samples = BC_EPISODES, args.timesteps, ORACLE_SAMPLES
+    seeds, held_out, samples, oracle_samples = args.seeds, HELD_OUT, SAMPLES, ORACLE_SAMPLES
+    # Per env: (demonstration episodes, PPO steps per regime).
+    sizes = {env_id: (PLANS[env_id].bc_episodes, args.timesteps or PLANS[env_id].timesteps)
+             for env_id in args.envs}  # fmt: skip
     if args.quick:
         seeds, held_out, samples = QUICK["seeds"], QUICK["held_out"], QUICK["samples"]
-        bc_episodes, timesteps = QUICK["bc_episodes"], QUICK["timesteps"]
+        sizes = {env_id: (QUICK["bc_episodes"], QUICK["timesteps"]) for env_id in args.envs}
         oracle_samples = QUICK["oracle_samples"]
     started, load_before = time.perf_counter(), os.getloadavg()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -505,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [
         Job(env_id, regime, seed, max(chosen[env_id][1]), grid_of(env_id, chosen[env_id][1]),
             tuple(chosen[env_id][0]), samples,
-            bc_episodes, timesteps,
+            *sizes[env_id],
             str(args.work / env_id.split("/")[-1] / regime.replace("+", "-") / f"seed{seed}"),
             str(args.work / env_id.split("/")[-1] / "warm" / f"seed{seed}"))
         for env_id in args.envs
@@ -532,7 +566,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             + f"shortest paths {min(shortest)}..{max(shortest)}.  Budgets: short "
             f"T={max(shortest)}, long T={plan.long}, BudgetMix {list(plan.mix)}, warm start on "
-            f"BudgetMix {list(plan.mix)}; ProcessReward coef {PROCESS_REWARD_COEF}.",
+            f"BudgetMix {list(plan.mix)}; ProcessReward coef {PROCESS_REWARD_COEF}.  Training: "
+            + (plan.describe() if not args.quick else "quick sizes")
+            + f"; encoding {plan.encoding}.",
             "",
         ]
         lines += env_lines[:2] + intro + env_lines[2:]
@@ -553,9 +589,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `{command.strip()}`",
         "",
         f"{len(jobs)} runs ({len(args.envs)} env(s) x {len(REGIMES)} regimes x {seeds} seeds): "
-        f"{ALGO}; warm start = behaviour cloning on {bc_episodes} NoisyOracleAgent"
-        f"(epsilon={BC_EPSILON}) episodes, {BC_EPOCHS} epochs; then {timesteps} PPO steps per "
-        f"regime ({FINE_TUNE}); turns left in the observation, truncation terminal; fresh "
+        f"{ALGO} (warm start and fine-tuning per env below); turns left in the observation, "
+        "truncation terminal; fresh "
         f"training task every episode (ids >= {TRAIN_FIRST}); evaluation {held_out} held-out "
         f"tasks x {samples} attempts per T, acting {'greedily' if GREEDY else 'by sampling'} "
         f"(oracle and random: {oracle_samples} attempts).",

@@ -23,6 +23,9 @@ ENCODERS = {
     "chars-head": lambda: TextEncoder("chars", max_length=64, keep="head", charset="abc"),
     "hashing": lambda: TextEncoder("hashing", dim=128, max_length=300),
     "hashing-view": lambda: TextEncoder("hashing", dim=32, view_only=True, ngram_range=(1, 2)),
+    "chars-feedback": lambda: TextEncoder(
+        "chars", max_length=16, view_only=True, charset="abc", feedback_length=4, budget_scale=9
+    ),
 }
 
 
@@ -30,9 +33,10 @@ ENCODERS = {
 @given(text=st.text(max_size=400))
 def test_any_text_encodes_inside_the_space(name, text):
     encoder = ENCODERS[name]()
-    array = encoder.encode(text)
+    turns_left = 3 if encoder.budget_scale else None
+    array = encoder.encode(text, turns_left)
     assert encoder.space.contains(array)
-    assert np.array_equal(array, encoder.encode(text))
+    assert np.array_equal(array, encoder.encode(text, turns_left))
 
 
 @pytest.mark.parametrize("name", sorted(ENCODERS))
@@ -41,8 +45,9 @@ def test_settings_round_trip_to_the_same_encoding(name):
     rebuilt = TextEncoder.from_config(encoder.config())
     assert rebuilt.config() == encoder.config()
     assert rebuilt.space == encoder.space
+    turns_left = 3 if encoder.budget_scale else None
     for text in ("", "abc", "You moved.\n\nab c\n[Turns left: 3 of 9]", "é" * 500):
-        assert np.array_equal(rebuilt.encode(text), encoder.encode(text))
+        assert np.array_equal(rebuilt.encode(text, turns_left), encoder.encode(text, turns_left))
 
 
 def test_chars_indices_padding_and_unknown_characters():
@@ -67,6 +72,36 @@ def test_view_only_keeps_the_text_after_the_last_blank_line():
     observation = "Intro line.\n\nMore intro.\n\nab\nba\n[Turns left: 2 of 5]"
     assert encoder.select(observation) == "ab\nba\n[Turns left: 2 of 5]"
     assert encoder.select("no blank line") == "no blank line"
+
+
+def test_feedback_length_puts_the_feedback_head_before_the_view():
+    encoder = TextEncoder("chars", max_length=3, view_only=True, charset="ab", feedback_length=2)
+    assert encoder.space == gym.spaces.MultiDiscrete([4] * 5)
+    # Feedback "ba" (left-aligned, cut to 2), then the view "ab" (right-aligned).
+    assert encoder.feedback("bab\n\nab") == "ba"
+    assert encoder.encode("bab\n\nab").tolist() == [3, 2, 0, 2, 3]
+    # No blank line: no feedback, only padding in its positions.
+    assert encoder.encode("ab").tolist() == [0, 0, 0, 2, 3]
+
+
+def test_on_maze_the_feedback_tells_the_heading_and_the_view_stays_put():
+    encoder = TextEncoder(
+        "chars", max_length=72, keep="head", view_only=True,
+        charset="0123456789abcdefghijklmnopqrstuvwxyz", feedback_length=16, budget_scale=50,
+    )  # fmt: skip
+    env = TurnBudget(make_unwrapped("agent_envs/Maze-7x7-v0"), 50, visible=True)
+    observation, info = env.reset(seed=0, options={"task_id": 0})
+    assert encoder.feedback(observation) == "You are inside a"
+    views = set()
+    for action in env.unwrapped.admissible_actions():
+        env.reset(seed=0, options={"task_id": 0})
+        observation, _, _, _, info = env.step(action)
+        assert encoder.feedback(observation) == f"You moved {action}."[:16]
+        encoded = encoder.encode(observation, info["turns_left"])
+        assert encoded.shape == encoder.space.shape == ((16 + 72) * 38 + 1,)
+        views.add(encoder.select(observation))
+    # The heading is in the feedback; the view is the new cell's, budget line dropped.
+    assert all(view.startswith("You are at row") and "Turns" not in view for view in views)
 
 
 def test_hashing_is_normalised_and_case_insensitive():
@@ -111,6 +146,8 @@ def test_returned_arrays_are_private_copies():
         ({"mode": "hashing", "dim": 0}, "dim must be"),
         ({"mode": "hashing", "ngram_range": (3, 2)}, "ngram_range"),
         ({"mode": "tokens"}, "needs tokenizer"),
+        ({"mode": "hashing", "feedback_length": 8}, "feedback_length needs mode 'chars'"),
+        ({"mode": "chars", "charset": "ab", "feedback_length": 0}, "feedback_length must be"),
     ],
 )
 def test_bad_settings_raise_clear_errors(arguments, message):

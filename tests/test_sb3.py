@@ -257,6 +257,10 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
         (["agent_envs/FrozenLake-v0", "--algo", "sac"], "invalid choice"),
         (["agent_envs/FrozenLake-v0", "--gamma", "2"], "--gamma must be in"),
         (["agent_envs/FrozenLake-v0", "--seed", "-1"], "must be an int >= 0"),
+        (
+            ["agent_envs/Maze-7x7-v0", "--encoding", "hashing", "--feedback-length", "16"],
+            "--feedback-length needs --encoding chars",
+        ),
     ],
 )
 def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys):
@@ -298,6 +302,10 @@ def test_budgetmix_study_quick_mode_runs_end_to_end(tmp_path, monkeypatch):
     for regime in ("warm", "short", "long", "mix", "long+pr", "oracle (reference)"):
         assert f"| {regime} |" in report
     results = json.loads((tmp_path / "docs" / "results.json").read_text())
-    lake = results["agent_envs/FrozenLake-Slippery-v0"]
-    assert set(lake["primary"]) >= {"warm", "short", "long", "mix", "long+pr", "oracle"}
-    assert "mix" in lake["compare_with_warm"] and "bar" in lake
+    assert set(results) == {"agent_envs/FrozenLake-Slippery-v0", "agent_envs/Maze-5x5-v0"}
+    for env in results.values():
+        assert set(env["primary"]) >= {"warm", "short", "long", "mix", "long+pr", "oracle"}
+        assert "mix" in env["compare_with_warm"] and "bar" in env
+    # The maze's short budget is the longest shortest path of its held-out tasks.
+    maze = results["agent_envs/Maze-5x5-v0"]
+    assert f"short T={max(maze['shortest'])}," in report

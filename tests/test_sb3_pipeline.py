@@ -64,6 +64,24 @@ def test_the_budget_line_is_dropped_so_the_view_keeps_its_positions():
         TextEncoder("tokens", tokenizer=None, budget_scale=5)
 
 
+def test_the_agent_sees_the_maze_heading_exactly_as_the_training_stack(tmp_path):
+    encoding = {"mode": "chars", "view_only": True, "keep": "head", "max_length": 72,
+                "charset": "abcdefghijklmnopqrstuvwxyz", "feedback_length": 16}  # fmt: skip
+    config = _lake_config(env_id="agent_envs/Maze-7x7-v0", budget=40, encoding=encoding)
+    agent = SB3Agent(str(train(config, tmp_path)))
+    assert agent.stack.encoding["feedback_length"] == 16
+    stack = make_env(config)
+    text_env = TurnBudget(gym.make(config.env_id), 40, visible=True)
+    observation, _ = stack.reset(seed=0, options={"task_id": 5})
+    text, text_info = text_env.reset(seed=0, options={"task_id": 5})
+    for _ in range(6):
+        assert np.array_equal(agent._shared.encoder.encode(text, text_info["turns_left"]),
+                              observation)  # fmt: skip
+        move = text_env.unwrapped.admissible_actions()[0]
+        observation, *_ = stack.step(stack.get_wrapper_attr("index_of")(move))
+        text, _, _, _, text_info = text_env.step(move)
+
+
 def test_the_budget_feature_needs_the_budget_visible():
     with pytest.raises(ValueError, match="budget_feature needs visible_budget"):
         TrainConfig(env_id=LAKE, budget_feature=True)

@@ -74,6 +74,16 @@ class TextEncoder:
     end of the text is dropped before encoding: the number carries it, and
     the view stays at fixed positions whatever the number of digits.
 
+    The feedback too: with ``feedback_length=F`` (``"chars"`` only) the first
+    ``F`` characters of the *feedback* (the text before the last blank line:
+    a step's feedback, or the reset's intro) are encoded as well, left-aligned
+    at fixed positions, ahead of the selected text.  Use it with
+    ``view_only=True``: a memoryless policy then sees what its last action did
+    (on Maze, ``You moved east.``: its heading) beside the current view.  It is
+    a function of the text, so every policy that is shown the same
+    observation, in training, evaluation or on a replayed reference state,
+    gets the same array.
+
     Example:
         >>> from wrappers.encode_observation import TextEncoder
         >>> encoder = TextEncoder("chars", max_length=4, charset="ab")
@@ -84,6 +94,10 @@ class TextEncoder:
         >>> timed = TextEncoder("chars", max_length=1, charset="ab", budget_scale=10)
         >>> timed.encode("b", turns_left=4).tolist()  # one-hot of "b", then 4 / 10
         [0.0, 0.0, 0.0, 1.0, 0.4000000059604645]
+        >>> told = TextEncoder("chars", max_length=2, charset="ab", view_only=True,
+        ...                    feedback_length=3)
+        >>> told.encode("ba\\n\\nb").tolist()  # feedback "ba" left-aligned, then the view "b"
+        [3, 2, 0, 0, 3]
     """
 
     def __init__(
@@ -98,6 +112,7 @@ class TextEncoder:
         ngram_range: Sequence[int] = (2, 4),
         tokenizer: Any = None,
         budget_scale: int | None = None,
+        feedback_length: int | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
@@ -107,6 +122,8 @@ class TextEncoder:
             )
         if keep not in ("tail", "head"):
             raise ValueError(f"keep must be 'tail' or 'head', got {keep!r}.")
+        if feedback_length is not None and mode != "chars":
+            raise ValueError(f"feedback_length needs mode 'chars', got {mode!r}.")
         check_bool(view_only, "view_only")
         self.mode = mode
         self.keep = keep
@@ -118,6 +135,9 @@ class TextEncoder:
         self.dim: int | None = None
         self.ngram_range: tuple[int, int] | None = None
         self.tokenizer_name: str | None = None
+        self.feedback_length = (
+            None if feedback_length is None else check_int(feedback_length, "feedback_length", 1)
+        )
         self._cache: dict[str, np.ndarray] = {}
         if mode == "chars":
             self._init_chars(charset)
@@ -143,8 +163,12 @@ class TextEncoder:
         for index, char in enumerate(self.charset):
             self._table[ord(char)] = index + 2
         self.space: spaces.Space = spaces.MultiDiscrete(
-            np.full(self.max_length, len(self.charset) + 2, dtype=np.int64)
+            np.full(self._chars_width(), len(self.charset) + 2, dtype=np.int64)
         )
+
+    def _chars_width(self) -> int:
+        """Return the number of character positions of ``"chars"``: feedback, then text."""
+        return (self.feedback_length or 0) + self.max_length
 
     def _init_hashing(self, dim: int, ngram_range: Sequence[int]) -> None:
         self.dim = check_int(dim, "dim", 1)
@@ -183,24 +207,37 @@ class TextEncoder:
         self.budget_scale = check_int(budget_scale, "budget_scale", 1)
         if self.mode == "chars":
             self._categories = len(self.charset) + 2
-            width = self.max_length * self._categories
+            width = self._chars_width() * self._categories
         else:
             width = self.dim
         self.space = spaces.Box(0.0, 1.0, shape=(width + 1,), dtype=np.float32)
 
     # ---------------------------------------------------------- encoding
     def select(self, text: str) -> str:
-        """Return the part of ``text`` that is encoded (before the length cut)."""
+        """Return the part of ``text`` that is encoded (before the length cut).
+
+        With ``feedback_length`` the feedback is encoded as well: see :meth:`feedback`.
+        """
+        text = self._without_budget_line(text)
+        if self.view_only:
+            text = text.rsplit("\n\n", 1)[-1]
+        if self.mode != "tokens" and len(text) > self.max_length:
+            text = text[-self.max_length :] if self.keep == "tail" else text[: self.max_length]
+        return text
+
+    def feedback(self, text: str) -> str:
+        """Return the feedback that ``feedback_length`` encodes: the text before the last
+        blank line, cut to ``feedback_length`` characters (empty without a blank line)."""
+        head, blank, _ = self._without_budget_line(text).rpartition("\n\n")
+        return head[: self.feedback_length] if blank and self.feedback_length else ""
+
+    def _without_budget_line(self, text: str) -> str:
         if not isinstance(text, str):
             raise TypeError(f"TextEncoder encodes str, got {type(text).__name__}.")
         if self.budget_scale is not None and text.endswith("]"):
             head, _, last = text.rpartition("\n")
             if last.startswith(_BUDGET_PREFIX):
-                text = head
-        if self.view_only:
-            text = text.rsplit("\n\n", 1)[-1]
-        if self.mode != "tokens" and len(text) > self.max_length:
-            text = text[-self.max_length :] if self.keep == "tail" else text[: self.max_length]
+                return head
         return text
 
     def encode(self, text: str, turns_left: int | None = None) -> np.ndarray:
@@ -212,6 +249,11 @@ class TextEncoder:
         if cached is None:
             if self.mode == "chars":
                 cached = self._encode_chars(self.select(text))
+                if self.feedback_length:
+                    told = np.zeros(self.feedback_length, dtype=np.int64)
+                    codes = self._char_codes(self.feedback(text))
+                    told[: len(codes)] = codes
+                    cached = np.concatenate([told, cached])
                 if self.budget_scale is not None:
                     cached = np.eye(self._categories, dtype=np.float32)[cached].ravel()
             elif self.mode == "hashing":
@@ -248,12 +290,15 @@ class TextEncoder:
             out[: len(values)] = values
         return out
 
-    def _encode_chars(self, text: str) -> np.ndarray:
+    def _char_codes(self, text: str) -> np.ndarray:
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
         inside = codes < len(self._table)
         values = np.full(len(codes), _UNKNOWN, dtype=np.int64)
         values[inside] = self._table[codes[inside]]
-        return self._place(values)
+        return values
+
+    def _encode_chars(self, text: str) -> np.ndarray:
+        return self._place(self._char_codes(text))
 
     def _encode_hashing(self, text: str) -> np.ndarray:
         text = text.lower()
@@ -301,6 +346,8 @@ class TextEncoder:
             config["tokenizer"] = self.tokenizer_name
         if self.budget_scale is not None:
             config["budget_scale"] = self.budget_scale
+        if self.feedback_length is not None:
+            config["feedback_length"] = self.feedback_length
         return config
 
     @classmethod
@@ -310,7 +357,7 @@ class TextEncoder:
             raise ValueError(f"An encoder config is a dict with a 'mode', got {config!r:.80}.")
         known = {
             "mode", "max_length", "keep", "view_only", "charset", "dim", "ngram_range",
-            "budget_scale",
+            "budget_scale", "feedback_length",
         }  # fmt: skip
         unknown = set(config) - known - {"tokenizer"}
         if unknown:
@@ -353,6 +400,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         ngram_range: Sequence[int] = (2, 4),
         tokenizer: Any = None,
         budget_scale: int | None = None,
+        feedback_length: int | None = None,
     ) -> None:
         if mode == "chars" and charset is None:
             inner = env.observation_space
@@ -372,6 +420,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             ngram_range=ngram_range,
             tokenizer=tokenizer,
             budget_scale=budget_scale,
+            feedback_length=feedback_length,
         )
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -384,6 +433,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             ngram_range=tuple(ngram_range),
             tokenizer=tokenizer,
             budget_scale=budget_scale,
+            feedback_length=feedback_length,
         )
         gym.Wrapper.__init__(self, env)
         self.encoder = encoder
