@@ -387,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     samples = 2 if args.quick else EVAL_SAMPLES
 
     started = time.perf_counter()
+    load_at_start = _load()
     timing: dict[str, Any] = {}
     summary: dict[str, Any] = {
         "command": command,
@@ -459,10 +460,11 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `{command.strip()}`",
         "",
         f"Wall time of this invocation: {total / 60:.1f} min with {args.workers} worker processes, "
-        "1 torch thread each, on a 2-core machine shared with other jobs (a rerun reuses "
-        "finished runs, so it can be shorter than the runs themselves).",
+        f"1 torch thread each, on {os.cpu_count()} CPUs; load average at start {load_at_start}, "
+        f"at end {_load()} (a rerun reuses finished runs, so it can be shorter than the runs "
+        "themselves).",
         "",
-        "Seconds per run, as each run measured itself (wall clock, contended machine): "
+        "Seconds per run, as each run measured itself (wall clock): "
         + "; ".join(f"{name} {seconds}" for name, seconds in compute.items()),
         "",
         f"Settings: seeds {list(seeds)}; warm start {warm_steps} steps (lr {WARM_START_LR}) on "
@@ -477,6 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.json").write_text(json.dumps(_jsonable(summary), indent=1) + "\n")
     print(f"wrote {args.out / 'results.md'} ({total / 60:.1f} min)")
     return 0
+
+
+def _load() -> str:
+    """Return the 1-, 5- and 15-minute load averages: how much else shared the CPUs."""
+    return "/".join(f"{value:.1f}" for value in os.getloadavg())
 
 
 def _compute_seconds(work: Path, envs: list[str]) -> dict[str, Any]:
