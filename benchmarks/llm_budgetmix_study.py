@@ -35,6 +35,7 @@ heatmap per regime and a difference plot per regime against ``warm`` into
     python benchmarks/llm_budgetmix_study.py            # the default run (time: results.md)
     python benchmarks/llm_budgetmix_study.py --full     # adds long+pr and Maze-7x7
     python benchmarks/llm_budgetmix_study.py --quick    # plumbing check (minutes)
+    python benchmarks/llm_budgetmix_study.py --seeds 6  # 6 seeds a regime (reuses finished ones)
 """
 
 from __future__ import annotations
@@ -377,10 +378,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("docs/llm_budgetmix"))
     parser.add_argument("--work", type=Path, default=Path("runs/llm_budgetmix"))
     parser.add_argument("--workers", type=int, default=WORKERS)
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=len(SEEDS),
+        help=f"seeds per regime, 0..N-1 ({len(SEEDS)}; 6 lets the seed-level test reach p < 0.05)",
+    )
     args = parser.parse_args(argv)
     command = "python benchmarks/llm_budgetmix_study.py " + " ".join(argv or sys.argv[1:])
     envs = list(PLANS) if args.full else ["agent_envs/GuessNumber-v0"]
-    seeds = SEEDS[:2] if args.quick else SEEDS
+    if args.seeds < 2:
+        parser.error(f"--seeds must be at least 2 (seed-level statistics), got {args.seeds}")
+    seeds = SEEDS[:2] if args.quick else tuple(range(args.seeds))
     warm_steps, grpo_steps = (20, 2) if args.quick else (WARM_START_STEPS, GRPO_STEPS)
     train_tasks = TRAIN_TASKS[:8] if args.quick else TRAIN_TASKS
     eval_tasks = EVAL_TASKS[:8] if args.quick else EVAL_TASKS
