@@ -150,7 +150,7 @@ def test_compare_refuses_a_malformed_result_file(tmp_path, capsys):
 def test_the_committed_study_results_still_load():
     """Item 13: the stricter check accepts every result the project has written."""
     # Every result object anywhere in every committed study (their layouts may change).
-    pending = [json.loads(path.read_text()) for path in (ROOT / "docs").glob("*/results.json")]
+    pending = [json.loads(path.read_text()) for path in (ROOT / "docs").rglob("results.json")]
     loaded = 0
     while pending:
         node = pending.pop()
