@@ -140,6 +140,44 @@ def left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tenso
     return input_ids, attention_mask
 
 
+def generate_replies(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    pad_id: int,
+    eos_ids: Sequence[int],
+    max_new_tokens: int,
+    sampler: LogitsProcessor | None = None,
+) -> list[list[int]]:
+    """Left-pad ``prompts``, call ``model.generate`` once, return each row's new tokens.
+
+    Decoding is greedy over ``sampler``'s noisy logits (a seeded sample), or
+    plain greedy without one.  Rows keep their tokens after the end token;
+    callers cut there.
+    """
+    input_ids, attention_mask = left_pad(prompts, pad_id)
+    config = GenerationConfig(
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        # Set explicitly so that the model's own sampling defaults (from its
+        # generation_config.json) do not fill them in: decoding is greedy
+        # over our processor's noisy logits, and greedy ignores these values.
+        temperature=1.0,
+        top_p=1.0,
+        top_k=50,
+        num_beams=1,
+        pad_token_id=pad_id,
+        eos_token_id=list(eos_ids),
+    )
+    with torch.inference_mode():
+        output = model.generate(
+            input_ids=input_ids.to(model.device),
+            attention_mask=attention_mask.to(model.device),
+            generation_config=config,
+            logits_processor=LogitsProcessorList([sampler] if sampler is not None else []),
+        )
+    return output[:, input_ids.shape[1] :].tolist()
+
+
 class HFAgent:
     """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
 
@@ -303,7 +341,9 @@ class HFAgent:
                 lambda s: (s if sampler is None else sampler(None, s)).argmax(-1),
             )
         else:
-            new_tokens = self._generate_uncached(prompts, sampler)
+            new_tokens = generate_replies(
+                self.model, prompts, self._pad_id, self._eos_ids, self.max_new_tokens, sampler
+            )
         texts = []
         for tokens in new_tokens:
             end = next(
@@ -313,32 +353,6 @@ class HFAgent:
             self.generated_tokens += min(end + 1, len(tokens))
             texts.append(self.tokenizer.decode(tokens[:end], skip_special_tokens=True))
         return texts
-
-    def _generate_uncached(self, prompts: list[list[int]], sampler: Any) -> list[list[int]]:
-        input_ids, attention_mask = left_pad(prompts, self._pad_id)
-        device = self.model.device
-        config = GenerationConfig(
-            max_new_tokens=self.max_new_tokens,
-            do_sample=False,
-            # Set explicitly so that the model's own sampling defaults (from its
-            # generation_config.json) do not fill them in: decoding is greedy
-            # over our processor's noisy logits, and greedy ignores these values.
-            temperature=1.0,
-            top_p=1.0,
-            top_k=50,
-            num_beams=1,
-            pad_token_id=self._pad_id,
-            eos_token_id=self._eos_ids,
-        )
-        processors = LogitsProcessorList([sampler] if sampler is not None else [])
-        with torch.inference_mode():
-            output = self.model.generate(
-                input_ids=input_ids.to(device),
-                attention_mask=attention_mask.to(device),
-                generation_config=config,
-                logits_processor=processors,
-            )
-        return output[:, input_ids.shape[1] :].tolist()
 
 
 def _episode_key(info: dict[str, Any], row: int) -> Any:

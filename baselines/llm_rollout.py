@@ -54,7 +54,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from transformers import GenerationConfig, LogitsProcessorList
 
 from agent_envs.evaluation.rollout import episode_seed
 from agent_envs.protocol import (
@@ -64,7 +63,7 @@ from agent_envs.protocol import (
     TASK_ID,
     VALID_ACTION,
 )
-from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler, left_pad
+from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler, generate_replies
 from baselines.llm_prefix_cache import PrefixCacheDecoder
 from baselines.llm_prompting import (
     DEFAULT_SYSTEM_PROMPT,
@@ -635,7 +634,14 @@ class HFGenerator:
                     [id(e) for e in episodes], prompts, lambda s: sampler(None, s).argmax(-1)
                 )
             else:
-                tokens = self._generate_uncached(prompts, sampler)
+                tokens = generate_replies(
+                    self.model,
+                    prompts,
+                    self.pad_id,
+                    self.eos_ids,
+                    self.rollout.max_new_tokens,
+                    sampler,
+                )
         finally:
             self.model.train(was_training)
         logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
@@ -645,28 +651,6 @@ class HFGenerator:
             end = next(ends, len(reply))
             replies.append(Generation(reply[:end], logprobs[row][:end]))
         return replies
-
-    def _generate_uncached(self, prompts: list[list[int]], sampler: Any) -> list[list[int]]:
-        input_ids, attention_mask = left_pad(prompts, self.pad_id)
-        device = self.model.device
-        config = GenerationConfig(
-            max_new_tokens=self.rollout.max_new_tokens,
-            do_sample=False,  # greedy over the sampler's noisy logits is sampling
-            temperature=1.0,
-            top_p=1.0,
-            top_k=50,
-            num_beams=1,
-            pad_token_id=self.pad_id,
-            eos_token_id=self.eos_ids,
-        )
-        with torch.inference_mode():
-            output = self.model.generate(
-                input_ids=input_ids.to(device),
-                attention_mask=attention_mask.to(device),
-                generation_config=config,
-                logits_processor=LogitsProcessorList([sampler]),
-            )
-        return output[:, input_ids.shape[1] :].tolist()
 
 
 class _RecordingSampler(_GumbelSampler):
