@@ -226,6 +226,14 @@ def _cell(mean: float, low: float, high: float, signed: bool = False) -> str:
     return f"{mean:{sign}.3f} [{low:{sign}.2f}, {high:{sign}.2f}]"
 
 
+def _difference_cells(difference: Any) -> list[str]:
+    """Return the K=1 row of a compare result as ``+d [low, high]`` cells, one per T."""
+    return [
+        _cell(difference.diff[0, j], difference.ci_low[0, j], difference.ci_high[0, j], True)
+        for j in range(len(difference.budgets))
+    ]
+
+
 def _recovery(result: Any, budget: int) -> tuple[int, int]:
     """Return (recovered, recoverable) errors within ``budget`` from a result's diagnostics."""
     diagnostics = result.diagnostics or {}
@@ -298,15 +306,7 @@ def report(
         difference = compare(results[name], results["warm"], seed=0)
         data = difference.to_dict()
         summary["versus_warm"][name] = data
-        cells = [
-            _cell(
-                difference.diff[0, j],
-                difference.ci_low[0, j],
-                difference.ci_high[0, j],
-                True,
-            )
-            for j in range(len(budgets))
-        ]
+        cells = _difference_cells(difference)
         p_text = "n/a"
         if difference.p_value is not None:
             p_text = f"{difference.p_value[0, -1]:.3f} (min {difference.min_p_value:.3f})"
@@ -320,15 +320,7 @@ def report(
         for other in ("short", "long"):
             difference = compare(results["mix"], results[other], seed=0)
             summary[f"mix_minus_{other}"] = difference.to_dict()
-            cells = [
-                _cell(
-                    difference.diff[0, j],
-                    difference.ci_low[0, j],
-                    difference.ci_high[0, j],
-                    True,
-                )
-                for j in range(len(budgets))
-            ]
+            cells = _difference_cells(difference)
             lines.append(f"| mix - {other} | " + " | ".join(cells) + " |")
         lines += [""]
     lines += [
