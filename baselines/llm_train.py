@@ -142,6 +142,23 @@ class LLMTrainConfig:
 
 
 # --------------------------------------------------------------------- train
+#: TRL's defaults that break CPU runs (bf16, gradient checkpointing), skew the
+#: recomputed log-probs (dropout) or report to a remote tracker.
+CPU_SAFE_GRPO = {
+    "bf16": False,
+    "gradient_checkpointing": False,
+    "disable_dropout": True,
+    "report_to": "none",
+}
+
+
+def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
+    """Return a ``trl.GRPOConfig`` with :data:`CPU_SAFE_GRPO` under ``settings``."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(output_dir=str(output_dir), **{**CPU_SAFE_GRPO, **settings})
+
+
 def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
     """Return ``(model, tokenizer)``: the given folder, or the tiny model built in ``out/base``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -191,7 +208,7 @@ def train_llm(
     import torch
     from datasets import Dataset
     from transformers import set_seed
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from baselines.llm_rollout import outcome_reward, process_reward, task_prompt
     from baselines.llm_warm_start import demonstrations, warm_start
@@ -234,8 +251,8 @@ def train_llm(
         if config.process_reward > 0:
             rewards.append(process_reward(config.process_reward))
         dataset = Dataset.from_list([{"prompt": task_prompt(task)} for task in config.tasks])
-        args = GRPOConfig(
-            output_dir=str(out / "checkpoints"),
+        args = grpo_config(
+            out / "checkpoints",
             max_steps=config.steps,
             num_generations=config.k,
             per_device_train_batch_size=config.k * config.tasks_per_step,
@@ -244,11 +261,6 @@ def train_llm(
             temperature=config.temperature,
             max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
             beta=0.0,
-            # TRL's defaults that break CPU runs or skew log-probs:
-            bf16=False,
-            gradient_checkpointing=False,
-            disable_dropout=True,
-            report_to="none",
             save_strategy="no",
             logging_steps=1,
             seed=config.seed,

@@ -61,7 +61,7 @@ def main() -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from baselines.hf_agent import _eos_ids
     from baselines.llm_rollout import (
@@ -73,6 +73,7 @@ def main() -> None:
         task_prompt,
     )
     from baselines.llm_tiny import build_tiny_model
+    from baselines.llm_train import grpo_config
     from baselines.llm_warm_start import demonstrations, warm_start
 
     folder = Path(tempfile.mkdtemp(prefix="grpo-speed-"))
@@ -123,16 +124,12 @@ def main() -> None:
         rollout_seconds.append(time.perf_counter() - started)
         return output
 
-    config = GRPOConfig(
-        output_dir=str(folder / "grpo"),
+    config = grpo_config(
+        folder / "grpo",
         max_steps=args.steps + 1,
         num_generations=K,
         per_device_train_batch_size=K * len(TASKS),
         learning_rate=5e-4,
-        bf16=False,
-        gradient_checkpointing=False,
-        disable_dropout=True,
-        report_to="none",
         save_strategy="no",
         logging_steps=1,
         disable_tqdm=True,

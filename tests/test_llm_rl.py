@@ -155,22 +155,16 @@ def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
 
 def test_trl_receives_the_mask_and_recomputes_the_samplers_log_probs(warm_path, tmp_path):
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
+
+    from baselines.llm_train import grpo_config
 
     model, tokenizer = load(warm_path)
     # A visible budget of 9 or 10 turns: first prompts of different lengths, so
     # the trainer left-pads some rows.
     runner = rollout(BudgetSpec((9, 10), visible=True, shared=False))
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_steps=1,
-        bf16=False,
-        gradient_checkpointing=False,
-        disable_dropout=True,
-        report_to="none",
-        temperature=1.0,
+    args = grpo_config(
+        tmp_path, per_device_train_batch_size=8, num_generations=4, max_steps=1, temperature=1.0
     )
     trainer = GRPOTrainer(
         model=model,
