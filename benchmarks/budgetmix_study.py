@@ -193,7 +193,7 @@ class Job:
     warm_folder: str
 
     def config(self) -> Any:
-        from baselines.sb3_env import TrainConfig
+        from baselines.sb3.env import TrainConfig
 
         plan = PLANS[self.env_id]
         warm = self.regime == "warm"
@@ -229,8 +229,8 @@ class Job:
 def run_job(job: Job) -> dict[str, Any]:
     """Train and evaluate one job (skipped if its result exists); return a summary."""
     import agent_envs  # noqa: F401  (registers the ids in a spawned worker)
-    from baselines.sb3_agent import read_sidecar
-    from baselines.sb3_train import evaluate_model, train
+    from baselines.sb3.agent import read_sidecar
+    from baselines.sb3.train import evaluate_model, train
 
     folder = Path(job.folder)
     started = time.perf_counter()

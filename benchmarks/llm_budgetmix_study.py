@@ -1,9 +1,9 @@
 """The paper's experiment in miniature, with an LLM: GRPO under turn budgets vs BudgetMix.
 
-A tiny Llama (``baselines.llm_tiny``, about 0.1 M parameters) is trained from
+A tiny Llama (``baselines.llm.tiny``, about 0.1 M parameters) is trained from
 scratch on this machine, so the whole pipeline runs end to end: a supervised
 warm start on noisy-oracle transcripts (standing in for a pretrained instruct
-model), then GRPO on whole episodes (``baselines.llm_rollout``) under one of
+model), then GRPO on whole episodes (``baselines.llm.rollout``) under one of
 the regimes below, then the evaluator on held-out task ids.
 
 Regimes (the ``mix`` budgets are those of the issue's pilot):
@@ -93,7 +93,7 @@ PLANS = {
 
 def regimes(plan: EnvPlan, full: bool) -> dict[str, tuple[Any, float]]:
     """Return {name: (BudgetSpec or None for the warm start, process-reward coefficient)}."""
-    from baselines.llm_rollout import BudgetSpec
+    from baselines.llm.rollout import BudgetSpec
 
     table: dict[str, tuple[Any, float]] = {
         "warm": (None, 0.0),
@@ -116,8 +116,8 @@ def _setup_worker() -> None:
 
 def warm_start_job(env_id: str, work: Path, steps: int, tasks: tuple[int, ...]) -> str:
     """Build the tiny model and warm-start it once per env; return its folder."""
-    from baselines.llm_rollout import BudgetSpec
-    from baselines.llm_train import LLMTrainConfig, train_llm
+    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.train import LLMTrainConfig, train_llm
 
     _setup_worker()
     out = work / _slug(env_id) / "warm"
@@ -141,8 +141,8 @@ def warm_start_job(env_id: str, work: Path, steps: int, tasks: tuple[int, ...]) 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Train one (env, regime, seed) from the warm start and evaluate it; reuse a finished run."""
     from agent_envs.evaluation import EvalResult
-    from baselines.llm_rollout import BudgetSpec
-    from baselines.llm_train import LLMTrainConfig, evaluate_model, train_llm
+    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.train import LLMTrainConfig, evaluate_model, train_llm
 
     _setup_worker()
     env_id, regime, seed = job["env_id"], job["regime"], job["seed"]

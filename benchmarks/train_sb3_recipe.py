@@ -37,7 +37,7 @@ def main() -> int:
     import numpy as np
 
     from agent_envs.evaluation import EvalResult, evaluate
-    from baselines.sb3_train import main as train_sb3
+    from baselines.sb3.train import main as train_sb3
     from baselines.simple_agents import OracleAgent
 
     env_id = RECIPE[0]

@@ -280,7 +280,7 @@ class TinyBackend:
         self.model, self.tokenizer = load_tiny(path)
 
     def __call__(self, body: dict) -> str:
-        from baselines.hf_agent import HFAgent
+        from baselines.llm.hf_agent import HFAgent
 
         agent = HFAgent(
             self.model,

@@ -194,11 +194,11 @@ def test_play_until_solved(capsys, monkeypatch):
 def test_train_sb3_dispatches_lazily(monkeypatch, capsys):
     seen = []
     fake = types.SimpleNamespace(main=lambda argv: seen.append(argv) or 0)
-    monkeypatch.setitem(sys.modules, "baselines.sb3_train", fake)
+    monkeypatch.setitem(sys.modules, "baselines.sb3.train", fake)
     assert cli.main(["train-sb3", "--env", GUESS, "--steps", "10"]) == 0
     assert seen == [["--env", GUESS, "--steps", "10"]]
 
-    monkeypatch.setitem(sys.modules, "baselines.sb3_train", None)
+    monkeypatch.setitem(sys.modules, "baselines.sb3.train", None)
     assert cli.main(["train-sb3"]) == 2
     assert "train-sb3 is not available: cannot import command module" in capsys.readouterr().err
 

@@ -11,9 +11,9 @@ pytest.importorskip("transformers")
 from llm_fixtures import build_tiny_model, load_tiny  # noqa: E402
 
 from agent_envs.protocol import AgentAction  # noqa: E402
-from baselines import hf_agent  # noqa: E402
-from baselines.hf_agent import HFAgent, PromptTooLongError, _GumbelSampler  # noqa: E402
-from baselines.llm_prompting import parse_action, plain_prompt  # noqa: E402
+from baselines.llm import hf_agent  # noqa: E402
+from baselines.llm.hf_agent import HFAgent, PromptTooLongError, _GumbelSampler  # noqa: E402
+from baselines.llm.prompting import parse_action, plain_prompt  # noqa: E402
 from wrappers.chat_history import ChatHistory  # noqa: E402
 
 ENV_ID = "agent_envs/GuessNumber-v0"

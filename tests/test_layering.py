@@ -2,7 +2,7 @@
 
 A lower layer never names a higher one: not in an import (in code or in a
 docstring example), and not in a string that names a module
-(``"baselines.sb3_train"``, ``"baselines.simple_agents:RandomAgent"``), which
+(``"baselines.sb3.train"``, ``"baselines.simple_agents:RandomAgent"``), which
 is how ``importlib`` or an entry point would reach up.  Prose may name a layer
 (this module does), and env ids such as ``"agent_envs/Sokoban-v0"`` are
 Gymnasium registry names, not modules.  Higher layers are found only through
@@ -85,7 +85,7 @@ def test_the_check_catches_an_import_an_import_string_and_a_doctest(tmp_path, mo
         '"""Doc.\n\n>>> import agent_envs\n"""\n'
         "import importlib\n"
         "from baselines import simple_agents\n"
-        'TARGET = "baselines.sb3_train:main"\n'
+        'TARGET = "baselines.sb3.train:main"\n'
     )
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     found = " | ".join(_violations("wrappers"))

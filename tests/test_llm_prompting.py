@@ -1,11 +1,11 @@
-"""The prompting and parsing code both LLM agents share (``baselines.llm_prompting``)."""
+"""The prompting and parsing code both LLM agents share (``baselines.llm.prompting``)."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 import pytest
 
-from baselines.llm_prompting import (
+from baselines.llm.prompting import (
     build_messages,
     derive_seed,
     drop_oldest_exchanges,

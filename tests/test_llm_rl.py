@@ -1,6 +1,6 @@
 """LLM RL: the GRPO episode rollout, rewards, the warm start and ``train-llm``.
 
-Every model here is the tiny Llama of ``baselines.llm_tiny``, built offline in a
+Every model here is the tiny Llama of ``baselines.llm.tiny``, built offline in a
 temporary folder and loaded back with ``from_pretrained``.
 """
 
@@ -19,9 +19,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
-from baselines.hf_agent import HFAgent, _eos_ids  # noqa: E402
-from baselines.llm_prefix_cache import PrefixCacheDecoder  # noqa: E402
-from baselines.llm_rollout import (  # noqa: E402
+from baselines.llm.hf_agent import HFAgent, _eos_ids  # noqa: E402
+from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
+from baselines.llm.rollout import (  # noqa: E402
     BudgetSpec,
     EpisodeRollout,
     HFGenerator,
@@ -31,8 +31,8 @@ from baselines.llm_rollout import (  # noqa: E402
     task_of,
     task_prompt,
 )
-from baselines.llm_tiny import build_tiny_model  # noqa: E402
-from baselines.llm_warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
+from baselines.llm.tiny import build_tiny_model  # noqa: E402
+from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -157,7 +157,7 @@ def test_trl_receives_the_mask_and_recomputes_the_samplers_log_probs(warm_path, 
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from baselines.llm_train import grpo_config
+    from baselines.llm.train import grpo_config
 
     model, tokenizer = load(warm_path)
     # A visible budget of 9 or 10 turns: first prompts of different lengths, so
@@ -395,7 +395,7 @@ def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
 
 # ----------------------------------------------------------------- training
 def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_path):
-    from baselines.llm_train import LLMTrainConfig, train_llm
+    from baselines.llm.train import LLMTrainConfig, train_llm
 
     short = BudgetSpec.fixed(4)
     probe = [task for task in SHORT_TASKS for _ in range(32)]

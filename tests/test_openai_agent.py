@@ -20,8 +20,8 @@ import pytest
 from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
 
 from agent_envs.protocol import AgentAction
-from baselines.llm_prompting import DEFAULT_SYSTEM_PROMPT, parse_action
-from baselines.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
+from baselines.llm.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
+from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT, parse_action
 from wrappers.chat_history import ChatHistory
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
@@ -29,7 +29,7 @@ SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 
 def test_importing_baselines_does_not_import_torch():
     code = (
-        "import sys, baselines, baselines.llm_prompting, baselines.openai_agent; "
+        "import sys, baselines, baselines.llm.prompting, baselines.llm.openai_agent; "
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -102,7 +102,7 @@ def test_greedy_replies_match_the_local_hf_agent(server, backend):
     """The same model behind HTTP and in-process, greedy: the same action."""
     if backend is echo_backend:
         pytest.skip("needs transformers")
-    from baselines.hf_agent import HFAgent
+    from baselines.llm.hf_agent import HFAgent
 
     env = ChatHistory(gym.make("agent_envs/GuessNumber-v0"))
     observation, info = env.reset(seed=0, options={"task_id": 1})

@@ -71,7 +71,7 @@ _NOT_KEYS = {
     ("agent_envs/evaluation/__init__.py", "episode_seed"),
     ("agent_envs/cli.py", "admissible_actions"),
     ("agent_envs/cli.py", "oracle_actions"),
-    ("baselines/openai_agent.py", "messages"),
+    ("baselines/llm/openai_agent.py", "messages"),
 }
 
 

@@ -18,9 +18,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from agent_envs.evaluation import PerEpisode, evaluate
-from baselines.sb3_agent import SB3Agent, algorithm_class, sidecar_path
-from baselines.sb3_env import TrainConfig, _EnvFactory, make_env
-from baselines.sb3_train import main, train
+from baselines.sb3.agent import SB3Agent, algorithm_class, sidecar_path
+from baselines.sb3.env import TrainConfig, _EnvFactory, make_env
+from baselines.sb3.train import main, train
 from tests.sb3_fixtures import CorridorEnv, RandomPolicy
 from wrappers.discrete_actions import action_key
 

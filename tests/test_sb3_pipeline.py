@@ -19,9 +19,9 @@ pytest.importorskip("sb3_contrib")
 
 import agent_envs
 from agent_envs.evaluation import evaluate
-from baselines.sb3_agent import SB3Agent
-from baselines.sb3_env import StackSettings, TrainConfig, make_env, stack_settings
-from baselines.sb3_train import default_eval_budgets, train
+from baselines.sb3.agent import SB3Agent
+from baselines.sb3.env import StackSettings, TrainConfig, make_env, stack_settings
+from baselines.sb3.train import default_eval_budgets, train
 from baselines.simple_agents import RandomAgent
 from wrappers import TaskPool, TextEncoder, TruncationIsTerminal, TurnBudget, action_mask
 

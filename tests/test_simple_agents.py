@@ -222,7 +222,7 @@ def test_sb3_docs_warn_that_loading_a_model_runs_code():
     """Issue 9, item 4: SB3 model files are cloudpickle; load only models you trust."""
     from pathlib import Path
 
-    from baselines.sb3_agent import SB3Agent
+    from baselines.sb3.agent import SB3Agent
 
     assert "load only models you trust" in SB3Agent.__doc__.lower()
     docs = (Path(__file__).resolve().parents[1] / "docs" / "classic_rl.md").read_text()

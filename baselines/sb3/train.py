@@ -2,12 +2,12 @@
 
 Read top to bottom: the hyperparameters, training, saving, then the
 evaluation with the agent_envs evaluator; the settings (:class:`TrainConfig`)
-and the env stack they build live in :mod:`baselines.sb3_env`.  Run it as a
+and the env stack they build live in :mod:`baselines.sb3.env`.  Run it as a
 script or through the package CLI::
 
     agent-envs train-sb3 agent_envs/FrozenLake-8x8-v0 --algo maskable_ppo \\
         --timesteps 60000 --budget-mix 5,10,20,40 --out runs/lake-mix
-    python -m baselines.sb3_train agent_envs/FrozenLake-v0 --quick
+    python -m baselines.sb3.train agent_envs/FrozenLake-v0 --quick
 
 The run folder gets ``model.zip``, its JSON sidecar ``model.json`` (every
 setting needed to rebuild the observation encoder and the action mapping),
@@ -16,7 +16,7 @@ setting needed to rebuild the observation encoder and the action mapping),
 the policy; ``agent-envs eval --agent sb3 --agent-kwargs '{"path": ...}'``
 evaluates it again.
 
-The env stack (:mod:`baselines.sb3_env`), inside out: ``gym.make(env_id)``
+The env stack (:mod:`baselines.sb3.env`), inside out: ``gym.make(env_id)``
 -> ``ProcessReward`` (if ``--process-reward``) -> ``TurnBudget`` or
 ``BudgetMix`` -> ``DiscreteActions`` -> ``EncodeObservation`` -> SB3's
 ``Monitor``.  Training draws a fresh task for every episode unless
@@ -44,7 +44,7 @@ import numpy as np
 
 from agent_envs import install_hint
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
-from baselines.sb3_env import TrainConfig, _vec_env, make_env, stack_settings
+from baselines.sb3.env import TrainConfig, _vec_env, make_env, stack_settings
 from wrappers.encode_observation import MODES
 from wrappers.validators import parse_float_list, parse_int, parse_int_list
 
@@ -87,7 +87,7 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
     """Train, save ``model.zip`` and its sidecar under ``out``; return the model path."""
     import torch
 
-    from baselines.sb3_agent import algorithm_class, write_sidecar
+    from baselines.sb3.agent import algorithm_class, write_sidecar
 
     torch.set_num_threads(config.threads)
     stack = stack_settings(config)
@@ -97,7 +97,7 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
         kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
     policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
     if config.algo == "recurrent_ppo":
-        from baselines.sb3_agent import FlattenIntExtractor
+        from baselines.sb3.agent import FlattenIntExtractor
 
         policy_kwargs["lstm_hidden_size"] = 64
         policy_kwargs["features_extractor_class"] = FlattenIntExtractor
@@ -155,7 +155,7 @@ def _warm_start(
     """Behaviour-clone the fresh policy from noisy-oracle demonstrations, if asked."""
     if not config.bc_episodes:
         return None
-    from baselines.sb3_bc import behaviour_clone, collect_demonstrations
+    from baselines.sb3.bc import behaviour_clone, collect_demonstrations
 
     started = time.perf_counter()
     demonstrations = collect_demonstrations(
@@ -246,7 +246,7 @@ def evaluate_model(
     :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
-    from baselines.sb3_agent import SB3Agent
+    from baselines.sb3.agent import SB3Agent
 
     agent = SB3Agent(str(model_path), deterministic=deterministic)
     result = evaluate(
@@ -308,7 +308,7 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``train-sb3`` argument parser."""
-    from baselines.sb3_agent import ALGORITHMS
+    from baselines.sb3.agent import ALGORITHMS
 
     parser = _Parser(
         prog="agent-envs train-sb3",

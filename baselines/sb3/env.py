@@ -1,4 +1,4 @@
-"""The env stack that :mod:`baselines.sb3_train` trains on, and the settings an agent acts by.
+"""The env stack that :mod:`baselines.sb3.train` trains on, and the settings an agent acts by.
 
 Inside out: ``gym.make(config.env_id)`` -> ``TaskPool`` (the training task
 ids) -> ``TurnBudget`` or ``BudgetMix`` -> ``ProcessReward`` (if
@@ -54,7 +54,7 @@ class TrainConfig:
     ``visible_budget`` too, because evaluators pass the turns left only to
     agents that see the budget (the encoder drops the text line itself).  ``bc_episodes > 0``
     warm-starts the policy by behaviour cloning from that many episodes of
-    ``NoisyOracleAgent(bc_epsilon)`` (see :mod:`baselines.sb3_bc`);
+    ``NoisyOracleAgent(bc_epsilon)`` (see :mod:`baselines.sb3.bc`);
     ``init_from`` starts instead from the weights of a saved model (trained
     on the same observation and action spaces).  ``budget_scale`` fixes the
     scale of the budget feature (default: the largest training budget), so
@@ -160,7 +160,7 @@ class StackSettings:
         except AttributeError:
             raise ValueError(
                 "StackSettings.from_env needs a stack with EncodeObservation over "
-                "DiscreteActions (as baselines.sb3_env.make_env builds)."
+                "DiscreteActions (as baselines.sb3.env.make_env builds)."
             ) from None
         budget = find_budget(env)
         visible = budget is not None and budget.visible

@@ -2,16 +2,16 @@
 
 Read top to bottom: the settings (:class:`LLMTrainConfig`), the model, the
 supervised warm start on noisy-oracle transcripts
-(:mod:`baselines.llm_warm_start`), GRPO with TRL and the episode rollout
-(:mod:`baselines.llm_rollout`), saving, and an optional evaluation on held-out
+(:mod:`baselines.llm.warm_start`), GRPO with TRL and the episode rollout
+(:mod:`baselines.llm.rollout`), saving, and an optional evaluation on held-out
 tasks.  Run it through the package CLI or as a script::
 
     agent-envs train-llm agent_envs/GuessNumber-v0 --budget-mix 4,6,8,12 \\
         --warm-start 300 --steps 150 --out runs/guess-mix
-    python -m baselines.llm_train agent_envs/GuessNumber-v0 --quick
+    python -m baselines.llm.train agent_envs/GuessNumber-v0 --quick
 
 Without ``--model`` it trains the built-in tiny model
-(:mod:`baselines.llm_tiny`) from scratch.  The output folder holds the model
+(:mod:`baselines.llm.tiny`) from scratch.  The output folder holds the model
 and tokenizer (``from_pretrained`` loads it, so does ``--agent hf``),
 ``train_llm.json`` (every setting, the exact evaluation command, the training
 log) and, unless ``--eval-tasks 0``, ``result.json`` (the Pass@(K,T) surface
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.protocol import BUDGET, SUCCESS
-from baselines.llm_prompting import DEFAULT_SYSTEM_PROMPT
-from baselines.llm_rollout import BudgetSpec
+from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
+from baselines.llm.rollout import BudgetSpec
 
 __all__ = [
     "EVAL_FIRST_TASK",
@@ -165,7 +165,7 @@ def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
 
     path = config.model
     if path is None:
-        from baselines.llm_tiny import build_tiny_model
+        from baselines.llm.tiny import build_tiny_model
 
         path = str(
             build_tiny_model(out / "base", config.env_id, seed=config.seed, context=config.context)
@@ -183,8 +183,8 @@ def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
 
 
 def make_rollout(config: LLMTrainConfig) -> Any:
-    """Return the :class:`~baselines.llm_rollout.EpisodeRollout` of ``config``."""
-    from baselines.llm_rollout import EpisodeRollout
+    """Return the :class:`~baselines.llm.rollout.EpisodeRollout` of ``config``."""
+    from baselines.llm.rollout import EpisodeRollout
 
     return EpisodeRollout(
         config.env_id,
@@ -210,8 +210,8 @@ def train_llm(
     from transformers import set_seed
     from trl import GRPOTrainer
 
-    from baselines.llm_rollout import outcome_reward, process_reward, task_prompt
-    from baselines.llm_warm_start import demonstrations, warm_start
+    from baselines.llm.rollout import outcome_reward, process_reward, task_prompt
+    from baselines.llm.warm_start import demonstrations, warm_start
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
     datasets.disable_progress_bars()
@@ -394,15 +394,15 @@ def evaluate_model(
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
-    The env stack is :func:`baselines.llm_rollout.make_chat_env` and the agent
+    The env stack is :func:`baselines.llm.rollout.make_chat_env` and the agent
     an ``HFAgent`` with the training settings, so every prompt is built as in
     training.  ``step_quality`` (where the evaluator has it) also judges the
     model on that many shared reference states per task.  Returns the
     :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
-    from baselines.hf_agent import HFAgent
-    from baselines.llm_rollout import make_chat_env
+    from baselines.llm.hf_agent import HFAgent
+    from baselines.llm.rollout import make_chat_env
 
     agent = HFAgent(
         str(path),

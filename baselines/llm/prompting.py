@@ -1,7 +1,7 @@
 """Prompt building, action parsing and sample seeding shared by the LLM agents.
 
-:class:`~baselines.hf_agent.HFAgent` and
-:class:`~baselines.openai_agent.OpenAIChatAgent` differ only in where the
+:class:`~baselines.llm.hf_agent.HFAgent` and
+:class:`~baselines.llm.openai_agent.OpenAIChatAgent` differ only in where the
 generation comes from.  Everything else lives here, once: how a prompt is
 assembled from ``info["messages"]`` (or the bare observation), how old
 exchanges are dropped when a prompt is too long, how an action is read out of
@@ -230,8 +230,8 @@ class PromptTooLongError(ValueError):
 class PromptEncoder:
     """Turn one turn's observation and info into the prompt token ids a model sees.
 
-    This is the one place where a prompt is built: :class:`~baselines.hf_agent.HFAgent`
-    uses it to act, and the GRPO rollout (:mod:`baselines.llm_rollout`) uses it
+    This is the one place where a prompt is built: :class:`~baselines.llm.hf_agent.HFAgent`
+    uses it to act, and the GRPO rollout (:mod:`baselines.llm.rollout`) uses it
     to train, so a trained model is evaluated on exactly the prompts it was
     trained on.  It needs only a tokenizer (no torch).
 

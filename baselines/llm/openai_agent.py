@@ -4,8 +4,8 @@ vLLM, SGLang, llama.cpp's server, TGI and the OpenAI API itself all serve
 ``POST /v1/chat/completions``.  This agent talks to it with the standard
 library only (``http.client`` and threads), so the ``openai`` SDK is not needed.
 
-Prompts and parsing are the ones :class:`~baselines.hf_agent.HFAgent` uses
-(:mod:`baselines.llm_prompting`): the dialogue from ``info["messages"]`` or the
+Prompts and parsing are the ones :class:`~baselines.llm.hf_agent.HFAgent` uses
+(:mod:`baselines.llm.prompting`): the dialogue from ``info["messages"]`` or the
 observation alone, the system prompt first, and the action parsed out of the
 reply, whose full text is kept as ``AgentAction.raw``.  The server applies the
 chat template; the agent does not trim long dialogues (use
@@ -66,7 +66,7 @@ from typing import Any
 
 from agent_envs.protocol import EPISODE_SEED, AgentAction
 from agent_envs.redaction import redact_url
-from baselines.llm_prompting import (
+from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     build_messages,
     check_sampling,

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
-from baselines.sb3_env import TrainConfig, make_env
+from baselines.sb3.env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
 
 __all__ = ["Demonstrations", "behaviour_clone", "collect_demonstrations"]

@@ -4,7 +4,7 @@ A randomly initialised model never succeeds, so every GRPO group scores 0
 and nothing trains; the paper starts from a pretrained instruct model
 instead.  This module stands in for that: it plays ``NoisyOracleAgent``
 episodes (its random mistakes and the oracle's recoveries included) through
-the very machinery the GRPO rollout uses (:func:`baselines.llm_rollout.play_episodes`
+the very machinery the GRPO rollout uses (:func:`baselines.llm.rollout.play_episodes`
 with the same env stack and prompt encoder), so each transcript is one
 sequence of exactly the prompts the model will see, and fine-tunes on the
 assistant tokens only with TRL's ``SFTTrainer`` (``assistant_masks``).
@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
-from baselines.hf_agent import _eos_ids
-from baselines.llm_prompting import PromptEncoder
-from baselines.llm_rollout import (
+from baselines.llm.hf_agent import _eos_ids
+from baselines.llm.prompting import PromptEncoder
+from baselines.llm.rollout import (
     Episode,
     EpisodeRollout,
     Generation,

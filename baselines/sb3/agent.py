@@ -1,10 +1,10 @@
 """SB3Agent: a trained Stable-Baselines3 model as a compliant text policy.
 
-A model trained by :mod:`baselines.sb3_train` is saved as ``model.zip`` next to
+A model trained by :mod:`baselines.sb3.train` is saved as ``model.zip`` next to
 a JSON *sidecar* ``model.json`` that records everything needed to act exactly
 as in training: the algorithm, the observation encoder's settings, the action
 vocabulary, whether action masks were used, and whether the budget was
-visible (:class:`baselines.sb3_env.StackSettings`).  :class:`SB3Agent` acts
+visible (:class:`baselines.sb3.env.StackSettings`).  :class:`SB3Agent` acts
 through the very encoder (:class:`wrappers.TextEncoder`) and mask function
 (:func:`wrappers.action_mask`) of the training stack, built from those
 settings, so the network sees at evaluation time the arrays it saw in
@@ -27,7 +27,7 @@ import numpy as np
 
 from agent_envs import install_hint
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
-from baselines.sb3_env import StackSettings
+from baselines.sb3.env import StackSettings
 from wrappers.discrete_actions import action_mask
 from wrappers.turn_budget import budget_line
 from wrappers.validators import check_bool, check_int
@@ -294,15 +294,15 @@ class SB3Agent:
     ) -> SB3Agent:
         """Wrap an SB3 model in memory, e.g. one trained with your own script.
 
-        ``env_stack_settings`` is a :class:`baselines.sb3_env.StackSettings`
+        ``env_stack_settings`` is a :class:`baselines.sb3.env.StackSettings`
         (``StackSettings.from_env(train_env)`` reads it off your training
         stack) or its dict form, as in the sidecar.
 
         Example:
             >>> import gymnasium as gym, agent_envs
             >>> from stable_baselines3 import PPO
-            >>> from baselines.sb3_agent import SB3Agent
-            >>> from baselines.sb3_env import StackSettings
+            >>> from baselines.sb3.agent import SB3Agent
+            >>> from baselines.sb3.env import StackSettings
             >>> from wrappers import DiscreteActions, EncodeObservation, TurnBudget
             >>> env = EncodeObservation(
             ...     DiscreteActions(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 10)),

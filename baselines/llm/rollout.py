@@ -13,9 +13,9 @@ turn 2, and so on, ending with the last reply.  ``env_mask`` is 1 on the
 model's tokens and 0 on the env's, so the loss never trains on env text.
 
 Prompt equality.  Every turn's prompt is built by
-:class:`baselines.llm_prompting.PromptEncoder` from ``info["messages"]`` of a
+:class:`baselines.llm.prompting.PromptEncoder` from ``info["messages"]`` of a
 ``ChatHistory(record="raw")`` stack (:func:`make_chat_env`), exactly as
-:class:`~baselines.hf_agent.HFAgent` builds it in ``evaluate``, and the model
+:class:`~baselines.llm.hf_agent.HFAgent` builds it in ``evaluate``, and the model
 generates from that prompt.  The episode's sequence is therefore the
 concatenation of those prompts only while each prompt extends the previous
 one; an episode ends early, with its reason recorded, when:
@@ -32,10 +32,10 @@ The other end reasons are ``"success"``, ``"budget"`` (out of turns) and
 
 Generation is batched: one batched decode per turn for all live episodes of
 the step.  By default it keeps each episode's keys and values from one turn to
-the next (:mod:`baselines.llm_prefix_cache`), so a turn runs only the tokens
+the next (:mod:`baselines.llm.prefix_cache`), so a turn runs only the tokens
 the env added, not the whole dialogue again; ``HFGenerator(...,
 prefix_cache=False)`` calls ``model.generate`` instead.  Sampling is
-:class:`~baselines.hf_agent.HFAgent`'s seeded Gumbel-max sampler, so what an
+:class:`~baselines.llm.hf_agent.HFAgent`'s seeded Gumbel-max sampler, so what an
 episode samples does not depend on the batch it shares, and the
 log-probability of each sampled token is recorded on the way.  When the
 trainer runs vLLM (``use_vllm=True``), generation goes through
@@ -63,9 +63,9 @@ from agent_envs.protocol import (
     TASK_ID,
     VALID_ACTION,
 )
-from baselines.hf_agent import _context_length, _eos_ids, _GumbelSampler, generate_replies
-from baselines.llm_prefix_cache import PrefixCacheDecoder
-from baselines.llm_prompting import (
+from baselines.llm.hf_agent import _context_length, _eos_ids, _GumbelSampler, generate_replies
+from baselines.llm.prefix_cache import PrefixCacheDecoder
+from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
     derive_seed,
@@ -578,7 +578,7 @@ class HFGenerator:
     default) and records the sampled tokens' log-probabilities under
     ``softmax(logits / temperature)``, the distribution TRL's trainer scores
     them with.  With ``prefix_cache`` (the default) each episode's keys and
-    values are kept between turns (:class:`~baselines.llm_prefix_cache.
+    values are kept between turns (:class:`~baselines.llm.prefix_cache.
     PrefixCacheDecoder`); without it every turn left-pads the whole prompts
     and calls ``model.generate``.  Both sample the same tokens.
     """

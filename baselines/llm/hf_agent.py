@@ -7,9 +7,9 @@ How a turn goes:
 
 1. The prompt is the dialogue in ``info["messages"]`` (from
    ``wrappers.ChatHistory``) or else the observation alone, with the system
-   prompt first (see :func:`baselines.llm_prompting.build_messages`).  It is
+   prompt first (see :func:`baselines.llm.prompting.build_messages`).  It is
    rendered with the tokenizer's chat template, or with the plain format of
-   :func:`baselines.llm_prompting.plain_prompt` when there is none.  If it would
+   :func:`baselines.llm.prompting.plain_prompt` when there is none.  If it would
    not leave room for ``max_new_tokens`` in the model's context, the oldest
    exchanges are dropped; the system prompt, the task statement and the latest
    exchange (last action and current observation) are always kept.
@@ -17,13 +17,13 @@ How a turn goes:
    ``model.generate`` call per micro-batch of ``batch_size`` (longest prompts
    batched together, to waste little padding).
 3. The action is parsed out of the generation by
-   :func:`baselines.llm_prompting.parse_action`; the generation itself is kept
+   :func:`baselines.llm.prompting.parse_action`; the generation itself is kept
    as ``AgentAction.raw`` for the transcript.
 
 Sampling and seeds.  ``temperature=0`` is greedy decoding, which is
 deterministic.  Otherwise every generation gets its own ``torch.Generator``
 seeded from (``seed``, ``info["episode_seed"]``, the turn, the prompt), see
-:func:`baselines.llm_prompting.derive_seed`.  The evaluator gives every attempt
+:func:`baselines.llm.prompting.derive_seed`.  The evaluator gives every attempt
 a different ``episode_seed``, so the K attempts of Pass@K draw independent
 samples, and a rerun draws the same ones.  Sampling is the Gumbel-max trick:
 per-row exponential noise is added to the temperature- and top-p-processed
@@ -64,8 +64,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
-from baselines.llm_prefix_cache import PrefixCacheDecoder
-from baselines.llm_prompting import (
+from baselines.llm.prefix_cache import PrefixCacheDecoder
+from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
     PromptTooLongError,
@@ -204,7 +204,7 @@ class HFAgent:
         trust_remote_code: passed to ``from_pretrained``; off by default
             because it runs code from the model repository.
         prefix_cache: keep each episode's keys and values from one turn to
-            the next (:mod:`baselines.llm_prefix_cache`), so that a turn runs
+            the next (:mod:`baselines.llm.prefix_cache`), so that a turn runs
             only the tokens added since the last one.  The prompts and the
             samples are the same; multi-turn episodes with a history generate
             several times faster.  Off by default: it needs a decoder-only

@@ -1,0 +1,14 @@
+"""LLM baselines: agents, prompting, generation and training.
+
+- ``baselines.llm.prompting``: the one prompt builder (``PromptEncoder``) that
+  evaluation and training share, and the reply format beside its parser;
+- ``baselines.llm.hf_agent``: ``HFAgent``, a local transformers model (``[llm]``);
+- ``baselines.llm.openai_agent``: ``OpenAIChatAgent``, any OpenAI-compatible server;
+- ``baselines.llm.prefix_cache``: the per-episode KV cache across turns;
+- ``baselines.llm.rollout``: the multi-turn GRPO rollout for TRL (``[rl]``);
+- ``baselines.llm.warm_start``, ``baselines.llm.tiny``: the supervised warm start
+  and the built-in tiny model;
+- ``baselines.llm.train``: the ``agent-envs train-llm`` command.
+
+Importing this package imports nothing heavy; each module imports its extra.
+"""

@@ -1,0 +1,10 @@
+"""Stable-Baselines3 baselines (the ``[sb3]`` extra).
+
+- ``baselines.sb3.env``: the one training and evaluation stack (``TrainConfig``,
+  ``StackSettings``, ``make_env``);
+- ``baselines.sb3.agent``: ``SB3Agent``, a saved model as a compliant policy;
+- ``baselines.sb3.bc``: the behaviour-cloning warm start from noisy-oracle play;
+- ``baselines.sb3.train``: ``train`` and the ``agent-envs train-sb3`` command.
+
+Importing this package imports nothing heavy; each module imports its extra.
+"""
