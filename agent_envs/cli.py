@@ -22,38 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import agent_envs
+from agent_envs.arguments import Parser, UsageError, add_eval_arguments
 from agent_envs.protocol import SUCCESS, TASK_ID, TURN
-from wrappers.validators import parse_int_list
 
 __all__ = ["main"]
 
 _PROG = "agent-envs"
 #: The commands defined here; any other comes from the ``agent_envs.commands`` group.
 _BUILT_IN = frozenset({"list", "eval", "compare", "play"})
-
-
-class CLIError(Exception):
-    """A user error, reported as one line."""
-
-
-def _ints(text: str, flag: str) -> list[int]:
-    # Only parsed here: evaluate() checks the values, with the same message as in Python.
-    return list(parse_int_list(text, flag, minimum=None))
-
-
-def _tasks(text: str) -> int | Sequence[int]:
-    """Parse ``--tasks``: a count ``50``, a range ``100:150`` or a list ``3,7,9``."""
-    try:
-        if ":" in text:
-            start, stop = (int(part) for part in text.split(":"))
-            return range(start, stop)  # lazily: the evaluator checks its size first
-        if "," in text:
-            return list(parse_int_list(text, "--tasks", minimum=0))
-        return int(text)
-    except ValueError:
-        raise CLIError(
-            f"--tasks takes a count (50), a range (100:150) or ids (3,7,9); got {text!r}."
-        ) from None
 
 
 def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[str, Path]:
@@ -82,14 +58,14 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict
         other = owners.setdefault(path.resolve(), flag)
         if other != flag:
             what = "an input file" if other == "input" else other
-            raise CLIError(f"{flag} {path} is the same file as {what}; give each its own path.")
+            raise UsageError(f"{flag} {path} is the same file as {what}; give each its own path.")
     if "--plot" in paths:
         try:
             found = importlib.util.find_spec("matplotlib") is not None
         except (ImportError, ValueError):  # a broken or blocked install
             found = False
         if not found:
-            raise CLIError(f"--plot needs matplotlib: {agent_envs.install_hint('plot')}.")
+            raise UsageError(f"--plot needs matplotlib: {agent_envs.install_hint('plot')}.")
     return paths
 
 
@@ -141,7 +117,7 @@ def _with_history(
     from wrappers.chat_history import chat_stack
 
     if window < 0:
-        raise CLIError(f"--history takes a window >= 1 (or nothing for all), got {window}.")
+        raise UsageError(f"--history takes a window >= 1 (or nothing for all), got {window}.")
     make_env, name = resolve_env(env_id, None)
 
     def build() -> Any:
@@ -163,7 +139,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except Exception as exc:
         # Whatever raised (the agent, a library), its message must not show a secret.
         if any(secret in str(exc) for secret in secrets):
-            raise CLIError(scrub(str(exc), secrets)) from None
+            raise UsageError(scrub(str(exc), secrets)) from None
         raise
 
 
@@ -171,20 +147,15 @@ def _settings(args: argparse.Namespace, agent_name: str) -> Any:
     """Build the run's one EvalSettings from the parsed flags (their dests are its fields)."""
     from agent_envs.evaluation import EvalSettings
 
-    parsed = {
-        "ks": _ints(args.k, "--k"),
-        "budgets": _ints(args.t, "--t"),
-        "tasks": _tasks(args.tasks),
-        "log_path": args.log,
-        "progress": sys.stderr.isatty() if args.progress is None else args.progress,
-        "agent_name": agent_name,
-    }
+    grids = ("ks", "budgets", "samples", "tasks")
     same = {
         field.name: getattr(args, field.name)
         for field in dataclasses.fields(EvalSettings)
-        if field.name not in parsed and hasattr(args, field.name)
+        if field.name not in grids and hasattr(args, field.name)
     }
-    return EvalSettings(**same, **parsed)
+    same["log_path"] = args.log
+    same["progress"] = sys.stderr.isatty() if args.progress is None else args.progress
+    return args.flags.settings(args, **same, agent_name=agent_name)
 
 
 def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
@@ -287,7 +258,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     seed = check_int(args.seed, "--seed", 0)
     task = check_int(args.task, "--task", 0)
     if task >= MAX_TASK_ID:
-        raise CLIError(f"--task must be below {MAX_TASK_ID}, got {task}.")
+        raise UsageError(f"--task must be below {MAX_TASK_ID}, got {task}.")
     budget = check_int(args.budget, "--budget", 1)
     make_env, env_id = resolve_env(args.env_id, None)
     env = TurnBudget(make_env(), max_turns=budget, visible=True)
@@ -341,17 +312,16 @@ def _run_command(name: str, argv: list[str]) -> int:
     try:
         command = load_command(name)
     except ValueError as exc:
-        raise CLIError(f"{name} is not available: {exc}") from None
+        raise UsageError(f"{name} is not available: {exc}") from None
     return int(command(argv) or 0)
 
 
 # ------------------------------------------------------------------ parser
 def _parser() -> argparse.ArgumentParser:
     """Build the parser; every option's help says its default (a test checks it)."""
-    from agent_envs.evaluation.settings import MAX_EPISODES
-    from agent_envs.plugins import agent_names, command_names
+    from agent_envs.plugins import command_names
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=_PROG,
         description="Verifiable multi-turn text environments and the Pass@(K,T) evaluator.",
     )
@@ -366,8 +336,21 @@ def _parser() -> argparse.ArgumentParser:
         help="tasks sampled for the oracle-turn range, 0 to skip it (default 20)",
     )
     listing.set_defaults(run=_cmd_list, parser=listing)
+    _add_eval(commands.add_parser("eval", help="measure an agent's Pass@(K,T) surface"))
+    _add_compare(commands.add_parser("compare", help="difference surface A - B of two results"))
+    _add_play(commands.add_parser("play", help="play an env yourself in the terminal"))
+    for name in command_names():
+        commands.add_parser(
+            name, help=f"an installed command (arguments go to it; `{_PROG} {name} --help`)"
+        )
+    return parser
 
-    ev = commands.add_parser("eval", help="measure an agent's Pass@(K,T) surface")
+
+def _add_eval(ev: argparse.ArgumentParser) -> None:
+    """Add ``eval``'s arguments: the agent, the grids (shared with the training commands), ..."""
+    from agent_envs.evaluation.settings import MAX_EPISODES
+    from agent_envs.plugins import agent_names
+
     ev.add_argument("env_id", help="a registered id, e.g. agent_envs/Sokoban-v0")
     ev.add_argument(
         "--agent",
@@ -380,27 +363,9 @@ def _parser() -> argparse.ArgumentParser:
         help="JSON keyword arguments for the agent, e.g. '{\"epsilon\": 0.1}'; secrets such "
         "as api_key are never shown or stored (default: none)",
     )
-    ev.add_argument("--k", default="1,2,4,8", help="K grid (default 1,2,4,8)")
-    ev.add_argument("--t", default="5,10,20,40", help="T grid (default 5,10,20,40)")
-    ev.add_argument(
-        "--tasks",
-        default="50",
-        help=f"a count (50), a range (100:150) or ids (3,7,9); at most {MAX_EPISODES:,} "
-        "episodes a run (default 50)",
-    )
-    ev.add_argument("--samples", type=int, default=None, help="attempts per task (default max K)")
+    flags = add_eval_arguments(ev, note=f"at most {MAX_EPISODES:,} episodes a run")
     ev.add_argument("--seed", type=int, default=0, help="base seed, an int >= 0 (default 0)")
-    ev.add_argument("--out", default=None, help="write the result JSON here (default: none)")
-    ev.add_argument(
-        "--log",
-        default=None,
-        help="JSONL run log, owned by one run at a time; rerun with it to resume (default: none)",
-    )
-    ev.add_argument(
-        "--plot",
-        default=None,
-        help="write a heatmap PNG here, .png added to a bare name; needs [plot] (default: none)",
-    )
+    _add_eval_outputs(ev)
     ev.add_argument(
         "--visible-budget",
         action="store_true",
@@ -423,11 +388,52 @@ def _parser() -> argparse.ArgumentParser:
         "WINDOW keeps the last exchanges only (default: no history; without WINDOW: all)",
     )
     ev.add_argument(
+        "--history-record",
+        choices=("action", "raw"),
+        default="action",
+        help="what the history keeps of each reply: the parsed action (default) or the whole "
+        "raw reply (the format train-llm trains on)",
+    )
+    ev.add_argument(
+        "--step-quality",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also judge the agent on N shared reference states per task (default 0: off)",
+    )
+    _add_eval_execution(ev)
+    ev.set_defaults(run=_cmd_eval, parser=ev, flags=flags)
+
+
+def _add_eval_outputs(ev: argparse.ArgumentParser) -> None:
+    """Add where ``eval`` writes: the result, the resumable log, the plot, transcripts."""
+    ev.add_argument("--out", default=None, help="write the result JSON here (default: none)")
+    ev.add_argument(
+        "--log",
+        default=None,
+        help="JSONL run log, owned by one run at a time; rerun with it to resume (default: none)",
+    )
+    ev.add_argument(
+        "--plot",
+        default=None,
+        help="write a heatmap PNG here, .png added to a bare name; needs [plot] (default: none)",
+    )
+    ev.add_argument(
         "--transcripts", action="store_true", help="log observations and actions (default: off)"
     )
     ev.add_argument(
         "--retry-errors", action="store_true", help="on resume, redo error episodes (default: off)"
     )
+    ev.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: when stderr is a terminal)",
+    )
+
+
+def _add_eval_execution(ev: argparse.ArgumentParser) -> None:
+    """Add how ``eval`` plays: errors, batching, the bootstrap, the backend and Ray."""
     ev.add_argument(
         "--max-error-rate",
         type=float,
@@ -463,29 +469,10 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         help="GPUs each Ray actor reserves (default 0)",
     )
-    ev.add_argument(
-        "--step-quality",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also judge the agent on N shared reference states per task (default 0: off)",
-    )
-    ev.add_argument(
-        "--history-record",
-        choices=("action", "raw"),
-        default="action",
-        help="what the history keeps of each reply: the parsed action (default) or the whole "
-        "raw reply (the format train-llm trains on)",
-    )
-    ev.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar (default: when stderr is a terminal)",
-    )
-    ev.set_defaults(run=_cmd_eval, parser=ev)
 
-    cmp = commands.add_parser("compare", help="difference surface A - B of two results")
+
+def _add_compare(cmp: argparse.ArgumentParser) -> None:
+    """Add ``compare``'s arguments."""
     cmp.add_argument(
         "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
     )
@@ -498,7 +485,9 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--out", default=None, help="write the comparison JSON here (default: none)")
     cmp.set_defaults(run=_cmd_compare, parser=cmp)
 
-    play = commands.add_parser("play", help="play an env yourself in the terminal")
+
+def _add_play(play: argparse.ArgumentParser) -> None:
+    """Add ``play``'s arguments."""
     play.add_argument("env_id", help="a registered id, e.g. agent_envs/Wordle-v0")
     play.add_argument("--task", type=int, default=0, help="task id, an int >= 0 (default 0)")
     play.add_argument("--budget", type=int, default=50, help="turns, an int >= 1 (default 50)")
@@ -507,26 +496,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     play.set_defaults(run=_cmd_play, parser=play)
 
-    for name in command_names():
-        commands.add_parser(
-            name, help=f"an installed command (arguments go to it; `{_PROG} {name} --help`)"
-        )
-    return parser
-
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    """Parse ``argv``; an unknown option is reported with its own command's usage.
+    """Parse ``argv``; an unknown option is reported with its own command's options.
 
     argparse leaves options that no parser knows to the top-level parser,
-    which would print the top-level usage for ``eval --sampels 8``.
+    which would point at the top-level usage for ``eval --sampels 8``.
     """
     args, unknown = _parser().parse_known_args(argv)
     if unknown:
         command: argparse.ArgumentParser = args.parser
         known = [option for action in command._actions for option in action.option_strings]
         close = difflib.get_close_matches(unknown[0].split("=")[0], known, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise UsageError(
+            f"unrecognized arguments: {' '.join(unknown)} ({hint}see `{command.prog} --help`)."
+        )
     return args
 
 
@@ -574,7 +559,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from agent_envs.evaluation import RunAborted
         from agent_envs.redaction import redact_url
 
-        user_error = (CLIError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
+        user_error = (UsageError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
         if show_traceback or not isinstance(exc, user_error):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

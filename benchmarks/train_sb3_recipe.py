@@ -25,7 +25,7 @@ RECIPE = [
     "--net-arch", "256,256", "--timesteps", "8000",
     "--algo-kwargs", '{"learning_rate": 0.0001, "ent_coef": 0.0}',
     "--view-only", "--charset", "FHSG@", "--max-length", "60",
-    "--eval-tasks", "100", "--samples", "4", "--k", "1", "--eval-budgets", "8,16,32",
+    "--eval-tasks", "100", "--eval-samples", "4", "--eval-k", "1", "--eval-budgets", "8,16,32",
 ]  # fmt: skip
 #: What the README states: Pass@(1,T) at least this on task ids 0..99, within this time.
 #: (Measured: 0.57 [0.50, 0.64] at T=16 and 0.63 [0.56, 0.70] at T=32, in 2.8 min.)

@@ -146,8 +146,9 @@ def test_budget_spec_normalises_huge_weights_and_refuses_strings():
         BudgetSpec((4, 8), weights=("1", "2"))
     with pytest.raises(ValueError, match="finite"):
         BudgetSpec((4, 8), weights=(10**400, 1))
-    args = build_parser().parse_args([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
-    assert config_from_args(args).budget.draws.probabilities == (0.5, 0.5)
+    parser, _, budget = build_parser()
+    args = parser.parse_args([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
+    assert config_from_args(args, budget).budget.draws.probabilities == (0.5, 0.5)
 
 
 def test_budget_spec_checks_its_arguments():
@@ -470,9 +471,12 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
     "argv, message",
     [
         (["agent_envs/Nope-v0"], "unknown env id"),
-        ([GUESS, "--k", "1"], "k must be >= 2"),
-        ([GUESS, "--context", "0"], "context must be an int >= 1"),
-        ([GUESS, "--budget-mix", "4,x"], "--budget-mix takes"),
+        ([GUESS, "--group-size", "1"], "argument --group-size: the value must be an int >= 2"),
+        ([GUESS, "--context", "0"], "argument --context: the value must be an int >= 1"),
+        ([GUESS, "--budget-mix", "4,x"], "argument --budget-mix: the list takes"),
+        ([GUESS, "--eval-samples", "2", "--eval-k", "1,4"], "K=4 is larger than samples=2"),
+        ([GUESS, "--eval-tasks", "x"], "--eval-tasks takes"),
+        ([GUESS, "--nope"], "unrecognized arguments: --nope"),
         ([GUESS, "--weights", "1,2"], "--weights goes with --budget-mix"),
         ([GUESS, "--tasks", "a:b"], "--tasks takes"),
         ([GUESS, "--model", "/nonexistent/model"], "is not a folder"),
@@ -482,3 +486,20 @@ def test_train_llm_bad_input_gives_one_line_errors(argv, message, capsys, tmp_pa
     assert cli.main(["train-llm", *argv, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+    assert err.startswith("agent-envs train-llm: error:")
+    if "--model" not in argv:  # a model folder is only read once training starts
+        assert not (tmp_path / "x").exists()  # refused before any work
+
+
+def test_train_llm_old_flag_spellings_still_work_and_warn(capsys):
+    parser, flags, budget = build_parser()
+    args = parser.parse_args([GUESS, "--k", "4", "--t", "3,6"])
+    warnings = capsys.readouterr().err.splitlines()
+    assert warnings == [
+        "agent-envs train-llm: warning: --k is deprecated and will be removed; use --group-size.",
+        "agent-envs train-llm: warning: --t is deprecated and will be removed; use --eval-budgets.",
+    ]
+    assert args.group_size == 4 and args.eval_budgets == (3, 6)
+    assert config_from_args(args, budget).k == 4
+    settings = flags.settings(args, ks=(1, 2), seed=0)
+    assert settings.budgets == (3, 6) and settings.tasks[0] == 10_000

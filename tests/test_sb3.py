@@ -20,7 +20,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 from agent_envs.evaluation import PerEpisode, evaluate
 from baselines.sb3.agent import SB3Agent, algorithm_class, sidecar_path
 from baselines.sb3.env import TrainConfig, _EnvFactory, make_env
-from baselines.sb3.train import main, train
+from baselines.sb3.train import build_parser, main, train
 from tests.sb3_fixtures import CorridorEnv, RandomPolicy
 from wrappers.discrete_actions import action_key
 
@@ -250,12 +250,16 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
         (["agent_envs/Nope-v0"], "unknown env id"),
         (["agent_envs/FrozenLake-v0", "--budget", "0"], "must be an int >= 1"),
         (["agent_envs/FrozenLake-v0", "--budget", "5", "--budget-mix", "5,10"], "not allowed"),
-        (["agent_envs/FrozenLake-v0", "--weights", "1,2"], "--weights needs --budget-mix"),
+        (["agent_envs/FrozenLake-v0", "--weights", "1,2"], "--weights goes with --budget-mix"),
         (["agent_envs/FrozenLake-v0", "--budget-mix", "5,10", "--weights", "1"], "has 1 values"),
         (["agent_envs/FrozenLake-v0", "--algo-kwargs", "{oops"], "not valid JSON"),
         (["agent_envs/FrozenLake-v0", "--encoding", "tokens"], "needs --tokenizer"),
         (["agent_envs/FrozenLake-v0", "--algo", "sac"], "invalid choice"),
-        (["agent_envs/FrozenLake-v0", "--gamma", "2"], "--gamma must be in"),
+        (["agent_envs/FrozenLake-v0", "--gamma", "2"], "argument --gamma: the value must be"),
+        (["agent_envs/FrozenLake-v0", "--bc-epsilon", "1.5"], "argument --bc-epsilon"),
+        (["agent_envs/FrozenLake-v0", "--eval-samples", "2", "--eval-k", "4"], "K=4 is larger"),
+        (["agent_envs/FrozenLake-v0", "--eval-tasks", "x"], "--eval-tasks takes"),
+        (["agent_envs/FrozenLake-v0", "--algo-kwargs", "[1]"], "expected a JSON object"),
         (["agent_envs/FrozenLake-v0", "--seed", "-1"], "must be an int >= 0"),
         (
             ["agent_envs/Maze-7x7-v0", "--encoding", "hashing", "--feedback-length", "16"],
@@ -263,10 +267,24 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
         ),
     ],
 )
-def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys):
-    assert main(argv) == 2
+def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys, tmp_path):
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
+    assert error.startswith("agent-envs train-sb3: error:")
+    assert not (tmp_path / "run").exists()  # refused before any training
+
+
+def test_train_sb3_old_flag_spellings_still_work_and_warn(capsys):
+    parser, flags, _ = build_parser()
+    args = parser.parse_args(["agent_envs/FrozenLake-v0", "--samples", "4", "--k", "1,2"])
+    assert capsys.readouterr().err.splitlines() == [
+        "agent-envs train-sb3: warning: --samples is deprecated and will be removed; "
+        "use --eval-samples.",
+        "agent-envs train-sb3: warning: --k is deprecated and will be removed; use --eval-k.",
+    ]
+    settings = flags.settings(args, budgets=(5, 10), seed=0)
+    assert (settings.samples, settings.ks, settings.tasks) == (4, (1, 2), tuple(range(50)))
 
 
 def test_missing_sidecar_is_a_clear_error(tmp_path):

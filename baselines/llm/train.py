@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import shutil
@@ -39,10 +38,25 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent_envs.arguments import (
+    BudgetArguments,
+    EvalArguments,
+    Parser,
+    UsageError,
+    add_budget_arguments,
+    add_eval_arguments,
+    deprecated,
+    int_arg,
+    int_list,
+    number_arg,
+    parse_tasks,
+    run_command,
+)
+from agent_envs.evaluation.settings import check_tasks
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
-from wrappers.validators import parse_float_list
+from wrappers.validators import check_int, check_number, check_probability
 
 __all__ = [
     "EVAL_FIRST_TASK",
@@ -110,27 +124,17 @@ class LLMTrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("k", "tasks_per_step", "max_new_tokens", "context"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
+            check_int(getattr(self, name), name, 1)
         if self.k < 2:
             raise ValueError(
                 f"k must be >= 2: GRPO compares attempts within a group; got {self.k}."
             )
         for name in ("steps", "warm_start", "warm_start_episodes", "seed"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}.")
+            check_int(getattr(self, name), name, 0)
         for name in ("learning_rate", "warm_start_lr", "temperature"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a number > 0, got {value!r}.")
-        if not (math.isfinite(self.process_reward) and self.process_reward >= 0):
-            raise ValueError(f"process_reward must be >= 0, got {self.process_reward!r}.")
-        if not 0 <= self.warm_start_epsilon <= 1:
-            raise ValueError(
-                f"warm_start_epsilon must be in [0, 1], got {self.warm_start_epsilon}."
-            )
+            check_number(getattr(self, name), name, 0.0, open_low=True)
+        check_number(self.process_reward, "process_reward", 0.0)
+        check_probability(self.warm_start_epsilon, "warm_start_epsilon")
         if not self.tasks:
             raise ValueError("tasks must not be empty.")
 
@@ -207,13 +211,7 @@ def train_llm(
     """
     import datasets
     import torch
-    from datasets import Dataset
     from transformers import set_seed
-    from trl import GRPOTrainer
-
-    from baselines.llm.rewards import outcome_reward, process_reward
-    from baselines.llm.tasks import task_prompt
-    from baselines.llm.warm_start import demonstrations, warm_start
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
     datasets.disable_progress_bars()
@@ -226,59 +224,12 @@ def train_llm(
 
     started = time.perf_counter()
     if config.warm_start:
-        rows = demonstrations(
-            model,
-            tokenizer,
-            make_rollout(config),
-            config.tasks,
-            config.warm_start_episodes,
-            config.warm_start_epsilon,
-        )
-        log(f"warm start: {len(rows)} noisy-oracle episodes, {config.warm_start} steps")
-        model = warm_start(
-            model,
-            tokenizer,
-            rows,
-            config.warm_start,
-            learning_rate=config.warm_start_lr,
-            seed=config.seed,
-            output_dir=str(out / "checkpoints"),
-        )
+        model = _warm_start(model, tokenizer, config, out, log)
     timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
 
     started = time.perf_counter()
     if config.steps:
-        rollout = make_rollout(config)
-        rewards: list[Any] = [outcome_reward]
-        if config.process_reward > 0:
-            rewards.append(process_reward(config.process_reward))
-        dataset = Dataset.from_list([{"prompt": task_prompt(task)} for task in config.tasks])
-        args = grpo_config(
-            out / "checkpoints",
-            max_steps=config.steps,
-            num_generations=config.k,
-            per_device_train_batch_size=config.k * config.tasks_per_step,
-            learning_rate=config.learning_rate,
-            lr_scheduler_type="constant",
-            temperature=config.temperature,
-            max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
-            beta=0.0,
-            save_strategy="no",
-            logging_steps=1,
-            seed=config.seed,
-            disable_tqdm=True,
-        )
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=rewards,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-            rollout_func=rollout,
-        )
-        _quiet(trainer, history, log, config.steps)
-        trainer.train()
-        model = trainer.model
+        model = _grpo(model, tokenizer, config, out, history, log)
     timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
 
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # Trainer's output_dir; saves nothing
@@ -295,6 +246,78 @@ def train_llm(
     (out / "train_llm.json").write_text(json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
+
+
+def _warm_start(
+    model: Any, tokenizer: Any, config: LLMTrainConfig, out: Path, log: Callable[[str], None]
+) -> Any:
+    """Fine-tune on noisy-oracle transcripts of the training tasks; return the model."""
+    from baselines.llm.warm_start import demonstrations, warm_start
+
+    rows = demonstrations(
+        model,
+        tokenizer,
+        make_rollout(config),
+        config.tasks,
+        config.warm_start_episodes,
+        config.warm_start_epsilon,
+    )
+    log(f"warm start: {len(rows)} noisy-oracle episodes, {config.warm_start} steps")
+    return warm_start(
+        model,
+        tokenizer,
+        rows,
+        config.warm_start,
+        learning_rate=config.warm_start_lr,
+        seed=config.seed,
+        output_dir=str(out / "checkpoints"),
+    )
+
+
+def _grpo(
+    model: Any,
+    tokenizer: Any,
+    config: LLMTrainConfig,
+    out: Path,
+    history: list[dict[str, Any]],
+    log: Callable[[str], None],
+) -> Any:
+    """Train with GRPO on whole episodes; log each step into ``history``; return the model."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from baselines.llm.rewards import outcome_reward, process_reward
+    from baselines.llm.tasks import task_prompt
+
+    rewards: list[Any] = [outcome_reward]
+    if config.process_reward > 0:
+        rewards.append(process_reward(config.process_reward))
+    args = grpo_config(
+        out / "checkpoints",
+        max_steps=config.steps,
+        num_generations=config.k,
+        per_device_train_batch_size=config.k * config.tasks_per_step,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="constant",
+        temperature=config.temperature,
+        max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
+        beta=0.0,
+        save_strategy="no",
+        logging_steps=1,
+        seed=config.seed,
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=rewards,
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": task_prompt(task)} for task in config.tasks]),
+        processing_class=tokenizer,
+        rollout_func=make_rollout(config),
+    )
+    _quiet(trainer, history, log, config.steps)
+    trainer.train()
+    return trainer.model
 
 
 def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) -> None:
@@ -439,104 +462,73 @@ def evaluate_model(
 
 
 # ----------------------------------------------------------------------- CLI
-class _UsageError(Exception):
-    """A bad command line, reported in one line."""
+_PROG = "agent-envs train-llm"
 
 
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        values = []
-    if not values:
-        raise _UsageError(f"{flag} takes comma-separated integers such as 4,6,8; got {text!r}.")
-    return values
-
-
-def _task_ids(text: str, flag: str, first: int = 0) -> tuple[int, ...]:
-    """Parse a count (``64``: ids ``first..first+63``), a range ``a:b`` or ids ``3,7,9``."""
-    try:
-        if ":" in text:
-            start, stop = (int(part) for part in text.split(":"))
-            ids = tuple(range(start, stop))
-        elif "," in text:
-            ids = tuple(_ints(text, flag))
-        else:
-            ids = tuple(range(first, first + int(text)))
-    except ValueError:
-        raise _UsageError(
-            f"{flag} takes a count (64), a range (100:164) or ids (3,7,9); got {text!r}."
-        ) from None
-    return ids
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Return the ``train-llm`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="agent-envs train-llm",
+def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
+    """Return the ``train-llm`` argument parser and the readers of its shared flags."""
+    parser = Parser(
+        prog=_PROG,
         description="Train a causal LM on whole episodes: noisy-oracle warm start, then GRPO "
         "(TRL) under a fixed turn budget or a BudgetMix.",
     )
     parser.add_argument("env_id", help="a registered id, e.g. agent_envs/GuessNumber-v0")
     parser.add_argument("--model", default=None, help="a local model folder (default: tiny model)")
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--budget", type=int, default=None, help="a fixed turn budget T")
-    budget.add_argument("--budget-mix", default=None, help="BudgetMix budgets, e.g. 4,6,8,12")
-    parser.add_argument("--weights", default=None, help="BudgetMix weights, e.g. 1,1,2,2")
-    parser.add_argument("--visible-budget", action="store_true", help="show the turns left")
+    budget = add_budget_arguments(parser, default=8)
     parser.add_argument(
         "--independent-budgets",
         action="store_true",
         help="each attempt draws its own T (default: the K attempts of a task share one)",
     )
-    parser.add_argument("--k", type=int, default=8, help="attempts per task in a group (8)")
+    parser.add_argument(
+        "--group-size", type=int_arg(2), default=8, help="GRPO's K: attempts per task (8)"
+    )
+    deprecated(parser, "--k", "--group-size", type=int_arg(2))
     parser.add_argument(
         "--tasks", default="64", help="training task ids: count (64 = ids 0..63), a:b or ids"
     )
-    parser.add_argument("--tasks-per-step", type=int, default=4, help="groups per GRPO step (4)")
-    parser.add_argument("--warm-start", type=int, default=300, help="warm-start steps (0: none)")
-    parser.add_argument("--steps", type=int, default=150, help="GRPO steps (150)")
-    parser.add_argument("--lr", type=float, default=5e-4, help="GRPO learning rate (5e-4)")
+    number = int_arg(1)
+    parser.add_argument("--tasks-per-step", type=number, default=4, help="groups per step (4)")
+    parser.add_argument("--warm-start", type=int_arg(0), default=300, help="steps (0: none)")
+    parser.add_argument("--steps", type=int_arg(0), default=150, help="GRPO steps (150)")
+    parser.add_argument("--lr", type=number_arg(0, open_low=True), default=5e-4, help="(5e-4)")
     parser.add_argument(
-        "--process-reward", type=float, default=0.0, help="process-reward coefficient (0: off)"
+        "--process-reward", type=number_arg(0), default=0.0, help="its coefficient (0: off)"
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-new-tokens", type=int, default=8, help="tokens per reply (8)")
+    parser.add_argument("--seed", type=int_arg(0), default=0, help="seed (0)")
+    parser.add_argument("--max-new-tokens", type=number, default=8, help="tokens per reply (8)")
     parser.add_argument(
-        "--context", type=int, default=1024, help="the tiny model's context in tokens (1024)"
+        "--context", type=number, default=1024, help="the tiny model's context in tokens (1024)"
     )
     parser.add_argument("--out", type=Path, default=None, help="output folder")
-    parser.add_argument(
-        "--eval-tasks",
-        default="100",
-        help=f"evaluation task ids: count (100 = ids {EVAL_FIRST_TASK}..), a:b, ids, or 0 to skip",
-    )
-    parser.add_argument("--eval-samples", type=int, default=4, help="attempts per eval task (4)")
-    parser.add_argument("--t", default=None, help="evaluation T grid (default: training budgets)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1; see docs)")
+    parser.add_argument("--threads", type=number, default=1, help="torch threads (1; see docs)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything")
-    return parser
+    evaluation = parser.add_argument_group("evaluation (--eval-tasks 0 skips it)")
+    flags = add_eval_arguments(
+        evaluation,
+        prefix="eval-",
+        k=None,
+        t=None,
+        unset={"k": "1,2,4 up to the attempts per task", "t": "the training budgets"},
+        samples=4,
+        tasks="100",
+        first=EVAL_FIRST_TASK,
+    )
+    deprecated(evaluation, "--t", "--eval-budgets", type=int_list(None))
+    return parser, flags, budget
 
 
-def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
+def config_from_args(args: argparse.Namespace, budget: BudgetArguments) -> LLMTrainConfig:
     """Build the run's settings from parsed arguments."""
-    if args.budget_mix is not None:
-        budgets = tuple(_ints(args.budget_mix, "--budget-mix"))
-    else:
-        budgets = (args.budget if args.budget is not None else 8,)
-    weights = None
-    if args.weights is not None:
-        if args.budget_mix is None:
-            raise _UsageError("--weights goes with --budget-mix.")
-        weights = parse_float_list(args.weights, "--weights")
+    budgets, weights = budget.budgets(args)
     spec = BudgetSpec(budgets, weights, args.visible_budget, not args.independent_budgets)
-    tasks = _task_ids(args.tasks, "--tasks")
+    tasks = check_tasks(parse_tasks(args.tasks, "--tasks"))
     config = LLMTrainConfig(
         env_id=args.env_id,
         budget=spec,
         model=args.model,
         tasks=tasks,
-        k=args.k,
+        k=args.group_size,
         tasks_per_step=args.tasks_per_step,
         steps=args.steps,
         learning_rate=args.lr,
@@ -561,59 +553,62 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``train-llm`` command; return the exit status."""
-    try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
-    except (_UsageError, ValueError, TypeError, OSError) as error:
-        print(f"agent-envs train-llm: error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-    except ImportError as error:
-        from agent_envs import install_hint
-
-        print(f"agent-envs train-llm: error: {error} ({install_hint('rl')})", file=sys.stderr)
-        return 2
+    return run_command(_PROG, _main, argv, extra="rl")
 
 
-def _main(argv: list[str]) -> int:
-    import agent_envs
-
-    args = build_parser().parse_args(argv)
-    if args.env_id not in agent_envs.env_ids():
-        raise _UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
-    if args.threads < 1:
-        raise _UsageError(f"--threads must be >= 1, got {args.threads}.")
-    config = config_from_args(args)
-    eval_tasks = (
-        ()
-        if args.eval_tasks == "0"
-        else _task_ids(args.eval_tasks, "--eval-tasks", EVAL_FIRST_TASK)
-    )
+def _eval_settings(args: argparse.Namespace, flags: EvalArguments, config: LLMTrainConfig) -> Any:
+    """Return the evaluation's settings, checked before training (``None``: no evaluation)."""
+    if args.eval_tasks == "0":
+        return None
     if args.quick:
-        eval_tasks = eval_tasks[: QUICK["eval_tasks"]]
-    overlap = set(eval_tasks) & set(config.tasks)
+        args.eval_samples = QUICK["eval_samples"]
+    if args.eval_k is None:
+        args.eval_k = tuple(k for k in (1, 2, 4) if k <= args.eval_samples)
+    settings = flags.settings(args, budgets=sorted(set(config.budget.budgets)), seed=config.seed)
+    if args.quick:
+        settings = settings.resolved(tasks=settings.tasks[: QUICK["eval_tasks"]])
+    overlap = set(settings.tasks) & set(config.tasks)
     if overlap:
         print(
             f"warning: {len(overlap)} evaluation task ids are also training ids; "
             "the evaluation is not held out.",
             file=sys.stderr,
         )
-    budgets = tuple(_ints(args.t, "--t")) if args.t else tuple(sorted(set(config.budget.budgets)))
+    return settings
+
+
+def _main(argv: list[str]) -> int:
+    import agent_envs
+
+    parser, flags, budget = build_parser()
+    args = parser.parse_args(argv)
+    if args.env_id not in agent_envs.env_ids():
+        raise UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+    config = config_from_args(args, budget)
+    settings = _eval_settings(args, flags, config)
     out = args.out or Path("runs/llm") / (
         f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
     )
     if out.exists() and not out.is_dir():
-        raise _UsageError(f"--out {out} is a file; give a folder.")
+        raise UsageError(f"--out {out} is a file; give a folder.")
     import torch
 
     torch.set_num_threads(args.threads)  # 2 threads on 2 shared cores swung 0.45 s to 20 s
+    eval_tasks = settings.tasks if settings is not None else ()
     print(
         f"training on {config.env_id}, {config.budget.describe()}, {len(config.tasks)} "
         f"training tasks ({_span(config.tasks)}), evaluation tasks {_span(eval_tasks) or 'none'}"
     )
     train_llm(config, out)
-    if eval_tasks:
-        samples = QUICK["eval_samples"] if args.quick else args.eval_samples
+    if settings is not None:
         result = evaluate_model(
-            out, config, budgets=budgets, tasks=eval_tasks, samples=samples, seed=config.seed
+            out,
+            config,
+            budgets=settings.budgets,
+            tasks=settings.tasks,
+            samples=settings.samples,
+            ks=settings.ks,
+            seed=config.seed,
         )
         print(result.table())
         result.save(out / "result.json")

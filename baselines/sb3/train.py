@@ -42,11 +42,24 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agent_envs import install_hint
+from agent_envs.arguments import (
+    BudgetArguments,
+    EvalArguments,
+    Parser,
+    UsageError,
+    add_budget_arguments,
+    add_eval_arguments,
+    deprecated,
+    int_arg,
+    int_list,
+    json_object,
+    number_arg,
+    parse_tasks,
+    run_command,
+)
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
 from baselines.sb3.env import TrainConfig, _vec_env, make_env, stack_settings
 from wrappers.encode_observation import MODES
-from wrappers.validators import parse_float_list, parse_int, parse_int_list
 
 __all__ = [
     "HYPERPARAMETERS",
@@ -268,61 +281,46 @@ def evaluate_model(
 
 
 # ------------------------------------------------------------------------- CLI
-class _UsageError(Exception):
-    """A bad command line; reported as one line."""
+_PROG = "agent-envs train-sb3"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line instead of usage + message
-        raise _UsageError(message)
-
-
-def _argument_type(parse: Any) -> Any:
-    """Turn a ``wrappers.validators`` parser into an argparse ``type=`` (one-line errors)."""
-
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except (TypeError, ValueError) as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return convert
-
-
-_int_list = _argument_type(lambda text: parse_int_list(text, "the list"))
-# Seeds start at 0 (the default), unlike budgets and K.
-_seed_list = _argument_type(lambda text: parse_int_list(text, "the seed list", minimum=0))
-_float_list = _argument_type(lambda text: parse_float_list(text, "the list"))
-_positive = _argument_type(lambda text: parse_int(text, "the value", minimum=1))
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({error.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Return the ``train-sb3`` argument parser."""
+def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
+    """Return the ``train-sb3`` argument parser and the readers of its shared flags."""
     from baselines.sb3.agent import ALGORITHMS
 
-    parser = _Parser(
-        prog="agent-envs train-sb3",
+    parser = Parser(
+        prog=_PROG,
         description="Train an SB3 agent on an agent_envs env under a turn-budget regime, "
         "save it with a JSON sidecar, and evaluate its Pass@(K,T).",
     )
     parser.add_argument("env_id", help="e.g. agent_envs/FrozenLake-8x8-v0")
     parser.add_argument("--algo", choices=sorted(ALGORITHMS), default="ppo")
-    parser.add_argument("--timesteps", type=_positive, default=50_000)
-    regime = parser.add_mutually_exclusive_group()
-    regime.add_argument("--budget", type=_positive, help="fixed turn budget T (default 20)")
-    regime.add_argument("--budget-mix", type=_int_list, help="BudgetMix budgets, e.g. 5,10,20,40")
-    parser.add_argument("--weights", type=_float_list, help="BudgetMix weights, e.g. 1,1,1,1")
-    parser.add_argument("--visible-budget", action="store_true", help="show turns left as text")
+    parser.add_argument("--timesteps", type=int_arg(1), default=50_000)
+    budget = add_budget_arguments(parser, default=20)
+    _add_training_arguments(parser)
+    _add_encoding_arguments(parser.add_argument_group("observation encoding"))
+    evaluation = parser.add_argument_group("evaluation")
+    flags = add_eval_arguments(
+        evaluation,
+        prefix="eval-",
+        k="1,8",
+        t=None,
+        samples=8,
+        tasks="50",
+        unset={"t": "from the shortest path to twice the longest training budget"},
+    )
+    evaluation.add_argument("--eval-first", type=int_arg(0), default=0, help="first eval task id")
+    deprecated(evaluation, "--samples", "--eval-samples", type=int_arg(1))
+    deprecated(evaluation, "--k", "--eval-k", type=int_list(None))
+    evaluation.add_argument("--greedy", action="store_true", help="act greedily (default: sample)")
+    evaluation.add_argument("--no-eval", action="store_true", help="train and save only")
+    parser.add_argument("--out", type=Path, help="run folder (default runs/sb3/<env>-<regime>)")
+    parser.add_argument("--quick", action="store_true", help="tiny run that checks the plumbing")
+    return parser, flags, budget
+
+
+def _add_training_arguments(parser: Parser) -> None:
+    """Add the training flags: the reward, the envs, the tasks, the warm start, the network."""
     parser.add_argument(
         "--budget-feature",
         action="store_true",
@@ -334,73 +332,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="treat running out of turns as terminal (no bootstrap at truncation)",
     )
     parser.add_argument(
-        "--process-reward", type=float, metavar="COEF", help="add ProcessReward with this coef"
+        "--process-reward", type=number_arg(), metavar="COEF", help="add ProcessReward (coef)"
     )
-    parser.add_argument("--gamma", type=float, default=0.99)
+    parser.add_argument("--gamma", type=number_arg(0, 1, open_low=True), default=0.99)
     parser.add_argument(
-        "--seed", type=_seed_list, default=(0,), help="seed, or seeds 0,1,2 (one run each)"
+        "--seed", type=int_list(0), default=(0,), help="seed, or seeds 0,1,2 (one run each)"
     )
-    parser.add_argument("--n-envs", type=_positive, default=8)
+    parser.add_argument("--n-envs", type=int_arg(1), default=8)
     parser.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
-    parser.add_argument("--train-tasks", type=_positive, help="train on N task ids only")
+    parser.add_argument("--train-tasks", type=int_arg(1), help="train on N task ids only")
     parser.add_argument(
         "--train-first",
-        type=int,
+        type=int_arg(0),
         default=0,
         help="first training task id; without --train-tasks a fresh task every episode from "
         "this id up (keep the evaluation ids below it)",
     )
     warm = parser.add_argument_group("behaviour-cloning warm start")
     warm.add_argument(
-        "--bc-episodes", type=int, default=0, help="noisy-oracle demonstration episodes (0: none)"
+        "--bc-episodes", type=int_arg(0), default=0, help="noisy-oracle episodes (0: none)"
     )
-    warm.add_argument("--bc-epsilon", type=float, default=0.2, help="demonstrator's noise")
-    warm.add_argument("--bc-epochs", type=_positive, default=10, help="supervised epochs")
-    parser.add_argument("--algo-kwargs", type=_json_object, default={}, help="JSON overrides")
-    parser.add_argument("--threads", type=_positive, default=1, help="torch threads (default 1)")
+    warm.add_argument("--bc-epsilon", type=number_arg(0, 1), default=0.2, help="its noise")
+    warm.add_argument("--bc-epochs", type=int_arg(1), default=10, help="supervised epochs")
+    parser.add_argument("--algo-kwargs", type=json_object, default={}, help="JSON overrides")
+    parser.add_argument("--threads", type=int_arg(1), default=1, help="torch threads (default 1)")
     parser.add_argument(
-        "--net-arch", type=_int_list, default=(64, 64), help="hidden layers (default 64,64)"
+        "--net-arch", type=int_list(1), default=(64, 64), help="hidden layers (default 64,64)"
     )
-    encoding = parser.add_argument_group("observation encoding")
+
+
+def _add_encoding_arguments(encoding: Any) -> None:
+    """Add the observation-encoding flags (:class:`wrappers.TextEncoder`'s settings)."""
     encoding.add_argument("--encoding", choices=MODES, default="chars")
-    encoding.add_argument("--max-length", type=_positive, help="characters (tokens) kept")
+    encoding.add_argument("--max-length", type=int_arg(1), help="characters (tokens) kept")
     encoding.add_argument("--keep", choices=("tail", "head"), default="tail")
     encoding.add_argument("--view-only", action="store_true", help="encode the view only")
     encoding.add_argument(
         "--feedback-length",
-        type=_positive,
+        type=int_arg(1),
         help="chars mode: also encode the feedback's first N characters (e.g. Maze's heading)",
     )
     encoding.add_argument("--charset", help="characters indexed by chars mode (default: env's)")
-    encoding.add_argument("--dim", type=_positive, default=1024, help="hashing dimension")
+    encoding.add_argument("--dim", type=int_arg(1), default=1024, help="hashing dimension")
     encoding.add_argument("--tokenizer", help="tokenizer name or local path (tokens mode)")
-    evaluation = parser.add_argument_group("evaluation")
-    evaluation.add_argument("--eval-tasks", type=_positive, default=50)
-    evaluation.add_argument("--eval-first", type=int, default=0, help="first eval task id")
-    evaluation.add_argument("--samples", type=_positive, default=8, help="attempts per task (n)")
-    evaluation.add_argument("--k", type=_int_list, default=(1, 8), help="K values")
-    evaluation.add_argument("--eval-budgets", type=_int_list, help="T values (default: spread)")
-    evaluation.add_argument("--greedy", action="store_true", help="act greedily (default: sample)")
-    evaluation.add_argument("--no-eval", action="store_true", help="train and save only")
-    parser.add_argument("--out", type=Path, help="run folder (default runs/sb3/<env>-<regime>)")
-    parser.add_argument("--quick", action="store_true", help="tiny run that checks the plumbing")
-    return parser
 
 
-def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
+def config_from_args(args: argparse.Namespace, seed: int, budget: BudgetArguments) -> TrainConfig:
     """Return the checked :class:`TrainConfig` for one seed of the parsed arguments."""
-    if args.weights is not None and args.budget_mix is None:
-        raise _UsageError("--weights needs --budget-mix")
-    if args.weights is not None and len(args.weights) != len(args.budget_mix):
-        raise _UsageError(
-            f"--weights has {len(args.weights)} values but --budget-mix has {len(args.budget_mix)}"
-        )
-    if not 0.0 < args.gamma <= 1.0:
-        raise _UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
-    if args.bc_episodes < 0 or not 0.0 <= args.bc_epsilon <= 1.0:
-        raise _UsageError("--bc-episodes must be >= 0 and --bc-epsilon in [0, 1]")
-    if args.train_first < 0:
-        raise _UsageError(f"--train-first must be >= 0, got {args.train_first}")
+    budgets, weights = budget.budgets(args)
     encoding: dict[str, Any] = {"mode": args.encoding, "keep": args.keep}
     if args.view_only:
         encoding["view_only"] = True
@@ -408,7 +387,7 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         encoding["max_length"] = args.max_length
     if args.feedback_length is not None:
         if args.encoding != "chars":
-            raise _UsageError("--feedback-length needs --encoding chars")
+            raise UsageError("--feedback-length needs --encoding chars")
         encoding["feedback_length"] = args.feedback_length
     if args.encoding == "chars" and args.charset is not None:
         encoding["charset"] = args.charset.replace("\\n", "\n")
@@ -416,7 +395,7 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         encoding["dim"] = args.dim
     if args.encoding == "tokens":
         if args.tokenizer is None:
-            raise _UsageError("--encoding tokens needs --tokenizer NAME_OR_PATH")
+            raise UsageError("--encoding tokens needs --tokenizer NAME_OR_PATH")
         encoding["tokenizer"] = args.tokenizer
     algo_kwargs = dict(args.algo_kwargs)
     timesteps, n_envs = args.timesteps, args.n_envs
@@ -430,9 +409,9 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         env_id=args.env_id,
         algo=args.algo,
         timesteps=timesteps,
-        budget=None if args.budget_mix is not None else (args.budget or 20),
+        budget=None if args.budget_mix is not None else budgets[0],
         budget_mix=args.budget_mix,
-        weights=args.weights,
+        weights=weights,
         visible_budget=args.visible_budget or args.budget_feature,
         budget_feature=args.budget_feature,
         truncation_terminal=args.truncation_terminal,
@@ -495,55 +474,50 @@ def shortest_oracle_turns(env_id: str, tasks: Sequence[int]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``train-sb3`` command; return the exit status."""
-    try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
-    except _UsageError as error:
-        print(f"agent-envs train-sb3: error: {error}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError, FileNotFoundError, gym.error.Error) as error:
-        print(f"agent-envs train-sb3: error: {error}", file=sys.stderr)
-        return 1
-    except ImportError as error:
-        print(
-            f"agent-envs train-sb3: error: {error} (install the extra: {install_hint('sb3')})",
-            file=sys.stderr,
-        )
-        return 1
+    return run_command(_PROG, _main, argv, extra="sb3")
+
+
+def _eval_settings(args: argparse.Namespace, flags: EvalArguments, config: TrainConfig) -> Any:
+    """Return the evaluation's settings for ``config``, checked before training."""
+    if args.quick:
+        args.eval_samples, args.eval_tasks = QUICK["samples"], str(QUICK["eval_tasks"])
+        args.eval_k = tuple(k for k in args.eval_k if k <= args.eval_samples) or (1,)
+    tasks = parse_tasks(args.eval_tasks, "--eval-tasks", first=args.eval_first)
+    tasks = range(tasks) if isinstance(tasks, int) else tasks
+    budgets = args.eval_budgets or default_eval_budgets(
+        config.training_budgets(), shortest_oracle_turns(config.env_id, tasks)
+    )
+    return flags.settings(args, first=args.eval_first, budgets=budgets, seed=config.seed)
 
 
 def _main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser, flags, budget = build_parser()
+    args = parser.parse_args(argv)
     import agent_envs
 
     if args.env_id not in agent_envs.env_ids():
-        raise _UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
-    configs = [config_from_args(args, seed) for seed in args.seed]
+        raise UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+    configs = [config_from_args(args, seed, budget) for seed in args.seed]
     # Build one env up front, so that a bad encoding or vocabulary fails in one line, not
-    # after the first rollout.
+    # after the first rollout; the evaluation's settings are checked before training too.
     make_env(configs[0]).close()
-    for config in configs:
+    plans = [None if args.no_eval else _eval_settings(args, flags, c) for c in configs]
+    for config, settings in zip(configs, plans, strict=True):
         out = args.out or Path("runs/sb3") / (
             f"{config.env_id.split('/')[-1]}-{config.algo}-{config.regime()}"
         )
         if len(configs) > 1:
             out = out / f"seed{config.seed}"
         model_path = train(config, out, log=print)
-        if args.no_eval:
+        if settings is None:
             continue
-        samples = QUICK["samples"] if args.quick else args.samples
-        ks = tuple(k for k in args.k if k <= samples) if args.quick else args.k
-        count = QUICK["eval_tasks"] if args.quick else args.eval_tasks
-        tasks = list(range(args.eval_first, args.eval_first + count))
-        budgets = args.eval_budgets or default_eval_budgets(
-            config.training_budgets(), shortest_oracle_turns(config.env_id, tasks)
-        )
         result = evaluate_model(
             model_path,
             env_id=config.env_id,
-            budgets=budgets,
-            ks=ks or (1,),
-            tasks=tasks,
-            samples=samples,
+            budgets=settings.budgets,
+            ks=settings.ks,
+            tasks=settings.tasks,
+            samples=settings.samples,
             deterministic=args.greedy,
             seed=config.seed,
             out=out,

@@ -1,0 +1,369 @@
+"""Command-line arguments shared by every ``agent-envs`` command: one error, one set of types.
+
+* :class:`UsageError` is the one usage-error class.  Every command (``eval``,
+  ``train-sb3``, ``train-llm``, ...) reports it, and the ``ValueError`` or
+  ``TypeError`` of a check, as one line on stderr and exit status 2
+  (:func:`run_command`).
+* :class:`Parser` is an ``argparse`` parser whose own errors (an unknown
+  option, a bad value) are one such line too, instead of usage and message.
+* The ``type=`` converters below parse with :mod:`wrappers.validators`, so a
+  flag gets the same message as the Python argument it feeds.
+* :func:`add_eval_arguments` adds the evaluation flags a command shares with
+  the others and returns what turns them into an
+  :class:`~agent_envs.evaluation.EvalSettings`; :func:`add_budget_arguments`
+  adds the training budget flags (``--budget``, ``--budget-mix``,
+  ``--weights``, ``--visible-budget``).
+* :func:`deprecated` keeps an old flag name working for a while, with a
+  warning on stderr that names the new one.
+
+One name per meaning: in ``eval`` the grids are ``--k``, ``--t``, ``--samples``
+and ``--tasks``; a training command evaluates its model with the same flags
+under ``--eval-``: ``--eval-k``, ``--eval-budgets``, ``--eval-samples`` and
+``--eval-tasks``.  ``--group-size`` is GRPO's K (attempts per task in a group).
+
+>>> parser = Parser(prog="demo")
+>>> flags = add_eval_arguments(parser, prefix="eval-", k="1,2", t="4,8", samples=2)
+>>> args = parser.parse_args(["--eval-budgets", "8,16", "--eval-tasks", "3"])
+>>> settings = flags.settings(args, seed=0)
+>>> settings.ks, settings.budgets, settings.tasks
+((1, 2), (8, 16), (0, 1, 2))
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wrappers.validators import (
+    check_int,
+    check_number,
+    parse_float_list,
+    parse_int,
+    parse_int_list,
+)
+
+__all__ = [
+    "BudgetArguments",
+    "EvalArguments",
+    "Parser",
+    "UsageError",
+    "add_budget_arguments",
+    "add_eval_arguments",
+    "deprecated",
+    "float_list",
+    "int_arg",
+    "int_list",
+    "json_object",
+    "number_arg",
+    "parse_tasks",
+    "run_command",
+]
+
+
+class UsageError(Exception):
+    """A bad command line or setting, reported as one line with exit status 2."""
+
+
+#: What a command reports as one line with exit status 2: the user's mistake, not a bug.
+USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, ValueError, TypeError, OSError)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one :class:`UsageError` line.
+
+    argparse prints the whole usage and exits; a command reports the mistake
+    in one line instead, as it reports every other bad value.
+    """
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _converter(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
+    """Turn a parse function into an argparse ``type=``; its message is the error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    convert.__name__ = what  # argparse names the type in some messages
+    return convert
+
+
+def int_arg(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
+    """Return a ``type=`` for one integer in ``[minimum, maximum]``."""
+    return _converter(
+        lambda text: check_int(parse_int(text, "the value"), "the value", minimum, maximum), "int"
+    )
+
+
+def number_arg(
+    minimum: float | None = None, maximum: float | None = None, *, open_low: bool = False
+) -> Callable[[str], float]:
+    """Return a ``type=`` for one finite number in ``[minimum, maximum]`` (``(`` with open_low)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"the value must be a number, got {text!r}.") from None
+        return check_number(value, "the value", minimum, maximum, open_low=open_low)
+
+    return _converter(parse, "number")
+
+
+def int_list(minimum: int | None = 1) -> Callable[[str], tuple[int, ...]]:
+    """Return a ``type=`` for comma-separated integers, each at least ``minimum``."""
+    return _converter(lambda text: parse_int_list(text, "the list", minimum), "list")
+
+
+#: ``type=`` for comma-separated numbers such as ``1,1,2``.
+float_list = _converter(lambda text: parse_float_list(text, "the list"), "list")
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """``type=`` for a JSON object such as ``'{"learning_rate": 0.001}'``."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
+        reason = getattr(error, "msg", "nested too deeply")
+        raise argparse.ArgumentTypeError(f"not valid JSON ({reason}): {text!r:.80}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r:.80}")
+    return value
+
+
+def parse_tasks(text: str, flag: str, first: int = 0) -> int | Sequence[int]:
+    """Parse task ids: a count ``50`` (ids from ``first``), a range ``100:150`` or ids ``3,7,9``.
+
+    A count from 0 comes back as the int, so that the evaluator checks its size
+    before building anything; a range stays lazy for the same reason.
+
+    >>> parse_tasks("3", "--tasks"), parse_tasks("3", "--eval-tasks", first=10)
+    (3, range(10, 13))
+    >>> parse_tasks("100:103", "--tasks"), parse_tasks("3,7,9", "--tasks")
+    (range(100, 103), [3, 7, 9])
+    """
+    try:
+        if ":" in text:
+            start, stop = (int(part) for part in text.split(":"))
+            return range(start, stop)
+        if "," in text:
+            return list(parse_int_list(text, flag, minimum=0))
+        count = int(text)
+    except ValueError:
+        raise UsageError(
+            f"{flag} takes a count (50), a range (100:150) or ids (3,7,9); got {text!r}."
+        ) from None
+    return count if first == 0 else range(first, first + check_int(count, flag, 0))
+
+
+class _Deprecated(argparse.Action):
+    """Store the value under the new flag's name, with a warning that names it."""
+
+    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(
+            f"{parser.prog}: warning: {option_string} is deprecated and will be removed; "
+            f"use {self.new}.",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
+
+
+def deprecated(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
+    """Accept ``old`` as a hidden spelling of the flag ``new``, warning on each use.
+
+    ``kwargs`` are ``new``'s ``type``, ``nargs`` and so on; ``dest`` is ``new``'s.
+    """
+    dest = new.lstrip("-").replace("-", "_")
+    parser.add_argument(
+        old, dest=dest, action=_Deprecated, new=new, help=argparse.SUPPRESS, **kwargs
+    )
+
+
+# ------------------------------------------------------------------ evaluation
+@dataclass(frozen=True)
+class EvalArguments:
+    """The evaluation flags one command added; :meth:`settings` reads them back.
+
+    Attributes:
+        prefix: ``""`` in ``eval``, ``"eval-"`` in a training command.
+        first: where a task count starts (a training command evaluates on ids
+            apart from its training ids).
+    """
+
+    prefix: str
+    first: int = 0
+
+    def flag(self, name: str) -> str:
+        """Return this command's spelling of ``k``, ``t``, ``samples`` or ``tasks``."""
+        return f"--{self.prefix}{_EVAL_NAMES[self.prefix][name]}"
+
+    def dest(self, name: str) -> str:
+        """Return the attribute that holds ``name`` in the parsed arguments."""
+        return self.flag(name)[2:].replace("-", "_")
+
+    def settings(self, args: argparse.Namespace, *, first: int | None = None, **fields: Any) -> Any:
+        """Return the :class:`~agent_envs.evaluation.EvalSettings` of the parsed flags.
+
+        ``fields`` are the other settings (``seed``, ``log_path``, ...); a
+        field given here also fills in a grid flag left at ``None``.  ``first``
+        overrides where a task count starts.
+        """
+        from agent_envs.evaluation import EvalSettings
+
+        start = self.first if first is None else first
+        tasks = getattr(args, self.dest("tasks"))
+        parsed = {
+            "ks": getattr(args, self.dest("k")),
+            "budgets": getattr(args, self.dest("t")),
+            "samples": getattr(args, self.dest("samples")),
+            "tasks": parse_tasks(tasks, self.flag("tasks"), start),
+        }
+        for name, value in parsed.items():
+            if value is not None or name not in fields:
+                fields[name] = value
+        return EvalSettings(**fields)
+
+
+# The flag names, per prefix: the T grid is --t in eval and --eval-budgets elsewhere.
+_EVAL_NAMES = {
+    "": {"k": "k", "t": "t", "samples": "samples", "tasks": "tasks"},
+    "eval-": {"k": "k", "t": "budgets", "samples": "samples", "tasks": "tasks"},
+}
+
+
+def add_eval_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    prefix: str = "",
+    k: str | None = "1,2,4,8",
+    t: str | None = "5,10,20,40",
+    samples: int | None = None,
+    tasks: str = "50",
+    first: int = 0,
+    unset: dict[str, str] | None = None,
+    note: str = "",
+) -> EvalArguments:
+    """Add the K grid, the T grid, the attempts per task and the tasks; return their reader.
+
+    Args:
+        parser: the command's parser or one of its argument groups.
+        prefix: ``""`` for ``eval``, ``"eval-"`` for a training command.
+        k, t, samples, tasks: the defaults; ``None`` leaves the value to the
+            command (``samples=None``: max K).
+        first: where a task count starts.
+        unset: how the help states a default of ``None``, by name (``"k"``, ``"t"``).
+        note: said in the help of the tasks flag.
+    """
+    flags = EvalArguments(prefix, first)
+    said = {"samples": "max K", **(unset or {})}
+    grid = int_list(None)  # the values are checked by EvalSettings, as in Python
+    for name, default, what in (("k", k, "the K grid of Pass@(K,T)"), ("t", t, "the T grid")):
+        parser.add_argument(
+            flags.flag(name),
+            type=grid,
+            default=None if default is None else grid(default),
+            help=f"{what} (default {said.get(name) if default is None else default})",
+        )
+    parser.add_argument(
+        flags.flag("samples"),
+        type=int_arg(1),
+        default=samples,
+        help=f"attempts per task (default {said['samples'] if samples is None else samples})",
+    )
+    starting = f" from id {first}" if first else ""
+    parser.add_argument(
+        flags.flag("tasks"),
+        default=tasks,
+        help=f"a count ({tasks}{starting}), a range (100:150) or ids (3,7,9)"
+        f"{'; ' + note if note else ''} (default {tasks})",
+    )
+    return flags
+
+
+# --------------------------------------------------------------------- budgets
+@dataclass(frozen=True)
+class BudgetArguments:
+    """The training budget flags: a fixed ``--budget`` T or a ``--budget-mix``.
+
+    :meth:`budgets` returns ``(budgets, weights)``: one budget (the fixed T, or
+    the default) and no weights, or the mix and its weights.
+    """
+
+    default: int
+
+    def budgets(self, args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[float, ...] | None]:
+        """Return the training budgets and their weights; refuse ``--weights`` without a mix."""
+        if args.budget_mix is None:
+            if args.weights is not None:
+                raise UsageError("--weights goes with --budget-mix.")
+            return ((args.budget if args.budget is not None else self.default),), None
+        if args.weights is not None and len(args.weights) != len(args.budget_mix):
+            raise UsageError(
+                f"--weights has {len(args.weights)} values but --budget-mix has "
+                f"{len(args.budget_mix)}."
+            )
+        return tuple(args.budget_mix), args.weights
+
+
+def add_budget_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, default: int
+) -> BudgetArguments:
+    """Add ``--budget``, ``--budget-mix``, ``--weights`` and ``--visible-budget``."""
+    regime = parser.add_mutually_exclusive_group()
+    regime.add_argument(
+        "--budget", type=int_arg(1), default=None, help=f"a fixed turn budget T (default {default})"
+    )
+    regime.add_argument(
+        "--budget-mix",
+        type=int_list(1),
+        default=None,
+        help="BudgetMix: draw T per episode from these budgets, e.g. 4,6,8,12 (default: none)",
+    )
+    parser.add_argument(
+        "--weights",
+        type=float_list,
+        default=None,
+        help="the BudgetMix budgets' weights, e.g. 1,1,2,2 (default: uniform)",
+    )
+    parser.add_argument(
+        "--visible-budget",
+        action="store_true",
+        help="show the turns left in every observation (default: hidden)",
+    )
+    return BudgetArguments(default)
+
+
+# --------------------------------------------------------------------- running
+def run_command(
+    prog: str,
+    body: Callable[[list[str]], int],
+    argv: Sequence[str] | None,
+    extra: str | None = None,
+) -> int:
+    """Run ``body(argv)``; report a user error as one line on stderr and return 2.
+
+    ``argv`` defaults to ``sys.argv[1:]``.  A missing dependency
+    (``ImportError``) is a user error too: the line says to install ``extra``.
+    """
+    from agent_envs import install_hint
+
+    try:
+        return body(list(sys.argv[1:] if argv is None else argv))
+    except (*USER_ERRORS, ImportError) as error:
+        message = " ".join(str(error).split())
+        if isinstance(error, ImportError) and extra is not None:
+            message = f"{message} ({install_hint(extra)})"
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
