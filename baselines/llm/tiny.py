@@ -88,14 +88,38 @@ def build_tiny_model(
     load.  The same ``(env_id, seed, context)`` gives the same model.
     """
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     path = Path(folder)
+    tokenizer = _train_tokenizer(env_id, vocab_size)
+    tokenizer.save_pretrained(path)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+        **{**TINY_CONFIG, "max_position_embeddings": context},
+    )
+    # Fork the RNG so that building the model leaves torch's global stream alone.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(path)
+    return path
+
+
+def _train_tokenizer(env_id: str, vocab_size: int) -> Any:
+    """Return a byte-level BPE tokenizer trained on ``env_id``'s text, with the chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
     bpe = Tokenizer(models.BPE())
     # One token per digit, as Qwen and Llama 3 do: a number then has a single
     # tokenization, so a sampled reply always tokenizes back to the sampled
-    # tokens and the episode's turns stay one sequence (see llm_rollout).
+    # tokens and the episode's turns stay one sequence (see baselines.llm.rollout).
     bpe.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Digits(individual_digits=True),
@@ -118,20 +142,4 @@ def build_tiny_model(
         padding_side="left",
     )
     tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.save_pretrained(path)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
-        **{**TINY_CONFIG, "max_position_embeddings": context},
-    )
-    # Fork the RNG so that building the model leaves torch's global stream alone.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = LlamaForCausalLM(config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(path)
-    return path
+    return tokenizer

@@ -28,6 +28,7 @@ import numpy as np
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
+from wrappers.validators import check_int
 
 __all__ = ["Demonstrations", "behaviour_clone", "collect_demonstrations"]
 
@@ -62,8 +63,7 @@ def collect_demonstrations(
     config: TrainConfig, episodes: int, epsilon: float = 0.2, seed: int = 0
 ) -> Demonstrations:
     """Play ``episodes`` episodes of ``NoisyOracleAgent(epsilon)`` on ``make_env(config)``."""
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}.")
+    check_int(episodes, "episodes", 1)
     env = make_env(config)
     base = env.unwrapped
     index_of = env.get_wrapper_attr("index_of")
@@ -140,7 +140,7 @@ def behaviour_clone(
         )
     if len(demonstrations) == 0:
         raise ValueError("No demonstration states to clone.")
-    masked = type(model).__name__ == "MaskablePPO"
+    masks = demonstrations.masks if type(model).__name__ == "MaskablePPO" else None
     policy.set_training_mode(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     generator = np.random.default_rng([_DEMO_STREAM, seed])
@@ -148,17 +148,13 @@ def behaviour_clone(
     observations, _ = policy.obs_to_tensor(demonstrations.observations)
     targets = torch.as_tensor(demonstrations.targets)
     returns = torch.as_tensor(demonstrations.returns)
-    masks = demonstrations.masks
     loss_value = accuracy = 0.0
     for _ in range(epochs):
         order = generator.permutation(count)
         for start in range(0, count, batch_size):
             rows = order[start : start + batch_size]
             batch = observations[rows]
-            if masked:
-                distribution = policy.get_distribution(batch, action_masks=masks[rows])
-            else:
-                distribution = policy.get_distribution(batch)
+            distribution = _distribution(policy, batch, None if masks is None else masks[rows])
             log_probs = torch.log_softmax(distribution.distribution.logits, dim=1)
             # Masked actions have a target of 0; clamp keeps 0 * -inf out of the sum.
             cross_entropy = -(targets[rows] * log_probs.clamp(min=-1e4)).sum(dim=1).mean()
@@ -172,10 +168,14 @@ def behaviour_clone(
             loss_value = float(cross_entropy.detach())
     policy.set_training_mode(False)
     with torch.no_grad():
-        if masked:
-            distribution = policy.get_distribution(observations, action_masks=masks)
-        else:
-            distribution = policy.get_distribution(observations)
+        distribution = _distribution(policy, observations, masks)
         chosen = distribution.distribution.probs.argmax(dim=1).numpy()
     accuracy = float(np.mean(demonstrations.targets[np.arange(count), chosen] > 0))
     return {"cross_entropy": round(loss_value, 4), "accuracy": round(accuracy, 4)}
+
+
+def _distribution(policy: Any, observations: Any, masks: np.ndarray | None) -> Any:
+    """Return the policy's action distribution, masked as in training when ``masks`` is given."""
+    if masks is None:
+        return policy.get_distribution(observations)
+    return policy.get_distribution(observations, action_masks=masks)

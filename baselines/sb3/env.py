@@ -34,7 +34,7 @@ from wrappers.process_reward import ProcessReward
 from wrappers.task_pool import TaskPool
 from wrappers.truncation import TruncationIsTerminal
 
-__all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env"]
+__all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env", "vec_envs"]
 
 
 # ---------------------------------------------------------------------- settings
@@ -228,7 +228,8 @@ def stack_settings(config: TrainConfig) -> StackSettings:
         env.close()
 
 
-def _vec_env(config: TrainConfig) -> Any:
+def vec_envs(config: TrainConfig) -> Any:
+    """Return SB3's vector env of ``config.n_envs`` training stacks, seeded from ``config.seed``."""
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 

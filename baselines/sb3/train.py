@@ -58,7 +58,7 @@ from agent_envs.arguments import (
     run_command,
 )
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
-from baselines.sb3.env import TrainConfig, _vec_env, make_env, stack_settings
+from baselines.sb3.env import TrainConfig, make_env, stack_settings, vec_envs
 from wrappers.encode_observation import MODES
 
 __all__ = [
@@ -104,17 +104,8 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
 
     torch.set_num_threads(config.threads)
     stack = stack_settings(config)
-    kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
-    if "batch_size" in kwargs and "n_steps" in kwargs:
-        # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
-        kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
-    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
-    if config.algo == "recurrent_ppo":
-        from baselines.sb3.agent import FlattenIntExtractor
-
-        policy_kwargs["lstm_hidden_size"] = 64
-        policy_kwargs["features_extractor_class"] = FlattenIntExtractor
-    vec_env = _vec_env(config)
+    kwargs, policy_kwargs = _algorithm_kwargs(config)
+    vec_env = vec_envs(config)
     try:
         model = algorithm_class(config.algo)(
             POLICIES.get(config.algo, "MlpPolicy"),
@@ -160,6 +151,21 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
         f"{_recent_success(model)}) -> {model_path}"
     )
     return model_path
+
+
+def _algorithm_kwargs(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the algorithm's keyword arguments and its ``policy_kwargs`` for ``config``."""
+    kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
+    if "batch_size" in kwargs and "n_steps" in kwargs:
+        # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
+        kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
+    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
+    if config.algo == "recurrent_ppo":
+        from baselines.sb3.agent import FlattenIntExtractor
+
+        policy_kwargs["lstm_hidden_size"] = 64
+        policy_kwargs["features_extractor_class"] = FlattenIntExtractor
+    return kwargs, policy_kwargs
 
 
 def _warm_start(
