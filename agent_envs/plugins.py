@@ -7,12 +7,16 @@ finds them by group, as pytest finds plugins:
 
 * ``agent_envs.agents``: short name -> a policy class or factory
   (``agent-envs eval --agent NAME``);
-* ``agent_envs.commands``: command name -> ``main(argv) -> int``
-  (``agent-envs NAME ...``, e.g. ``train-sb3``).
+* ``agent_envs.commands``: command name -> ``main(argv)`` returning the exit
+  status (``agent-envs NAME ...``, e.g. ``train-sb3``).
 
 Nothing is imported until it is used, so importing this module imports no
-agent and no heavy dependency.  A *policy* is the concept (see
-:mod:`agent_envs.protocol`); an *agent* is a policy installed under a name.
+agent and no heavy dependency.  The one thing it knows about the agents and
+commands this repository installs is which of its extras brings their
+dependencies, for the install hint when one is missing (a third-party plugin
+gets the plain message); that table names entry points, never a package above.
+A *policy* is the concept (see :mod:`agent_envs.protocol`); an *agent* is a
+policy installed under a name.
 
 >>> from agent_envs.plugins import agent_names, make_agent
 >>> "random" in agent_names()
@@ -52,7 +56,7 @@ AGENT_GROUP = "agent_envs.agents"
 COMMAND_GROUP = "agent_envs.commands"
 
 # Which extra of this project brings an agent's or command's dependencies (install hints).
-_EXTRAS = {"sb3": "sb3", "hf": "llm", "train-sb3": "sb3"}
+_EXTRAS = {"sb3": "sb3", "hf": "llm", "train-sb3": "sb3", "train-llm": "rl"}
 
 
 def _entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:

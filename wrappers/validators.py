@@ -1,8 +1,13 @@
 """Argument checks with one-line errors, shared by every layer.
 
-Every int, budget, grid, probability and comma-list check in the project goes
-through this module, so that the same bad value gets the same message wherever
-it is passed.  It lives in ``wrappers`` (the bottom layer, gymnasium-free) so
+The type and range of a single argument (an int, a finite number, a
+probability, a turn budget, a grid, weights, a comma-separated list) are
+checked with these functions wherever the project takes one from a user, so
+that the same bad value gets the same message wherever it is passed: a Python
+argument, a command-line flag (the command line builds its argument types
+on these) or a loaded file.  Relations between arguments
+(``min_hops <= max_hops``) and internal preconditions are checked where they
+are used.  It lives in ``wrappers`` (the bottom layer, gymnasium-free) so
 that the wrappers can use it too; see :mod:`wrappers.protocol` for why.
 
 Conventions: a wrong *type* raises ``TypeError``, a value out of range raises
@@ -96,14 +101,21 @@ def check_number(
     maximum: float | None = None,
     *,
     open_low: bool = False,
+    open_high: bool = False,
 ) -> float:
     """Return ``value`` as a finite ``float`` in ``[minimum, maximum]``.
 
-    With ``open_low=True`` the lower bound is excluded: ``(minimum, maximum]``.
+    With ``open_low=True`` the lower bound is excluded, with ``open_high=True``
+    the upper one: ``(minimum, maximum)``.
+
+    >>> check_number(1.0, "discount", 0.0, 1.0, open_low=True, open_high=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: discount must be a number in (0, 1), got 1.0.
     """
-    low = "(" if open_low else "["
+    low, high = "(" if open_low else "[", ")" if open_high else "]"
     if minimum is not None and maximum is not None:
-        wanted = f"{name} must be a number in {low}{_number(minimum)}, {_number(maximum)}]"
+        wanted = f"{name} must be a number in {low}{_number(minimum)}, {_number(maximum)}{high}"
     elif minimum is not None:
         wanted = f"{name} must be a number {'>' if open_low else '>='} {_number(minimum)}"
     else:
@@ -118,7 +130,7 @@ def check_number(
     if (
         not math.isfinite(number)
         or (minimum is not None and (number <= minimum if open_low else number < minimum))
-        or (maximum is not None and number > maximum)
+        or (maximum is not None and (number >= maximum if open_high else number > maximum))
     ):
         raise ValueError(f"{wanted}, got {value!r:.80}.")
     return number

@@ -26,6 +26,7 @@ from agent_envs.evaluation.seed_stats import (
     task_sampler,
     unpaired_permutation_test,
 )
+from wrappers.validators import check_number
 
 __all__ = ["CompareResult", "compare"]
 
@@ -185,8 +186,7 @@ class CompareResult:
         """
         from agent_envs.evaluation.plotting import plot_grid
 
-        if not 0 < scale <= 1:
-            raise ValueError(f"scale must be in (0, 1], got {scale!r}.")
+        check_number(scale, "scale", 0.0, 1.0, open_low=True)
         marks = np.where(self.wins() != "", "*", "")
         return plot_grid(
             path,

@@ -16,6 +16,7 @@ import numpy as np
 from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
 from agent_envs.evaluation.settings import EvalSettings
+from wrappers.validators import check_int
 
 __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
 
@@ -191,9 +192,12 @@ class EvalResult:
         """
 
         def ints(values: Any, minimum: int) -> bool:
-            return isinstance(values, list) and all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in values
-            )
+            try:  # an int as wrappers.validators defines it (never a bool)
+                return isinstance(values, list) and all(
+                    check_int(value, "value", minimum) is not None for value in values
+                )
+            except (TypeError, ValueError):
+                return False
 
         if not (ints(self.ks, 1) and ints(self.budgets, 1) and self.ks and self.budgets):
             return "ks and budgets must be non-empty lists of ints >= 1"

@@ -12,6 +12,8 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
+from wrappers.validators import check_number, check_probability
+
 __all__ = ["BM25", "char_trigrams", "word_tokens"]
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -63,8 +65,8 @@ class BM25:
     def __init__(
         self, documents: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75
     ) -> None:
-        if k1 < 0 or not 0 <= b <= 1:
-            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}.")
+        check_number(k1, "k1", 0.0)
+        check_probability(b, "b")
         self.size = len(documents)
         self._k1 = k1
         self._counts: list[dict[str, int]] = []

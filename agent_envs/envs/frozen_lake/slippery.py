@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agent_envs.envs.common.grid import descending_moves, grid_neighbours
+from wrappers.validators import check_number, check_probability
 
 __all__ = ["BudgetedLake", "solve_budgeted_lake", "solve_slippery_lake"]
 
@@ -53,8 +54,7 @@ def solve_slippery_lake(
         1 at the goal, 0 in holes), and the tuple of best directions (empty
         at the goal, in holes and on tiles cut off from the goal).
     """
-    if not 0.0 < discount < 1.0:
-        raise ValueError(f"discount must be in (0, 1), got {discount!r}.")
+    check_number(discount, "discount", 0.0, 1.0, open_low=True, open_high=True)
     chain, allowed, around, to_goal = _chain(distances, intended)
     cells = len(to_goal)
     shortest = [
@@ -78,8 +78,7 @@ def _chain(
     distances: Sequence[int], intended: float
 ) -> tuple[_Chain, np.ndarray, np.ndarray, np.ndarray]:
     """Return the lake's Markov chain, the allowed moves, the step table and the distances."""
-    if not 0.0 <= intended <= 1.0:
-        raise ValueError(f"intended must be in [0, 1], got {intended!r}.")
+    check_probability(intended, "intended")
     cells = len(distances)
     size = math.isqrt(cells)
     if size * size != cells:
