@@ -42,16 +42,19 @@ __all__ = [
 #: The settings file shipped with the package.
 TUNED_FILE = Path(__file__).with_name("defaults.json")
 #: The value of each tunable setting for an env and algorithm without a tuned entry.
-FALLBACKS: dict[str, Any] = {
-    "timesteps": 50_000,
-    "budget": 20,
-    "train_first": 0,
-    "bc_episodes": 0,
-    "bc_epochs": 10,
-    "net_arch": (64, 64),
-    "encoding": "compact",
-    "algo_kwargs": {},
-}
+#: (Keywords, not string keys: ``budget`` is also an info key, spelled only as a constant.)
+FALLBACKS: dict[str, Any] = dict(
+    timesteps=50_000,
+    budget=20,
+    train_first=0,
+    bc_episodes=0,
+    bc_epochs=10,
+    net_arch=(64, 64),
+    encoding="compact",
+    algo_kwargs={},
+)
+#: A setting left at ``None`` stays so when the setting named here is given instead.
+_REPLACED_BY = dict(budget="budget_mix")
 #: Keys of a tuned entry that are not ``TrainConfig`` settings: they set up the
 #: evaluation that ``train-sb3`` runs after training.
 EVALUATION_KEYS = frozenset({"greedy"})
@@ -119,7 +122,8 @@ def resolve(config: Any) -> tuple[str, ...]:
     entry = tuned(config.env_id, config.algo)
     taken = []
     for name, fallback in FALLBACKS.items():
-        if getattr(config, name) is not None or (name == "budget" and config.budget_mix):
+        replaced = _REPLACED_BY.get(name)
+        if getattr(config, name) is not None or getattr(config, replaced or name) is not None:
             continue
         value = entry.get(name, fallback)
         if name in entry:
@@ -143,9 +147,8 @@ def describe(config: Any, greedy: bool | None = None) -> list[str]:
         if tuned_names
         else f"settings of {config.env_id} ({config.algo}): no tuned entry, generic defaults"
     ]
-    shown = ("timesteps", "budget", "budget_mix", "train_first", "n_envs", "gamma",
-             "net_arch", "encoding", "algo_kwargs")  # fmt: skip
-    for name in shown:
+    shown = [name for name in FALLBACKS if not name.startswith("bc_")]
+    for name in (*shown[:2], *_REPLACED_BY.values(), *shown[2:], "n_envs", "gamma"):
         value = getattr(config, name)
         if name == "budget_mix" and value is None:
             continue

@@ -94,16 +94,7 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
     for line in describe(config):
         log(line)
     stack = stack_settings(config)
-    kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
-    if "batch_size" in kwargs and "n_steps" in kwargs:
-        # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
-        kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
-    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
-    if config.algo == "recurrent_ppo":
-        from baselines.sb3.agent import FlattenIntExtractor
-
-        policy_kwargs["lstm_hidden_size"] = 64
-        policy_kwargs["features_extractor_class"] = FlattenIntExtractor
+    kwargs, policy_kwargs = _hyperparameters(config)
     vec_env = _vec_env(config)
     try:
         model = algorithm_class(config.algo)(
@@ -150,6 +141,21 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
         f"{_recent_success(model)}) -> {model_path}"
     )
     return model_path
+
+
+def _hyperparameters(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the algorithm's keyword arguments and its ``policy_kwargs``."""
+    kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
+    if "batch_size" in kwargs and "n_steps" in kwargs:
+        # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
+        kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
+    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
+    if config.algo == "recurrent_ppo":
+        from baselines.sb3.agent import FlattenIntExtractor
+
+        policy_kwargs["lstm_hidden_size"] = 64
+        policy_kwargs["features_extractor_class"] = FlattenIntExtractor
+    return kwargs, policy_kwargs
 
 
 def _warm_start(
