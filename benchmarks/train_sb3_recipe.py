@@ -26,7 +26,9 @@ RECIPE = ["agent_envs/FrozenLake-Slippery-v0"]
 BUDGETS, TASKS, SAMPLES = (8, 16, 32), 100, 4
 #: What the README states: Pass@(1,T) at least this on task ids 0..99, within this CPU time
 #: (training runs on one thread: on an idle machine, about the wall time).
-STATED = {"pass_at_1": {16: 0.5, 32: 0.55}, "cpu_minutes": 5.0}
+#: (Measured: 0.655 [0.587, 0.728] at T=16 and 0.672 [0.608, 0.745] at T=32, 0.3 min of CPU
+#: time, 1.9 min of wall clock at load average 10.8.)
+STATED = {"pass_at_1": {16: 0.6, 32: 0.6}, "cpu_minutes": 5.0}
 
 
 def main() -> int:
