@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import TURNS_LEFT
 from wrappers.turn_budget import budget_line
 from wrappers.validators import check_bool, check_int
@@ -436,6 +437,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             feedback_length=feedback_length,
         )
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.encoder = encoder
         self.observation_space = encoder.space
 
