@@ -32,7 +32,8 @@ def test_shared_memory_async_vector_env_is_refused_with_the_fix(make_env):
 def test_make_vec_async_default_is_refused_and_the_named_fix_works():
     with pytest.raises(ValueError, match="shared_memory"):
         gym.make_vec(ENV_ID, 2, vectorization_mode="async")
-    envs = gym.make_vec(ENV_ID, 2, vectorization_mode="async", vector_kwargs={"shared_memory": False})
+    no_shared = {"shared_memory": False}
+    envs = gym.make_vec(ENV_ID, 2, vectorization_mode="async", vector_kwargs=no_shared)
     try:
         observations, _ = envs.reset(seed=0, options={"task_id": 3})
     finally:
