@@ -12,6 +12,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HEAVY = (
     "torch", "transformers", "stable_baselines3", "sb3_contrib", "matplotlib", "ray", "torchrl",
+    "openenv",
 )  # fmt: skip
 
 
@@ -22,6 +23,7 @@ HEAVY = (
         "agent_envs.evaluation",
         "agent_envs.integrations.rllib",
         "agent_envs.integrations.torchrl",
+        "agent_envs.integrations.openenv",
         "wrappers",
         "baselines",
     ],
