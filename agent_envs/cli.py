@@ -138,7 +138,7 @@ def _with_history(
     ``ChatHistory``'s: ``"raw"`` keeps an LLM's whole replies, the format a
     model trained with ``train-llm`` was trained on.
     """
-    from agent_envs.evaluation.runner import resolve_env
+    from agent_envs.evaluation.stack import resolve_env
     from wrappers.budget import resolve_budget
     from wrappers.chat_history import ChatHistory
 
@@ -281,7 +281,7 @@ def _without_echo(observation: str) -> str:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from agent_envs.core import MAX_TASK_ID
-    from agent_envs.evaluation.runner import resolve_env
+    from agent_envs.evaluation.stack import resolve_env
     from wrappers import TurnBudget
     from wrappers.validators import check_int
 

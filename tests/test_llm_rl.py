@@ -18,7 +18,6 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
 from baselines.llm.hf_agent import HFAgent, _eos_ids  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm.rollout import (  # noqa: E402
@@ -33,6 +32,7 @@ from baselines.llm.rollout import (  # noqa: E402
 )
 from baselines.llm.tiny import build_tiny_model  # noqa: E402
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
+from wrappers.seeding import episode_seed  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

@@ -4,7 +4,7 @@
 dataset prompt names one task (:func:`task_prompt`); TRL hands every prompt
 over K times in a row (``num_generations``), and the K copies are K attempts
 at that task, with K distinct episode seeds derived as the evaluator derives
-them (:func:`agent_envs.evaluation.rollout.episode_seed`).
+them (:func:`wrappers.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -55,7 +55,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agent_envs.evaluation.rollout import episode_seed
 from agent_envs.protocol import (
     BUDGET,
     EPISODE_SEED,
@@ -73,6 +72,7 @@ from baselines.llm.prompting import (
 )
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.chat_history import ChatHistory
+from wrappers.seeding import episode_seed
 
 __all__ = [
     "END_REASONS",
