@@ -22,7 +22,7 @@ changes every result drawn from it.
 
 >>> episode_seed(0, 3, 1) == episode_seed(0, 3, 1) != episode_seed(0, 3, 2)
 True
->>> stream(BUDGET, 7).integers(100) == stream(BUDGET, 7).integers(100)
+>>> stream(BUDGET, 7).random() == stream(BUDGET, 7).random()
 True
 """
 
