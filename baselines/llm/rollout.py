@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from agent_envs.protocol import (
     BUDGET,
@@ -301,7 +300,7 @@ class EpisodeRollout:
         self.window = window
         self.process_reward = process_reward
         self.batch_size = batch_size
-        self._budget_rng = np.random.default_rng([self.seed, 0x42554447])
+        self._budget_rng = budget.draws.generator(self.seed)
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
         self._stacks: list[StackBudget] = []
         self.last_stats: dict[str, float] = {}
@@ -338,7 +337,7 @@ class EpisodeRollout:
         for index, task_id in enumerate(task_ids):
             new_group = index == 0 or task_ids[index - 1] != task_id
             if new_group or not self.budget.shared:
-                group_budget = self.budget.draw(self._budget_rng)
+                group_budget = self.budget.draws.draw(self._budget_rng)
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
             seed = episode_seed(self.seed, task_id, sample)
