@@ -283,7 +283,7 @@ class _Run:
             self.env,
             tasks=settings.tasks,
             states_per_task=settings.step_quality,
-            seed=settings.seed,
+            seed=settings.step_quality_seed,  # the study's, never the episodes' seed
             max_turns=max(settings.budgets),
             visible_budget=settings.visible_budget,
             batch_size=settings.batch_size,

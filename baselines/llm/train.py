@@ -391,13 +391,15 @@ def evaluate_model(
     log_path: str | os.PathLike[str] | None = None,
     progress: bool = False,
     step_quality: int = 0,
+    step_quality_seed: int = 0,
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
     The env stack is :func:`baselines.llm.rollout.make_chat_env` and the agent
     an ``HFAgent`` with the training settings, so every prompt is built as in
-    training.  ``step_quality`` (where the evaluator has it) also judges the
-    model on that many shared reference states per task.  Returns the
+    training.  ``step_quality`` also judges the model on that many shared
+    reference states per task, drawn with ``step_quality_seed`` (the study's,
+    never the training seed, so every seed meets the same states).  Returns the
     :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
@@ -415,7 +417,7 @@ def evaluate_model(
         prefix_cache=True,  # the same samples, several times faster on long histories
     )
     visible = config.budget.visible
-    extra = {"step_quality": step_quality} if step_quality else {}
+    extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
     return evaluate(
         agent,
         lambda: make_chat_env(config.env_id, max(budgets), visible),
