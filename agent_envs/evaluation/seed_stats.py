@@ -20,6 +20,8 @@ __all__ = [
     "MIN_SEEDS",
     "hierarchical_bootstrap",
     "holm",
+    "seed_interval",
+    "seed_paired_test",
     "min_p_value",
     "paired_permutation_test",
     "unpaired_permutation_test",
@@ -142,3 +144,36 @@ def holm(p_values: np.ndarray) -> np.ndarray:
         running = max(running, min(1.0, (m - rank) * flat[index]))
         adjusted[index] = running
     return adjusted.reshape(p_values.shape)
+
+
+def seed_interval(
+    per_seed: Sequence[np.ndarray],
+    rng: np.random.Generator,
+    n_bootstrap: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """Return the mean over seeds of a per-task metric and its hierarchical-bootstrap interval.
+
+    ``per_seed[s]`` holds one value per task for training seed ``s`` (a
+    study's primary metric, for example); the interval resamples seeds, then
+    tasks within each seed.
+    """
+    from agent_envs.evaluation.pass_at_k import percentile_interval
+
+    samplers = [task_sampler(np.asarray(values, dtype=float)[:, None]) for values in per_seed]
+    draws = hierarchical_bootstrap(samplers, n_bootstrap, rng)[:, 0]
+    low, high = percentile_interval(draws, confidence)
+    mean = float(np.mean([np.mean(values) for values in per_seed]))
+    return mean, float(low), float(high)
+
+
+def seed_paired_test(
+    a: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.random.Generator
+) -> float:
+    """Return the two-sided paired sign-flip p-value of mean(a) - mean(b) over seeds.
+
+    ``a[s]`` and ``b[s]`` are seed ``s``'s per-task values of two regimes;
+    ``rng`` serves only the Monte Carlo test beyond 14 seeds.
+    """
+    differences = np.array([np.mean(x) - np.mean(y) for x, y in zip(a, b, strict=True)])
+    return float(paired_permutation_test(differences[:, None], rng)[0])
