@@ -20,10 +20,10 @@ __all__ = [
     "MIN_SEEDS",
     "hierarchical_bootstrap",
     "holm",
-    "seed_interval",
-    "seed_paired_test",
     "min_p_value",
     "paired_permutation_test",
+    "seed_interval",
+    "seed_paired_test",
     "unpaired_permutation_test",
 ]
 
