@@ -388,9 +388,9 @@ def primary_test_lines(worst: dict[str, list[np.ndarray]], record: dict) -> list
     pairs = sorted({tuple(sorted(key.split(" vs "))) for key in record["p_values"]})
     raw = np.array([record["p_values"][f"{a} vs {b}"] for a, b in pairs])
     adjusted = holm(raw) if raw.size else raw
-    record["holm_p_values"] = {f"{a} vs {b}": float(q) for (a, b), q in zip(pairs, adjusted)}
-    smallest = ", ".join(f"{a} vs {b} {q:.3f}" for (a, b), q in
-                         sorted(zip(pairs, adjusted), key=lambda x: x[1])[:3])  # fmt: skip
+    holm_p = {f"{a} vs {b}": float(q) for (a, b), q in zip(pairs, adjusted, strict=True)}
+    record["holm_p_values"] = holm_p
+    smallest = ", ".join(f"{k} {q:.3f}" for k, q in sorted(holm_p.items(), key=lambda x: x[1])[:3])
     lines += ["", "(`+`: the row's regime scores higher than the column's.)  Holm over the "
               f"{len(pairs)} pairs: smallest adjusted p {smallest}.", ""]  # fmt: skip
     return lines
