@@ -108,7 +108,7 @@ PLAN = EnvPlan(4, 12, (4, 6, 8, 12), (3, 4, 5, 6, 8, 12))
 
 def regimes(plan: EnvPlan) -> dict[str, tuple[Any, float]]:
     """Return {name: (BudgetSpec or None for the warm start, process-reward coefficient)}."""
-    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.budget_spec import BudgetSpec
 
     return {
         "warm": (None, 0.0),
@@ -153,7 +153,7 @@ def _setup_worker() -> None:
 
 def train_config(budget: Any, tasks: list[int], **settings: Any) -> Any:
     """Return the study's ``LLMTrainConfig`` for one run."""
-    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.train import LLMTrainConfig
 
     return LLMTrainConfig(
@@ -185,7 +185,7 @@ def warm_start_job(work: Path, steps: int, tasks: list[int]) -> str:
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Train one (regime, seed) from the warm start and evaluate it; reuse a finished run."""
     from agent_envs.evaluation import EvalResult
-    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.train import evaluate_model, train_llm
 
     _setup_worker()

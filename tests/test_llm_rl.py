@@ -19,21 +19,17 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
-from baselines.llm.hf_agent import HFAgent, _eos_ids  # noqa: E402
+from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
+from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
+from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
-from baselines.llm.rollout import (  # noqa: E402
-    BudgetSpec,
-    EpisodeRollout,
-    HFGenerator,
-    outcome_reward,
-    process_reward,
-    reply_decoder,
-    task_of,
-    task_prompt,
-)
+from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
+from baselines.llm.rollout import EpisodeRollout  # noqa: E402
+from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
 from baselines.llm.tiny import build_tiny_model  # noqa: E402
+from baselines.llm.train import build_parser, config_from_args  # noqa: E402
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
+from wrappers.seeding import episode_seed  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -90,7 +86,7 @@ def warm_path(tiny_path, tmp_path_factory):
 def play(path, tasks, budget=T8, keep_prompts=False, prefix_cache=True, **kwargs):
     model, tokenizer = load(path)
     runner = rollout(budget, **kwargs)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         tasks,
         runner.encoder(model, tokenizer),
@@ -119,12 +115,48 @@ def test_task_prompts_round_trip_and_bad_prompts_are_refused():
         task_of("What is 2 + 2?")
 
 
+def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_path):
+    """One owner of budget sampling: the rollout's per-episode T is BudgetMix's sequence."""
+    import gymnasium as gym
+
+    from wrappers import BudgetMix
+
+    model, tokenizer = load(tiny_path)
+    eos = eos_token_ids(model, tokenizer)
+    spec = BudgetSpec((2, 3, 4, 5), weights=(1e308, 1e308, 2e307, 1.0), shared=False)
+    runner = rollout(spec, seed=5)
+    episodes = runner.run(
+        list(range(10)),
+        runner.encoder(model, tokenizer),
+        OracleReplies(tokenizer, eos[0], 0.0, 0),
+        reply_decoder(tokenizer, eos),
+    )
+    mix = BudgetMix(gym.make(GUESS), spec.budgets, spec.weights)
+    mix.reset(seed=5)
+    expected = [mix.budget]
+    for _ in range(9):
+        mix.reset()
+        expected.append(mix.budget)
+    assert [episode.budget for episode in episodes] == expected
+    assert spec.draws.probabilities == mix.draws.probabilities
+
+
+def test_budget_spec_normalises_huge_weights_and_refuses_strings():
+    assert BudgetSpec((4, 8), weights=(1e308, 1e308)).draws.probabilities == (0.5, 0.5)
+    with pytest.raises(TypeError, match="weights must be numbers"):
+        BudgetSpec((4, 8), weights=("1", "2"))
+    with pytest.raises(ValueError, match="finite"):
+        BudgetSpec((4, 8), weights=(10**400, 1))
+    args = build_parser().parse_args([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
+    assert config_from_args(args).budget.draws.probabilities == (0.5, 0.5)
+
+
 def test_budget_spec_checks_its_arguments():
     assert BudgetSpec.fixed(8).describe() == "T=8"
     assert BudgetSpec((4, 8)).describe() == "BudgetMix{4,8}"
-    with pytest.raises(ValueError, match="ints >= 1"):
+    with pytest.raises(ValueError, match="every budget must be an int >= 1"):
         BudgetSpec((0, 4))
-    with pytest.raises(ValueError, match="one value per budget"):
+    with pytest.raises(ValueError, match="weights has 1 entries but there are 2 budgets"):
         BudgetSpec((4, 8), weights=(1.0,))
 
 
@@ -132,7 +164,7 @@ def test_budget_spec_checks_its_arguments():
 def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
     model, tokenizer = load(tiny_path)
     runner = rollout()
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [3] * 4,
         runner.encoder(model, tokenizer),
@@ -203,7 +235,7 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
     assert len({e.episode_seed for e in episodes}) == 6
     # The next group at task 7 continues with fresh attempts.
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     again = runner.run(
         [7, 7],
         runner.encoder(model, tokenizer),
@@ -215,7 +247,7 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
 
 def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny_path):
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     tasks = [task for task in range(12) for _ in range(4)]
 
     def budgets(shared):
@@ -244,7 +276,7 @@ def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
     model, tokenizer = load(tiny_path)
     model.config.max_position_embeddings = 200  # the first prompt fits, later ones do not
     runner = rollout(BudgetSpec.fixed(30))
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [1, 1],
         runner.encoder(model, tokenizer),
@@ -282,7 +314,7 @@ def test_the_prefix_cache_plays_the_same_episodes_as_generate(warm_path):
 def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_path):
     """Greedy replies equal generate()'s; a turn feeds only the tokens added since the last."""
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     fed = []
     model.register_forward_pre_hook(
         lambda _, args, kwargs: fed.append(kwargs["input_ids"].shape[1]), with_kwargs=True
@@ -375,7 +407,7 @@ def test_outcome_and_process_rewards():
 
 def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
 
     def play_with(budget, process_reward=True):
         runner = rollout(BudgetSpec.fixed(budget), process_reward=process_reward)

@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.protocol import BUDGET, SUCCESS
+from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
-from baselines.llm.rollout import BudgetSpec
+from wrappers.validators import parse_float_list
 
 __all__ = [
     "EVAL_FIRST_TASK",
@@ -224,7 +225,8 @@ def train_llm(
     from transformers import set_seed
     from trl import GRPOTrainer
 
-    from baselines.llm.rollout import outcome_reward, process_reward, task_prompt
+    from baselines.llm.rewards import outcome_reward, process_reward
+    from baselines.llm.tasks import task_prompt
     from baselines.llm.warm_start import demonstrations, warm_start
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
@@ -445,16 +447,18 @@ def evaluate_model(
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
-    The env stack is :func:`baselines.llm.rollout.make_chat_env` and the agent
-    an ``HFAgent`` with the training settings, so every prompt is built as in
-    training.  ``step_quality`` also judges the model on that many shared
-    reference states per task, drawn with ``step_quality_seed`` (the study's,
-    never the training seed, so every seed meets the same states).  Returns the
-    :class:`agent_envs.evaluation.EvalResult`.
+    The env stack is training's (:func:`wrappers.chat_history.chat_stack` with
+    ``record="raw"``) and the agent an ``HFAgent`` with the training settings,
+    so every prompt is built as in training.  ``step_quality`` also judges the
+    model on that many shared reference states per task, drawn with
+    ``step_quality_seed`` (the study's, never the training seed, so every seed
+    meets the same states).  Returns the :class:`agent_envs.evaluation.EvalResult`.
     """
+    import gymnasium as gym
+
     from agent_envs.evaluation import evaluate
     from baselines.llm.hf_agent import HFAgent
-    from baselines.llm.rollout import make_chat_env
+    from wrappers.chat_history import chat_stack
 
     agent = HFAgent(
         str(path),
@@ -470,7 +474,7 @@ def evaluate_model(
     extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
     return evaluate(
         agent,
-        lambda: make_chat_env(config.env_id, max(budgets), visible),
+        lambda: chat_stack(gym.make(config.env_id), max(budgets), visible=visible, record="raw"),
         ks=[k for k in ks if k <= samples],
         budgets=budgets,
         tasks=list(tasks),
@@ -585,7 +589,7 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
     if args.weights is not None:
         if args.budget_mix is None:
             raise _UsageError("--weights goes with --budget-mix.")
-        weights = tuple(float(w) for w in args.weights.split(","))
+        weights = parse_float_list(args.weights, "--weights")
     spec = BudgetSpec(budgets, weights, args.visible_budget, not args.independent_budgets)
     tasks = _task_ids(args.tasks, "--tasks")
     config = LLMTrainConfig(
