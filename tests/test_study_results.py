@@ -58,9 +58,13 @@ def test_the_primary_metric_its_interval_and_its_holm_p_values_recompute(study):
     for name, stored in data["primary"].items():
         mean, low, high = seed_interval(values[name], bootstrap_rng(0))
         assert (mean, low, high) == pytest.approx((stored["mean"], stored["low"], stored["high"]))
-    tests = data["primary_tests"]
-    raw = [
-        seed_paired_test(*(values[n] for n in key.split(" - ")), bootstrap_rng(1)) for key in tests
-    ]
-    assert raw == pytest.approx([cell["p"] for cell in tests.values()])
-    assert holm(np.array(raw)).tolist() == pytest.approx([c["holm_p"] for c in tests.values()])
+    for family in ("primary_tests", "other_primary_tests"):
+        tests = data[family]
+        pairs = [[values[name] for name in key.split(" - ")] for key in tests]
+        raw = [seed_paired_test(a, b, bootstrap_rng(1)) for a, b in pairs]
+        assert raw == pytest.approx([cell["p"] for cell in tests.values()])
+        assert holm(np.array(raw)).tolist() == pytest.approx([c["holm_p"] for c in tests.values()])
+        for (a, b), cell in zip(pairs, tests.values(), strict=True):
+            paired = [x - y for x, y in zip(a, b, strict=True)]
+            interval = seed_interval(paired, bootstrap_rng(0))
+            assert interval == pytest.approx((cell["diff"], cell["low"], cell["high"]))
