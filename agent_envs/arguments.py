@@ -301,14 +301,20 @@ class BudgetArguments:
     the default) and no weights, or the mix and its weights.
     """
 
-    default: int
+    default: int | None
 
-    def budgets(self, args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[float, ...] | None]:
-        """Return the training budgets and their weights; refuse ``--weights`` without a mix."""
+    def budgets(
+        self, args: argparse.Namespace
+    ) -> tuple[tuple[int, ...] | None, tuple[float, ...] | None]:
+        """Return the training budgets and their weights; refuse ``--weights`` without a mix.
+
+        The budgets are ``None`` when no flag gives them and the default is ``None``.
+        """
         if args.budget_mix is None:
             if args.weights is not None:
                 raise UsageError("--weights goes with --budget-mix.")
-            return ((args.budget if args.budget is not None else self.default),), None
+            budget = args.budget if args.budget is not None else self.default
+            return (None if budget is None else (budget,)), None
         if args.weights is not None and len(args.weights) != len(args.budget_mix):
             raise UsageError(
                 f"--weights has {len(args.weights)} values but --budget-mix has "
@@ -318,12 +324,20 @@ class BudgetArguments:
 
 
 def add_budget_arguments(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, default: int
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    default: int | None,
+    unset: str = "none",
 ) -> BudgetArguments:
-    """Add ``--budget``, ``--budget-mix``, ``--weights`` and ``--visible-budget``."""
+    """Add ``--budget``, ``--budget-mix``, ``--weights`` and ``--visible-budget``.
+
+    ``default`` is the fixed T without either flag (``None``: the command picks
+    it, as ``unset`` says in the help).
+    """
     regime = parser.add_mutually_exclusive_group()
+    said = unset if default is None else default
     regime.add_argument(
-        "--budget", type=int_arg(1), default=None, help=f"a fixed turn budget T (default {default})"
+        "--budget", type=int_arg(1), default=None, help=f"a fixed turn budget T (default {said})"
     )
     regime.add_argument(
         "--budget-mix",

@@ -4,7 +4,7 @@
 dataset prompt names one task (:func:`baselines.llm.tasks.task_prompt`); TRL
 hands every prompt over K times in a row (``num_generations``), and the K
 copies are K attempts at that task, with K distinct episode seeds derived as
-the evaluator derives them (:func:`agent_envs.evaluation.rollout.episode_seed`).
+the evaluator derives them (:func:`wrappers.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -57,7 +57,6 @@ from typing import Any
 
 import gymnasium as gym
 
-from agent_envs.evaluation.rollout import episode_seed
 from agent_envs.protocol import (
     BUDGET,
     EPISODE_SEED,
@@ -84,6 +83,7 @@ from baselines.llm.prompting import (
 from baselines.llm.tasks import task_of
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.chat_history import chat_stack
+from wrappers.seeding import episode_seed
 
 __all__ = [
     "END_REASONS",

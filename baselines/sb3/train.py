@@ -35,7 +35,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ from agent_envs.arguments import (
     run_command,
 )
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
+from baselines.sb3.defaults import cli_algo_kwargs, cli_encoding, describe, tuned
 from baselines.sb3.env import TrainConfig, make_env, stack_settings, vec_envs
 from wrappers.encode_observation import MODES
 
@@ -103,8 +104,10 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
     from baselines.sb3.agent import algorithm_class, write_sidecar
 
     torch.set_num_threads(config.threads)
+    for line in describe(config):
+        log(line)
     stack = stack_settings(config)
-    kwargs, policy_kwargs = _algorithm_kwargs(config)
+    kwargs, policy_kwargs = _hyperparameters(config)
     vec_env = vec_envs(config)
     try:
         model = algorithm_class(config.algo)(
@@ -153,8 +156,8 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
     return model_path
 
 
-def _algorithm_kwargs(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Return the algorithm's keyword arguments and its ``policy_kwargs`` for ``config``."""
+def _hyperparameters(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the algorithm's keyword arguments and its ``policy_kwargs``."""
     kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
     if "batch_size" in kwargs and "n_steps" in kwargs:
         # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
@@ -256,12 +259,15 @@ def evaluate_model(
     seed: int = 0,
     out: Path | None = None,
     step_quality: int = 0,
+    step_quality_seed: int = 0,
 ) -> Any:
     """Evaluate a saved model with the agent_envs evaluator; write ``result.json`` in ``out``.
 
     The episode log goes to ``out/episodes.jsonl``, so a stopped evaluation
     resumes.  ``step_quality`` is the evaluator's option of that name (shared
-    reference states per task).  Returns the
+    reference states per task), drawn with ``step_quality_seed``: the study's
+    seed, not ``seed``, so that every training seed meets the same states.
+    Returns the
     :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
@@ -280,6 +286,7 @@ def evaluate_model(
         log_path=None if out is None else out / "episodes.jsonl",
         agent_name=f"sb3:{model_path}",
         step_quality=step_quality,
+        step_quality_seed=step_quality_seed,
     )
     if out is not None:
         result.save(out / "result.json")
@@ -300,11 +307,11 @@ def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
         "save it with a JSON sidecar, and evaluate its Pass@(K,T).",
     )
     parser.add_argument("env_id", help="e.g. agent_envs/FrozenLake-8x8-v0")
-    parser.add_argument("--algo", choices=sorted(ALGORITHMS), default="ppo")
-    parser.add_argument("--timesteps", type=int_arg(1), default=50_000)
-    budget = add_budget_arguments(parser, default=20)
+    parser.add_argument("--algo", choices=sorted(ALGORITHMS), default="maskable_ppo")
+    parser.add_argument("--timesteps", type=int_arg(1), help="env steps (default: tuned)")
+    budget = add_budget_arguments(parser, default=None, unset="tuned")
     _add_training_arguments(parser)
-    _add_encoding_arguments(parser.add_argument_group("observation encoding"))
+    _add_encoding_arguments(parser.add_argument_group("observation encoding (default: tuned)"))
     evaluation = parser.add_argument_group("evaluation")
     flags = add_eval_arguments(
         evaluation,
@@ -318,7 +325,11 @@ def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
     evaluation.add_argument("--eval-first", type=int_arg(0), default=0, help="first eval task id")
     deprecated(evaluation, "--samples", "--eval-samples", type=int_arg(1))
     deprecated(evaluation, "--k", "--eval-k", type=int_list(None))
-    evaluation.add_argument("--greedy", action="store_true", help="act greedily (default: sample)")
+    evaluation.add_argument(
+        "--greedy", action="store_const", const=True, help="act greedily (default: tuned)"
+    )
+    evaluation.add_argument("--sample", dest="greedy", action="store_const", const=False,
+                            help="sample (the default without a tuned entry)")  # fmt: skip
     evaluation.add_argument("--no-eval", action="store_true", help="train and save only")
     parser.add_argument("--out", type=Path, help="run folder (default runs/sb3/<env>-<regime>)")
     parser.add_argument("--quick", action="store_true", help="tiny run that checks the plumbing")
@@ -350,28 +361,27 @@ def _add_training_arguments(parser: Parser) -> None:
     parser.add_argument(
         "--train-first",
         type=int_arg(0),
-        default=0,
-        help="first training task id; without --train-tasks a fresh task every episode from "
-        "this id up (keep the evaluation ids below it)",
+        help="first training task id (default: tuned); without --train-tasks a fresh task "
+        "every episode from this id up (keep the evaluation ids below it)",
     )
     warm = parser.add_argument_group("behaviour-cloning warm start")
     warm.add_argument(
-        "--bc-episodes", type=int_arg(0), default=0, help="noisy-oracle episodes (0: none)"
+        "--bc-episodes",
+        type=int_arg(0),
+        help="noisy-oracle demonstration episodes (0: none; default: tuned)",
     )
     warm.add_argument("--bc-epsilon", type=number_arg(0, 1), default=0.2, help="its noise")
-    warm.add_argument("--bc-epochs", type=int_arg(1), default=10, help="supervised epochs")
-    parser.add_argument("--algo-kwargs", type=json_object, default={}, help="JSON overrides")
+    warm.add_argument("--bc-epochs", type=int_arg(1), help="supervised epochs (default: tuned)")
+    parser.add_argument("--algo-kwargs", type=json_object, help="JSON, over the tuned ones")
     parser.add_argument("--threads", type=int_arg(1), default=1, help="torch threads (default 1)")
-    parser.add_argument(
-        "--net-arch", type=int_list(1), default=(64, 64), help="hidden layers (default 64,64)"
-    )
+    parser.add_argument("--net-arch", type=int_list(1), help="hidden layers (default: tuned)")
 
 
 def _add_encoding_arguments(encoding: Any) -> None:
     """Add the observation-encoding flags (:class:`wrappers.TextEncoder`'s settings)."""
-    encoding.add_argument("--encoding", choices=MODES, default="chars")
+    encoding.add_argument("--encoding", choices=MODES)
     encoding.add_argument("--max-length", type=int_arg(1), help="characters (tokens) kept")
-    encoding.add_argument("--keep", choices=("tail", "head"), default="tail")
+    encoding.add_argument("--keep", choices=("tail", "head"))
     encoding.add_argument("--view-only", action="store_true", help="encode the view only")
     encoding.add_argument(
         "--feedback-length",
@@ -379,43 +389,29 @@ def _add_encoding_arguments(encoding: Any) -> None:
         help="chars mode: also encode the feedback's first N characters (e.g. Maze's heading)",
     )
     encoding.add_argument("--charset", help="characters indexed by chars mode (default: env's)")
-    encoding.add_argument("--dim", type=int_arg(1), default=1024, help="hashing dimension")
+    encoding.add_argument("--dim", type=int_arg(1), help="hashing dimension (default 1024)")
     encoding.add_argument("--tokenizer", help="tokenizer name or local path (tokens mode)")
 
 
 def config_from_args(args: argparse.Namespace, seed: int, budget: BudgetArguments) -> TrainConfig:
     """Return the checked :class:`TrainConfig` for one seed of the parsed arguments."""
-    budgets, weights = budget.budgets(args)
-    encoding: dict[str, Any] = {"mode": args.encoding, "keep": args.keep}
-    if args.view_only:
-        encoding["view_only"] = True
-    if args.max_length is not None:
-        encoding["max_length"] = args.max_length
-    if args.feedback_length is not None:
-        if args.encoding != "chars":
-            raise UsageError("--feedback-length needs --encoding chars")
-        encoding["feedback_length"] = args.feedback_length
-    if args.encoding == "chars" and args.charset is not None:
-        encoding["charset"] = args.charset.replace("\\n", "\n")
-    if args.encoding == "hashing":
-        encoding["dim"] = args.dim
-    if args.encoding == "tokens":
-        if args.tokenizer is None:
-            raise UsageError("--encoding tokens needs --tokenizer NAME_OR_PATH")
-        encoding["tokenizer"] = args.tokenizer
-    algo_kwargs = dict(args.algo_kwargs)
+    _, weights = budget.budgets(args)
+    encoding = _encoding_flags(args)
+    algo_kwargs = cli_algo_kwargs(args.env_id, args.algo, args.algo_kwargs)
     timesteps, n_envs = args.timesteps, args.n_envs
     if args.quick:
         timesteps, n_envs = QUICK["timesteps"], QUICK["n_envs"]
+        algo_kwargs = cli_algo_kwargs(args.env_id, args.algo, algo_kwargs or {})
         if args.algo != "dqn":
             algo_kwargs.setdefault("n_steps", QUICK["n_steps"])
         else:
             algo_kwargs.setdefault("learning_starts", 64)
-    return TrainConfig(
+    first = args.train_first or 0
+    config = TrainConfig(
         env_id=args.env_id,
         algo=args.algo,
         timesteps=timesteps,
-        budget=None if args.budget_mix is not None else budgets[0],
+        budget=args.budget,
         budget_mix=args.budget_mix,
         weights=weights,
         visible_budget=args.visible_budget or args.budget_feature,
@@ -428,16 +424,36 @@ def config_from_args(args: argparse.Namespace, seed: int, budget: BudgetArgument
         vec=args.vec,
         train_tasks=None
         if args.train_tasks is None
-        else tuple(range(args.train_first, args.train_first + args.train_tasks)),
+        else tuple(range(first, first + args.train_tasks)),
         train_first=args.train_first,
-        bc_episodes=QUICK["bc_episodes"] if args.quick and args.bc_episodes else args.bc_episodes,
+        bc_episodes=args.bc_episodes,
         bc_epsilon=args.bc_epsilon,
         bc_epochs=args.bc_epochs,
         encoding=encoding,
         algo_kwargs=algo_kwargs,
         threads=args.threads,
-        net_arch=tuple(args.net_arch),
+        net_arch=None if args.net_arch is None else tuple(args.net_arch),
     )
+    if args.quick and config.bc_episodes:
+        config = replace(config, bc_episodes=min(config.bc_episodes, QUICK["bc_episodes"]))
+    return config
+
+
+def _encoding_flags(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Return the encoding the flags make over the tuned one (``None``: no encoding flag)."""
+    charset = None if args.charset is None else args.charset.replace("\\n", "\n")
+    flags = {"mode": args.encoding, "keep": args.keep, "max_length": args.max_length,
+             "view_only": args.view_only or None, "feedback_length": args.feedback_length,
+             "charset": charset, "dim": args.dim, "tokenizer": args.tokenizer}  # fmt: skip
+    given = {name: value for name, value in flags.items() if value is not None}
+    if not given:
+        return None
+    encoding = cli_encoding(args.env_id, args.algo, given)
+    if "feedback_length" in encoding and encoding["mode"] != "chars":
+        raise UsageError("--feedback-length needs --encoding chars")
+    if encoding["mode"] == "tokens" and "tokenizer" not in encoding:
+        raise UsageError("--encoding tokens needs --tokenizer NAME_OR_PATH")
+    return encoding
 
 
 def default_eval_budgets(training: Sequence[int], shortest: int = 1) -> tuple[int, ...]:
@@ -515,22 +531,35 @@ def _main(argv: list[str]) -> int:
         if len(configs) > 1:
             out = out / f"seed{config.seed}"
         model_path = train(config, out, log=print)
-        if settings is None:
-            continue
-        result = evaluate_model(
-            model_path,
-            env_id=config.env_id,
-            budgets=settings.budgets,
-            ks=settings.ks,
-            tasks=settings.tasks,
-            samples=settings.samples,
-            deterministic=args.greedy,
-            seed=config.seed,
-            out=out,
-        )
-        print(result.table())
-        print(f"wrote {out / 'result.json'}")
+        if settings is not None:
+            _evaluate(args, config, settings, model_path, out)
     return 0
+
+
+def _evaluate(
+    args: argparse.Namespace, config: TrainConfig, settings: Any, model_path: Path, out: Path
+) -> None:
+    """Evaluate the trained model with ``settings``; print the table, save the result."""
+    greedy = tuned(config.env_id, config.algo).get("greedy", False)
+    greedy = greedy if args.greedy is None else args.greedy
+    tasks = settings.tasks
+    held_out = config.train_tasks is None and config.train_first > max(tasks)
+    print(f"evaluating task ids {tasks[0]}-{tasks[-1]} ("
+          f"{'held out' if held_out else 'may overlap training'}), acting "
+          f"{'greedily' if greedy else 'by sampling'}")  # fmt: skip
+    result = evaluate_model(
+        model_path,
+        env_id=config.env_id,
+        budgets=settings.budgets,
+        ks=settings.ks,
+        tasks=tasks,
+        samples=settings.samples,
+        deterministic=greedy,
+        seed=config.seed,
+        out=out,
+    )
+    print(result.table())
+    print(f"wrote {out / 'result.json'}")
 
 
 if __name__ == "__main__":
