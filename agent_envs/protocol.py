@@ -22,11 +22,11 @@ Protocols below state the shape, in the manner of Stable-Baselines3's
   for all of them.  A slot may hold an exception instead of an action: that
   episode alone is recorded as an error.  An exception *raised* by
   ``act_batch`` fails every episode of the call.
-* ``budget_aware = True``: the agent learns the budget some other way than the
-  observation, so the evaluator must run every budget separately.
-* ``visible_budget = True``: the agent reads the turns left in its observation
-  (it was trained under ``TurnBudget(visible=True)``), so the evaluator builds
-  its stack with a visible budget and runs every budget separately.
+* ``visible_budget = True``, the policy's one budget flag: the agent sees the
+  budget (it was trained under ``TurnBudget(visible=True)``, or it plans with
+  the turns left), so the evaluator builds its stack with a visible budget
+  (the turns left in every observation and in ``info``) and runs every budget
+  separately.  ``budget_aware = True``, its old name, still counts and warns.
 * ``required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)``: the evaluator adds
   those lists to ``info`` (through ``wrappers.ActionHints``).  This is how the
   random and oracle baselines see the env's action API while
@@ -38,7 +38,7 @@ an int in ``[0, 2**32)`` derived from (base seed, task, attempt), and
 randomness from (``episode_seed``, ``turn``), so that attempts draw different
 samples and the result does not depend on batching or episode order.
 :data:`BUDGET` and :data:`TURNS_LEFT` are in ``info`` only when the budget is
-visible (a visible ``TurnBudget``, or ``budget_aware = True``); with a hidden
+visible (a visible ``TurnBudget``, or ``visible_budget = True``); with a hidden
 budget the episode runs at max(T), so the evaluator never shows them, and a
 policy that asks for them anyway gets one ``UserWarning`` per run saying so.
 
@@ -130,7 +130,6 @@ class BatchPolicy(Protocol):
 class PolicyExtras(Protocol):
     """The optional attributes a policy declares (read with ``getattr``, default off)."""
 
-    budget_aware: ClassVar[bool]
     visible_budget: ClassVar[bool]
     required_info: ClassVar[tuple[str, ...]]
 

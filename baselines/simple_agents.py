@@ -36,7 +36,7 @@ _PICK, _COIN = 1, 2
 class _SeededAgent:
     """Shared seeding: per-episode counter-based draws, or an own generator."""
 
-    budget_aware: ClassVar[bool] = False
+    visible_budget: ClassVar[bool] = False
     required_info: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, seed: int = 0) -> None:

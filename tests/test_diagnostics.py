@@ -287,7 +287,7 @@ class PeeksAtTheBudget(OracleAgent):
 
 @pytest.mark.parametrize("how", ["get", "index", "in"])
 def test_reading_a_hidden_budget_warns_once_per_run(how):
-    with pytest.warns(UserWarning, match="budget_aware = True.*--visible-budget") as caught:
+    with pytest.warns(UserWarning, match="visible_budget = True.*--visible-budget") as caught:
         evaluate(PeeksAtTheBudget(how), "agent_envs/Sokoban-v0", ks=[1], budgets=[30], tasks=4)
     assert len([w for w in caught if "budget is hidden" in str(w.message)]) == 1
     key = "turns_left" if how == "get" else "budget"
@@ -303,7 +303,7 @@ def test_a_policy_that_never_reads_the_budget_gets_no_warning(policy):
 
 def test_a_visible_budget_is_readable_without_warning():
     class Reads(OracleAgent):
-        budget_aware = True
+        visible_budget = True
 
         def act(self, observation, info):
             assert info["turns_left"] >= 1 and info.get("budget") == 30
@@ -324,3 +324,16 @@ def test_the_hidden_info_pickles_as_a_plain_dict():
     assert dict(info) == {"turn": 1}
     again = pickle.loads(pickle.dumps(info))
     assert type(again) is dict and again == {"turn": 1}
+
+
+def test_the_old_budget_aware_flag_still_counts_and_warns():
+    class OldAware(OracleAgent):
+        budget_aware = True
+
+        def act(self, observation, info):
+            assert observation.endswith(f"[Turns left: {info['turns_left']} of 30]")
+            return super().act(observation, info)
+
+    with pytest.warns(DeprecationWarning, match="OldAware.budget_aware is deprecated"):
+        result = evaluate(OldAware(), "agent_envs/Sokoban-v0", ks=[1], budgets=[30], tasks=2)
+    assert result.mode == "visible" and result.errors == 0

@@ -173,7 +173,7 @@ def test_hidden_shortcut_equals_separate_runs_per_budget():
         assert np.array_equal(counts_of(single)[:, 0], counts_of(hidden)[:, column])
 
     class Aware(RandomAgent):
-        budget_aware = True
+        visible_budget = True
 
     visible = evaluate(Aware(), small_guess(8), budgets=budgets, **grid)
     assert visible.mode == "visible"
@@ -290,7 +290,7 @@ def test_a_hidden_budget_is_hidden_from_info_too():
             return spy(info)
 
     class AwareSpy(Spy):
-        budget_aware = True
+        visible_budget = True
 
     evaluate(Spy(), GUESS, ks=[1], budgets=[2, 3], tasks=1, n_bootstrap=10)
     assert seen and all("budget" not in keys and "turns_left" not in keys for keys in seen)
@@ -407,7 +407,7 @@ def test_scalar_diagnostics_do_not_depend_on_the_mode():
     # an attempt counted once per T and decision quality and turns to success
     # changed with the mode (and the T grid) for the same budget-unaware policy.
     class Aware(NoisyOracleAgent):
-        budget_aware = True
+        visible_budget = True
 
     grid = dict(ks=[1], budgets=[2, 4, 8], tasks=8, samples=3, n_bootstrap=20, agent_name="n")
     hidden = evaluate(NoisyOracleAgent(0.5), small_guess(20), **grid)

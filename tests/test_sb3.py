@@ -203,7 +203,7 @@ def test_recurrent_state_restarts_at_turn_zero(tmp_path):
 def test_visible_budget_agent_appends_the_budget_line(tmp_path):
     path = train(_config("ppo", 128, visible_budget=True), tmp_path)
     agent = SB3Agent(str(path))
-    assert agent.budget_aware
+    assert agent.visible_budget
     info = {"budget": 9, "turns_left": 4}
     assert agent._visible("view", info) == "view\n[Turns left: 4 of 9]"
     assert agent._visible("view\n[Turns left: 4 of 9]", info) == "view\n[Turns left: 4 of 9]"

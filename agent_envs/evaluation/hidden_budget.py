@@ -43,7 +43,8 @@ class BudgetReads:
             warnings.warn(
                 f"the policy read info[{key!r}], but the budget is hidden in this run (every "
                 "episode runs at max(T)), so it got nothing. If the policy uses the budget, "
-                "set budget_aware = True on it or pass visible_budget=True (--visible-budget).",
+                "declare visible_budget = True on it, or pass visible_budget=True "
+                "(--visible-budget).",
                 UserWarning,
                 stacklevel=3,
             )

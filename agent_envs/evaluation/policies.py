@@ -15,6 +15,7 @@ these first.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +33,7 @@ class PerEpisode:
     A class passed to ``evaluate`` is already treated this way; use this marker
     for any other factory, such as ``functools.partial(MyAgent, temperature=0.7)``.
     The factory is called once more up front to read ``required_info`` and
-    ``budget_aware`` from an instance.
+    ``visible_budget`` from an instance.
 
     >>> from agent_envs.evaluation import PerEpisode
     >>> marker = PerEpisode(dict)
@@ -98,15 +99,34 @@ def _check_batch(actions: Any, expected: int) -> list[Any]:
     return list(actions)
 
 
+def _visible_budget(policy: Any) -> bool:
+    """Return the policy's one budget flag, ``visible_budget``.
+
+    ``budget_aware = True``, the old name of a policy that reads the budget
+    from ``info``, still counts, with a ``DeprecationWarning``: the evaluator
+    now shows such a policy the turns left in its observation too.
+    """
+    if getattr(policy, "budget_aware", False) and not getattr(policy, "visible_budget", False):
+        name = policy.__name__ if isinstance(policy, type) else type(policy).__name__
+        warnings.warn(
+            f"{name}.budget_aware is deprecated: declare visible_budget = True "
+            "(the evaluator then shows the turns left in the observation and in info).",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        return True
+    return bool(getattr(policy, "visible_budget", False))
+
+
 class PolicyAdapter:
     """The evaluator's view of a policy: what it needs and how to call it.
 
     Attributes:
         name: ``"module:QualName"`` of the policy, for results and logs.
         required_info: keys the evaluator must add to ``info``.
-        budget_aware: the policy learns the budget other than by the observation.
-        visible_budget: the policy reads the turns left in the observation, so
-            the evaluator shows them (a visible ``TurnBudget``).
+        visible_budget: the policy's one budget flag: it sees the budget, so the
+            evaluator shows the turns left (a visible ``TurnBudget``: in the
+            observation and in ``info``) and runs every budget separately.
         batched: the policy has ``act_batch`` on one shared instance.
         calls: number of policy calls made so far (``act`` or ``act_batch``).
     """
@@ -139,8 +159,7 @@ class PolicyAdapter:
                 f"got {type(policy).__name__}."
             )
         self.required_info = _required_info(source)
-        self.budget_aware = bool(getattr(source, "budget_aware", False))
-        self.visible_budget = bool(getattr(source, "visible_budget", False))
+        self.visible_budget = _visible_budget(source)
         self.batched = self._shared is not None and callable(
             getattr(self._shared, "act_batch", None)
         )

@@ -129,8 +129,8 @@ def evaluate(
     first success turn gives every T; ``info`` then carries no ``budget`` or
     ``turns_left``.  *Visible budget*: each T runs separately; chosen when
     ``visible_budget=True`` (or the policy declares ``visible_budget = True``:
-    it reads the turns left in its observation), when the env stack has a
-    visible ``TurnBudget``/``BudgetMix``, or when the policy is ``budget_aware``.
+    it sees the turns left), or when the env stack has a visible
+    ``TurnBudget``/``BudgetMix``.
 
     The budget of the env stack is resolved by :func:`wrappers.budget.resolve_budget`:
     a ``TurnBudget`` or ``BudgetMix`` of yours in ``env`` is driven through

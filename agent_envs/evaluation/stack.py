@@ -213,16 +213,16 @@ def open_stack(
     """Decide whether the policy may see the budget; return the run's stack and its first env.
 
     The one visibility decision: the turns left are shown when asked for or
-    when the policy reads them from its observation (``visible_budget``); the
-    budget is visible to the policy also when it is ``budget_aware`` or the
-    user's own ``TurnBudget``/``BudgetMix`` is visible.  Hidden, episodes run
-    at max(T), a budget the policy must not see.
+    when the policy sees the budget (its one flag, ``visible_budget``); the
+    budget is visible to the policy also when the user's own
+    ``TurnBudget``/``BudgetMix`` is visible.  Hidden, episodes run at max(T),
+    a budget the policy must not see.
     """
     # A policy that reads the turns left in its observation gets them shown by
     # the TurnBudget itself, exactly as in its training, not re-added by it.
     shown = visible_budget or adapter.visible_budget
     probe, budget = build_stack(make_env, max_budget, shown, adapter.required_info, driver)
-    visible = shown or adapter.budget_aware or budget.visible
+    visible = shown or budget.visible
     budget.report(visible)
     return EnvStack(make_env, max_budget, shown, adapter.required_info, visible), probe
 

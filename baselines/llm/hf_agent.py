@@ -126,7 +126,7 @@ class HFAgent:
         action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
     """
 
-    budget_aware = False
+    visible_budget = False
 
     def __init__(
         self,

@@ -185,7 +185,7 @@ class OpenAIChatAgent:
         action = agent.act(observation, info)   # an AgentAction; action.raw is the reply
     """
 
-    budget_aware = False
+    visible_budget = False
 
     def __init__(
         self,

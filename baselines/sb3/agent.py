@@ -233,8 +233,8 @@ class SB3Agent:
     mapped to vocabulary indices and the inadmissible ones are never chosen.
     Models trained without masks act unmasked, as in training.
 
-    Budget: a model trained with a visible budget declares ``visible_budget``
-    (and ``budget_aware``), so the evaluator shows the ``[Turns left: N of T]``
+    Budget: a model trained with a visible budget declares ``visible_budget``,
+    so the evaluator shows the ``[Turns left: N of T]``
     line through its own visible ``TurnBudget``, as in training.  Outside the
     evaluator, if the observation lacks the line, the agent appends it from
     ``info["turns_left"]`` and ``info["budget"]`` with
@@ -277,7 +277,6 @@ class SB3Agent:
         self.algo = self._shared.algo
         self.masked = stack.action_masks
         self.recurrent = self.algo == "recurrent_ppo"
-        self.budget_aware = stack.visible_budget
         # Trained with the turns-left line: the evaluator shows it, as training did.
         self.visible_budget = stack.visible_budget
         self.required_info: tuple[str, ...] = (ADMISSIBLE_ACTIONS,) if self.masked else ()
@@ -409,7 +408,7 @@ class SB3Agent:
         return start
 
     def _visible(self, observation: str, info: dict[str, Any]) -> str:
-        if not self.budget_aware or BUDGET not in info or TURNS_LEFT not in info:
+        if not self.visible_budget or BUDGET not in info or TURNS_LEFT not in info:
             return observation
         if strip_budget_line(observation) != observation:  # the evaluator showed it
             return observation

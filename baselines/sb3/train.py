@@ -282,7 +282,7 @@ def evaluate_model(
         tasks=list(tasks),
         samples=samples,
         seed=seed,
-        visible_budget=agent.budget_aware,
+        visible_budget=agent.visible_budget,
         log_path=None if out is None else out / "episodes.jsonl",
         agent_name=f"sb3:{model_path}",
         step_quality=step_quality,
