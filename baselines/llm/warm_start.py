@@ -22,7 +22,6 @@ from typing import Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 from baselines.llm.hf_agent import _eos_ids
-from baselines.llm.prompting import PromptEncoder
 from baselines.llm.rollout import (
     Episode,
     EpisodeRollout,
@@ -79,15 +78,14 @@ def demonstrations(
 
     ``rollout`` supplies the env, the budget spec, the system prompt and the
     seeds, exactly as in GRPO; ``model`` only tells the context length.  An
-    episode that ends for ``"context"`` or ``"retokenized"`` keeps what it
-    played up to there.
+    episode that ends for ``"context"`` keeps what it played up to there.
     """
-    encoder: PromptEncoder = rollout.encoder(model, tokenizer)
+    chat = rollout.chat_tokens(model, tokenizer)
     eos_ids = _eos_ids(model, tokenizer)
     generate = OracleReplies(tokenizer, eos_ids[0], epsilon, rollout.seed)
     decode = reply_decoder(tokenizer, eos_ids)
     tasks = [task for task in task_ids for _ in range(episodes_per_task)]
-    episodes = rollout.run(tasks, encoder, generate, decode)
+    episodes = rollout.run(tasks, chat, generate, decode)
     return [
         {
             "input_ids": episode.prompt_ids + episode.completion_ids,
