@@ -93,7 +93,7 @@ PLANS = {
 
 def regimes(plan: EnvPlan, full: bool) -> dict[str, tuple[Any, float]]:
     """Return {name: (BudgetSpec or None for the warm start, process-reward coefficient)}."""
-    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.budget_spec import BudgetSpec
 
     table: dict[str, tuple[Any, float]] = {
         "warm": (None, 0.0),
@@ -116,7 +116,7 @@ def _setup_worker() -> None:
 
 def warm_start_job(env_id: str, work: Path, steps: int, tasks: tuple[int, ...]) -> str:
     """Build the tiny model and warm-start it once per env; return its folder."""
-    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.train import LLMTrainConfig, train_llm
 
     _setup_worker()
@@ -141,7 +141,7 @@ def warm_start_job(env_id: str, work: Path, steps: int, tasks: tuple[int, ...]) 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Train one (env, regime, seed) from the warm start and evaluate it; reuse a finished run."""
     from agent_envs.evaluation import EvalResult
-    from baselines.llm.rollout import BudgetSpec
+    from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.train import LLMTrainConfig, evaluate_model, train_llm
 
     _setup_worker()

@@ -19,18 +19,13 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
-from baselines.llm.hf_agent import HFAgent, _eos_ids  # noqa: E402
+from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
+from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
+from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
-from baselines.llm.rollout import (  # noqa: E402
-    BudgetSpec,
-    EpisodeRollout,
-    HFGenerator,
-    outcome_reward,
-    process_reward,
-    reply_decoder,
-    task_of,
-    task_prompt,
-)
+from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
+from baselines.llm.rollout import EpisodeRollout  # noqa: E402
+from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
 from baselines.llm.tiny import build_tiny_model  # noqa: E402
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
 
@@ -89,7 +84,7 @@ def warm_path(tiny_path, tmp_path_factory):
 def play(path, tasks, budget=T8, keep_prompts=False, prefix_cache=True, **kwargs):
     model, tokenizer = load(path)
     runner = rollout(budget, **kwargs)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         tasks,
         runner.chat_tokens(model, tokenizer),
@@ -131,7 +126,7 @@ def test_budget_spec_checks_its_arguments():
 def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
     model, tokenizer = load(tiny_path)
     runner = rollout()
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [3] * 4,
         runner.chat_tokens(model, tokenizer),
@@ -202,7 +197,7 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
     assert len({e.episode_seed for e in episodes}) == 6
     # The next group at task 7 continues with fresh attempts.
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     again = runner.run(
         [7, 7],
         runner.chat_tokens(model, tokenizer),
@@ -214,7 +209,7 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
 
 def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny_path):
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     tasks = [task for task in range(12) for _ in range(4)]
 
     def budgets(shared):
@@ -243,7 +238,7 @@ def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
     model, tokenizer = load(tiny_path)
     model.config.max_position_embeddings = 200  # the first prompt fits, later ones do not
     runner = rollout(BudgetSpec.fixed(30))
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [1, 1],
         runner.chat_tokens(model, tokenizer),
@@ -281,7 +276,7 @@ def test_the_prefix_cache_plays_the_same_episodes_as_generate(warm_path):
 def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_path):
     """Greedy replies equal generate()'s; a turn feeds only the tokens added since the last."""
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     fed = []
     model.register_forward_pre_hook(
         lambda _, args, kwargs: fed.append(kwargs["input_ids"].shape[1]), with_kwargs=True
@@ -374,7 +369,7 @@ def test_outcome_and_process_rewards():
 
 def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
 
     def play_with(budget, process_reward=True):
         runner = rollout(BudgetSpec.fixed(budget), process_reward=process_reward)

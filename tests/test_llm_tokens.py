@@ -15,6 +15,7 @@ import itertools
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -30,17 +31,18 @@ from transformers import (  # noqa: E402
 import agent_envs  # noqa: E402, F401
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
+from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
 from baselines.llm.chat_tokens import ChatTokens  # noqa: E402
-from baselines.llm.hf_agent import HFAgent, _eos_ids  # noqa: E402
-from baselines.llm.prompting import PromptEncoder, build_messages, to_agent_action  # noqa: E402
-from baselines.llm.rollout import (  # noqa: E402
-    BudgetSpec,
-    EpisodeRollout,
+from baselines.llm.generation import (  # noqa: E402
     HFGenerator,
-    make_chat_env,
+    eos_token_ids,
     reply_decoder,
 )
+from baselines.llm.hf_agent import HFAgent  # noqa: E402
+from baselines.llm.prompting import PromptEncoder, build_messages, to_agent_action  # noqa: E402
+from baselines.llm.rollout import EpisodeRollout  # noqa: E402
 from baselines.llm.tiny import CHAT_TEMPLATE, build_tiny_model  # noqa: E402
+from wrappers.chat_history import chat_stack  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -137,7 +139,7 @@ def play(path, tasks, budget=4, keep_prompts=False, **kwargs):
             replies.setdefault(episode.episode_seed, []).append(reply)
         return out
 
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     chat = runner.chat_tokens(model, tokenizer)
     episodes = runner.run(tasks, chat, generate, reply_decoder(tokenizer, eos), keep_prompts)
     return episodes, replies, model, tokenizer
@@ -146,7 +148,7 @@ def play(path, tasks, budget=4, keep_prompts=False, **kwargs):
 # ------------------------------------------------------------ the rollout
 def test_replies_that_retokenise_differently_never_end_an_episode(model_path):
     episodes, replies, model, tokenizer = play(model_path, [3, 3, 3, 3, 8, 8, 8, 8])
-    eos = set(_eos_ids(model, tokenizer))
+    eos = set(eos_token_ids(model, tokenizer))
     changed = 0
     for episode in episodes:
         assert episode.end_reason in ("success", "budget", "failure"), episode.end_reason
@@ -223,7 +225,7 @@ def test_evaluation_reads_the_tokens_training_read(model_path, tmp_path):
 # ------------------------------------------------------------ the delta
 def dialogue(replies):
     """Return the ChatHistory(record="raw") infos of a GuessNumber episode with these replies."""
-    env = make_chat_env(GUESS, 8)
+    env = chat_stack(gym.make(GUESS), 8, record="raw")
     observation, info = env.reset(seed=0, options={"task_id": 0, "budget": 8})
     steps = [(observation, info)]
     for reply in replies:
@@ -285,7 +287,7 @@ def test_where_the_template_is_not_prefix_stable_the_delta_is_used(tiny_path):
         [2, 2],
         runner.chat_tokens(model, tokenizer),
         HFGenerator(model, tokenizer, runner),
-        reply_decoder(tokenizer, _eos_ids(model, tokenizer)),
+        reply_decoder(tokenizer, eos_token_ids(model, tokenizer)),
         keep_prompts=True,
     )
     for episode in episodes:

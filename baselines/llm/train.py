@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.protocol import BUDGET, SUCCESS
+from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
-from baselines.llm.rollout import BudgetSpec
 
 __all__ = [
     "EVAL_FIRST_TASK",
@@ -228,7 +228,8 @@ def train_llm(
     from transformers import set_seed
     from trl import GRPOTrainer
 
-    from baselines.llm.rollout import outcome_reward, process_reward, task_prompt
+    from baselines.llm.rewards import outcome_reward, process_reward
+    from baselines.llm.tasks import task_prompt
     from baselines.llm.warm_start import demonstrations, warm_start
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
@@ -419,15 +420,17 @@ def evaluate_model(
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
-    The env stack is :func:`baselines.llm.rollout.make_chat_env` and the agent
-    an ``HFAgent`` with the training settings, so every prompt is built as in
-    training.  ``step_quality`` (where the evaluator has it) also judges the
-    model on that many shared reference states per task.  Returns the
-    :class:`agent_envs.evaluation.EvalResult`.
+    The env stack is training's (:func:`wrappers.chat_history.chat_stack` with
+    ``record="raw"``) and the agent an ``HFAgent`` with the training settings,
+    so every prompt is built as in training.  ``step_quality`` (where the
+    evaluator has it) also judges the model on that many shared reference
+    states per task.  Returns the :class:`agent_envs.evaluation.EvalResult`.
     """
+    import gymnasium as gym
+
     from agent_envs.evaluation import evaluate
     from baselines.llm.hf_agent import HFAgent
-    from baselines.llm.rollout import make_chat_env
+    from wrappers.chat_history import chat_stack
 
     agent = HFAgent(
         str(path),
@@ -443,7 +446,7 @@ def evaluate_model(
     extra = {"step_quality": step_quality} if step_quality else {}
     return evaluate(
         agent,
-        lambda: make_chat_env(config.env_id, max(budgets), visible),
+        lambda: chat_stack(gym.make(config.env_id), max(budgets), visible=visible, record="raw"),
         ks=[k for k in ks if k <= samples],
         budgets=budgets,
         tasks=list(tasks),
