@@ -103,6 +103,7 @@ def test_train_llm_lora_quick_and_the_saved_model_evaluates_with_agent_hf(tmp_pa
         "alpha": None,
         "dropout": 0.0,
         "targets": ["q_proj", "v_proj"],
+        "layers": None,
     }
     assert (out / ADAPTER_FOLDER).is_dir()
     capsys.readouterr()
@@ -115,10 +116,25 @@ def test_train_llm_lora_quick_and_the_saved_model_evaluates_with_agent_hf(tmp_pa
     assert "Pass@" in capsys.readouterr().out
 
 
+def test_lora_on_the_last_layers_leaves_the_lower_ones_without_gradient(tiny_path):
+    model = apply_lora(AutoModelForCausalLM.from_pretrained(tiny_path), LoRASpec(4, layers=1))
+    trainable = [name for name, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all(".layers.1." in name for name in trainable)  # 2 layers: only the top
+    ids = torch.tensor([[5, 6, 7, 8]])
+    captured = {}
+    first = model.get_base_model().model.layers[0]
+    first.register_forward_hook(lambda module, args, out: captured.update(out=out))
+    model(input_ids=ids).logits.sum().backward()
+    hidden = captured["out"][0] if isinstance(captured["out"], tuple) else captured["out"]
+    assert not hidden.requires_grad  # the backward never reaches the lowest layer
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--lora-alpha", "8"], "go with --lora R"),
+        (["--lora-layers", "2"], "go with --lora R"),
+        (["--lora", "4", "--lora-layers", "0"], "LoRA layers must be an int >= 1"),
         (["--lora", "-2"], "LoRA rank must be an int >= 1"),
         (["--lora", "4", "--lora-dropout", "1.5"], "LoRA dropout must be in [0, 1)"),
         (["--lora", "4", "--lora-targets", "no_such_proj"], "no_such_proj"),

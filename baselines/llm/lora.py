@@ -44,12 +44,17 @@ class LoRASpec:
         targets: names of the modules that get adapters (``q_proj``, ...);
             ``None``: ``peft``'s default for the architecture (``q_proj`` and
             ``v_proj`` for Llama, Qwen2 and Mistral; ``c_attn`` for GPT-2).
+        layers: adapt only the last ``layers`` transformer layers; ``None``:
+            all.  The backward pass then stops at the lowest adapted layer
+            (nothing below it needs a gradient), so the update costs little
+            more than a forward pass.
     """
 
     r: int
     alpha: float | None = None
     dropout: float = 0.0
     targets: tuple[str, ...] | None = None
+    layers: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.r, bool) or not isinstance(self.r, int) or self.r < 1:
@@ -60,12 +65,22 @@ class LoRASpec:
             raise ValueError(f"the LoRA dropout must be in [0, 1), got {self.dropout!r}.")
         if self.targets is not None and not (self.targets and all(self.targets)):
             raise ValueError(f"the LoRA targets must be module names, got {self.targets!r}.")
+        if self.layers is not None and (
+            isinstance(self.layers, bool) or not isinstance(self.layers, int) or self.layers < 1
+        ):
+            raise ValueError(f"the LoRA layers must be an int >= 1, got {self.layers!r}.")
 
-    def config(self) -> Any:
-        """Return the ``peft.LoraConfig`` of these adapters."""
+    def config(self, layer_count: int | None = None) -> Any:
+        """Return the ``peft.LoraConfig`` of these adapters (``layer_count``: the model's)."""
         from peft import LoraConfig
 
+        layers = None
+        if self.layers is not None:
+            if layer_count is None:
+                raise ValueError("LoRA on the last layers needs the model's layer count.")
+            layers = list(range(max(layer_count - self.layers, 0), layer_count))
         return LoraConfig(
+            layers_to_transform=layers,
             r=self.r,
             lora_alpha=self.alpha if self.alpha is not None else 2 * self.r,
             lora_dropout=self.dropout,
@@ -78,7 +93,8 @@ def apply_lora(model: Any, spec: LoRASpec) -> Any:
     """Return ``model`` wrapped in ``spec``'s adapters: only they require gradients."""
     from peft import get_peft_model
 
-    return get_peft_model(model, spec.config())
+    layer_count = model.config.get_text_config().num_hidden_layers
+    return get_peft_model(model, spec.config(layer_count))
 
 
 def save_model(model: Any, out: Path) -> Any:

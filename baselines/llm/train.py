@@ -547,6 +547,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: peft's for the architecture: q_proj,v_proj for Llama/Qwen2)",
     )
     parser.add_argument(
+        "--lora-layers",
+        type=int,
+        default=None,
+        help="adapt only the last N layers (default: all); the backward stops there",
+    )
+    parser.add_argument(
         "--micro-batch",
         type=int,
         default=None,
@@ -611,13 +617,16 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
 def _lora_spec(args: argparse.Namespace) -> LoRASpec | None:
     """Return the ``--lora*`` flags as a :class:`LoRASpec` (``None`` without ``--lora``)."""
     if args.lora == 0:
-        if args.lora_alpha is not None or args.lora_targets is not None or args.lora_dropout:
-            raise _UsageError("--lora-alpha, --lora-dropout and --lora-targets go with --lora R.")
+        extras = (args.lora_alpha, args.lora_targets, args.lora_layers)
+        if any(value is not None for value in extras) or args.lora_dropout:
+            raise _UsageError(
+                "--lora-alpha, --lora-dropout, --lora-targets and --lora-layers go with --lora R."
+            )
         return None
     targets = None
     if args.lora_targets is not None:
         targets = tuple(name.strip() for name in args.lora_targets.split(","))
-    return LoRASpec(args.lora, args.lora_alpha, args.lora_dropout, targets)
+    return LoRASpec(args.lora, args.lora_alpha, args.lora_dropout, targets, args.lora_layers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
