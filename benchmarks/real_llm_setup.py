@@ -29,8 +29,8 @@ ENV = "agent_envs/GuessNumber-v0"
 SYSTEM_PROMPT = "You play a game. Reply with the action only, nothing else."
 FEW_SHOT = 1
 #: Example episodes come from task ids far above training (0..) and evaluation (10000..).
-EXAMPLE_FIRST_TASK = 900_000
-MAX_NEW_TOKENS = 6
+EXAMPLE_FIRST_TASK = 90_000
+MAX_NEW_TOKENS = 10
 TEMPERATURE = 1.0
 LORA_TARGETS = ("q_proj", "v_proj")
 
