@@ -137,7 +137,7 @@ def _with_history(
     training plays: ``record="raw"`` keeps an LLM's whole replies, the format
     a model trained with ``train-llm`` was trained on.
     """
-    from agent_envs.evaluation.runner import resolve_env
+    from agent_envs.evaluation.stack import resolve_env
     from wrappers.chat_history import chat_stack
 
     if window < 0:
@@ -280,7 +280,7 @@ def _without_echo(observation: str) -> str:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from agent_envs.core import MAX_TASK_ID
-    from agent_envs.evaluation.runner import resolve_env
+    from agent_envs.evaluation.stack import resolve_env
     from wrappers import TurnBudget
     from wrappers.validators import check_int
 

@@ -18,7 +18,6 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
 from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
 from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
@@ -27,7 +26,9 @@ from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout  # noqa: E402
 from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
 from baselines.llm.tiny import build_tiny_model  # noqa: E402
+from baselines.llm.train import build_parser, config_from_args  # noqa: E402
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
+from wrappers.seeding import episode_seed  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -113,12 +114,48 @@ def test_task_prompts_round_trip_and_bad_prompts_are_refused():
         task_of("What is 2 + 2?")
 
 
+def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_path):
+    """One owner of budget sampling: the rollout's per-episode T is BudgetMix's sequence."""
+    import gymnasium as gym
+
+    from wrappers import BudgetMix
+
+    model, tokenizer = load(tiny_path)
+    eos = eos_token_ids(model, tokenizer)
+    spec = BudgetSpec((2, 3, 4, 5), weights=(1e308, 1e308, 2e307, 1.0), shared=False)
+    runner = rollout(spec, seed=5)
+    episodes = runner.run(
+        list(range(10)),
+        runner.encoder(model, tokenizer),
+        OracleReplies(tokenizer, eos[0], 0.0, 0),
+        reply_decoder(tokenizer, eos),
+    )
+    mix = BudgetMix(gym.make(GUESS), spec.budgets, spec.weights)
+    mix.reset(seed=5)
+    expected = [mix.budget]
+    for _ in range(9):
+        mix.reset()
+        expected.append(mix.budget)
+    assert [episode.budget for episode in episodes] == expected
+    assert spec.draws.probabilities == mix.draws.probabilities
+
+
+def test_budget_spec_normalises_huge_weights_and_refuses_strings():
+    assert BudgetSpec((4, 8), weights=(1e308, 1e308)).draws.probabilities == (0.5, 0.5)
+    with pytest.raises(TypeError, match="weights must be numbers"):
+        BudgetSpec((4, 8), weights=("1", "2"))
+    with pytest.raises(ValueError, match="finite"):
+        BudgetSpec((4, 8), weights=(10**400, 1))
+    args = build_parser().parse_args([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
+    assert config_from_args(args).budget.draws.probabilities == (0.5, 0.5)
+
+
 def test_budget_spec_checks_its_arguments():
     assert BudgetSpec.fixed(8).describe() == "T=8"
     assert BudgetSpec((4, 8)).describe() == "BudgetMix{4,8}"
-    with pytest.raises(ValueError, match="ints >= 1"):
+    with pytest.raises(ValueError, match="every budget must be an int >= 1"):
         BudgetSpec((0, 4))
-    with pytest.raises(ValueError, match="one value per budget"):
+    with pytest.raises(ValueError, match="weights has 1 entries but there are 2 budgets"):
         BudgetSpec((4, 8), weights=(1.0,))
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from wrappers.protocol import TURNS_LEFT
-from wrappers.turn_budget import budget_line
+from wrappers.turn_budget import strip_budget_line
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["MODES", "EncodeObservation", "TextEncoder"]
@@ -33,7 +33,6 @@ _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 # Salts (crc32 start values) keep words and character n-grams in separate hash streams.
 _WORD_SALT, _NGRAM_SALT = zlib.crc32(b"word"), zlib.crc32(b"char-ngram")
 _CACHE_SIZE = 4096
-_BUDGET_PREFIX = budget_line(0, 0).split("0")[0]  # "[Turns left: "
 
 
 class TextEncoder:
@@ -234,11 +233,7 @@ class TextEncoder:
     def _without_budget_line(self, text: str) -> str:
         if not isinstance(text, str):
             raise TypeError(f"TextEncoder encodes str, got {type(text).__name__}.")
-        if self.budget_scale is not None and text.endswith("]"):
-            head, _, last = text.rpartition("\n")
-            if last.startswith(_BUDGET_PREFIX):
-                return head
-        return text
+        return strip_budget_line(text) if self.budget_scale is not None else text
 
     def encode(self, text: str, turns_left: int | None = None) -> np.ndarray:
         """Return the array for ``text``; it always lies in :attr:`space`.

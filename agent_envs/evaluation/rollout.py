@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from agent_envs.core import normalize_action
 from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
+from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import PolicyAdapter, describe_error
+from agent_envs.evaluation.settings import VISIBLE, EvalSettings
 from agent_envs.protocol import (
     BUDGET,
     DEAD_END,
@@ -28,21 +29,13 @@ from agent_envs.protocol import (
     ActionParser,
 )
 
-if TYPE_CHECKING:  # settings.py imports this module for EpisodeKey
-    from agent_envs.evaluation.settings import EvalSettings
-
-# Spelled here, not imported: settings.py imports this module.
-_VISIBLE = "visible"
-
 __all__ = [
     "TRANSCRIPT_TEXT_LIMIT",
-    "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
     "Finish",
     "RunOptions",
     "clip_text",
-    "episode_seed",
     "run_lockstep",
     "run_sequential",
 ]
@@ -62,34 +55,6 @@ def clip_text(text: str, limit: int = TRANSCRIPT_TEXT_LIMIT) -> str:
     'abc...[3 more characters]'
     """
     return text if len(text) <= limit else f"{text[:limit]}...[{len(text) - limit} more characters]"
-
-
-def episode_seed(base_seed: int, task_id: int, sample: int) -> int:
-    """Return the seed of attempt ``sample`` at task ``task_id``: an int in ``[0, 2**32)``.
-
-    It is the first 32-bit word of ``numpy.random.SeedSequence([base_seed,
-    task_id, sample])``: stable across processes and platforms, and the same
-    for every budget, so that a run at T is a prefix of the run at a larger T.
-
-    >>> episode_seed(0, 3, 1) == episode_seed(0, 3, 1) != episode_seed(0, 3, 2)
-    True
-    """
-    return int(np.random.SeedSequence([base_seed, task_id, sample]).generate_state(1)[0])
-
-
-@dataclass(frozen=True)
-class EpisodeKey:
-    """Which episode to play: attempt ``sample`` at ``task_id`` under ``budget`` turns."""
-
-    task_id: int
-    sample: int
-    budget: int
-    seed: int
-
-    @property
-    def ident(self) -> tuple[int, int, int]:
-        """What identifies the episode in a run log."""
-        return (self.task_id, self.sample, self.budget)
 
 
 @dataclass
@@ -202,7 +167,7 @@ class RunOptions:
         """Return the options a run with these (resolved) settings plays with."""
         # The budget owner keeps budget keys out of a hidden run's info; a policy
         # that asks for them anyway is told so once (see hidden_budget).
-        reads = None if settings.mode == _VISIBLE else BudgetReads()
+        reads = None if settings.mode == VISIBLE else BudgetReads()
         return cls(settings.diagnostics, settings.transcripts, hidden_budget=reads)
 
 
@@ -327,7 +292,7 @@ class EpisodeRun:
             return
         record.judged_valid += 1
         before = self._distance
-        if action in self._oracle or self._is_oracle_move(action):
+        if action in self._oracle or self.is_oracle_move(action):
             record.optimal += 1
             if self._exact_oracle and before is not None:
                 distance = self._distance = before - 1
@@ -366,8 +331,11 @@ class EpisodeRun:
                     ceiling = max(ceiling, limit)
             self._pending, self._ceiling = still, ceiling
 
-    def _is_oracle_move(self, action: str) -> bool:
-        """Return whether ``action`` is one of the oracle's moves, however it is spelled."""
+    def is_oracle_move(self, action: str) -> bool:
+        """Return whether ``action`` is one of the oracle's moves, however it is spelled.
+
+        The oracle's moves are those of the state :meth:`before_act` last noted.
+        """
         oracle = self._oracle
         if action in oracle:  # oracle actions are canonical, and so are many agents'
             return True

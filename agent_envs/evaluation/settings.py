@@ -8,7 +8,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from agent_envs.core import MAX_TASK_ID
-from agent_envs.evaluation.rollout import EpisodeKey, episode_seed
+from agent_envs.evaluation.keys import EpisodeKey
+from wrappers.seeding import episode_seed
 from wrappers.validators import (
     check_bool,
     check_grid,
@@ -116,7 +117,7 @@ class EvalSettings:
         env_name, agent_name: names to record; the evaluator derives them if
             ``None``.
         wrappers: the wrappers of the env stack that change what an episode
-            does (``runner.describe_wrappers``); set by the evaluator.
+            does (``stack.describe_wrappers``); set by the evaluator.
         mode: ``"hidden"`` or ``"visible"``; set by the evaluator (``None`` before).
     """
 

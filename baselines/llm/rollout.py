@@ -4,7 +4,7 @@
 dataset prompt names one task (:func:`baselines.llm.tasks.task_prompt`); TRL
 hands every prompt over K times in a row (``num_generations``), and the K
 copies are K attempts at that task, with K distinct episode seeds derived as
-the evaluator derives them (:func:`agent_envs.evaluation.rollout.episode_seed`).
+the evaluator derives them (:func:`wrappers.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -55,9 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
-from agent_envs.evaluation.rollout import episode_seed
 from agent_envs.protocol import (
     BUDGET,
     EPISODE_SEED,
@@ -85,6 +83,7 @@ from baselines.llm.prompting import (
 from baselines.llm.tasks import task_of
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.chat_history import chat_stack
+from wrappers.seeding import episode_seed
 
 __all__ = [
     "END_REASONS",
@@ -291,7 +290,7 @@ class EpisodeRollout:
         self.temperature = float(temperature)
         self.process_reward = process_reward
         self.batch_size = batch_size
-        self._budget_rng = np.random.default_rng([self.seed, 0x42554447])
+        self._budget_rng = budget.draws.generator(self.seed)
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
         self._stacks: list[StackBudget] = []
         self.last_stats: dict[str, float] = {}
@@ -328,7 +327,7 @@ class EpisodeRollout:
         for index, task_id in enumerate(task_ids):
             new_group = index == 0 or task_ids[index - 1] != task_id
             if new_group or not self.budget.shared:
-                group_budget = self.budget.draw(self._budget_rng)
+                group_budget = self.budget.draws.draw(self._budget_rng)
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
             seed = episode_seed(self.seed, task_id, sample)

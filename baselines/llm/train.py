@@ -43,6 +43,7 @@ from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
+from wrappers.validators import parse_float_list
 
 __all__ = [
     "EVAL_FIRST_TASK",
@@ -581,7 +582,7 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
     if args.weights is not None:
         if args.budget_mix is None:
             raise _UsageError("--weights goes with --budget-mix.")
-        weights = tuple(float(w) for w in args.weights.split(","))
+        weights = parse_float_list(args.weights, "--weights")
     spec = BudgetSpec(budgets, weights, args.visible_budget, not args.independent_budgets)
     tasks = _task_ids(args.tasks, "--tasks")
     config = LLMTrainConfig(
