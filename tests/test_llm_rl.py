@@ -126,7 +126,7 @@ def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_path):
     runner = rollout(spec, seed=5)
     episodes = runner.run(
         list(range(10)),
-        runner.encoder(model, tokenizer),
+        runner.chat_tokens(model, tokenizer),
         OracleReplies(tokenizer, eos[0], 0.0, 0),
         reply_decoder(tokenizer, eos),
     )
