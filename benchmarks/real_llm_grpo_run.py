@@ -9,8 +9,8 @@ groups whose rewards have zero variance (they carry no gradient), the mean
 reward, the loss and the step's seconds, to stdout and to ``--out``/log.jsonl.
 
 Before and after, it evaluates on held-out tasks 10000.. (``--eval-tasks``
-tasks, ``--eval-samples`` sampled attempts each, at the training temperature,
-T = the training budget) with ``HFAgent`` on the training prompt, and writes
+tasks, ``--eval-samples`` sampled attempts each, at the training temperature
+``--temperature``, T = the training budget) with ``HFAgent`` on the training prompt, and writes
 ``before.json`` and ``after.json`` (``EvalResult.save``).  ``--skip-before``
 reuses a ``before.json`` already in ``--out``.
 
@@ -34,10 +34,11 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2-135m", help="folder, .gguf or short name")
     parser.add_argument("--env", default=setup.ENV)
     parser.add_argument("--budget", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=30, help="0: evaluate before only")
     parser.add_argument("--k", type=int, default=8, help="attempts per task (group size)")
     parser.add_argument("--tasks-per-step", type=int, default=2)
     parser.add_argument("--lr", type=float, default=2e-4)
+    parser.add_argument("--temperature", type=float, default=setup.TEMPERATURE)
     parser.add_argument("--lora", type=int, default=16)
     parser.add_argument("--lora-layers", type=int, default=None)
     parser.add_argument("--micro-batch", type=int, default=4)
@@ -58,6 +59,8 @@ def main() -> None:
     print(f"load average at start: {setup.load_average()}", flush=True)
     if not (args.skip_before and (args.out / "before.json").exists()):
         evaluate(folder, args, args.out / "before.json")
+    if args.steps == 0:
+        return
     trained = train(folder, args)
     evaluate(str(trained), args, args.out / "after.json")
     print(f"load average at the end: {setup.load_average()}", flush=True)
@@ -71,7 +74,9 @@ def evaluate(folder: str, args: argparse.Namespace, path: Path) -> None:
     from wrappers.chat_history import chat_stack
 
     started = time.perf_counter()
-    agent = setup.agent(folder, args.env, batch_size=32, seed=args.seed)
+    agent = setup.agent(
+        folder, args.env, batch_size=32, seed=args.seed, temperature=args.temperature
+    )
     result = run_evaluation(
         agent,
         lambda: chat_stack(gym.make(args.env), args.budget, record="raw"),
@@ -138,7 +143,7 @@ def train(folder: str, args: argparse.Namespace) -> Path:
             steps_per_generation=episodes // micro,
             learning_rate=args.lr,
             lr_scheduler_type="constant",
-            temperature=setup.TEMPERATURE,
+            temperature=args.temperature,
             beta=0.0,
             save_strategy="no",
             logging_steps=1,
@@ -147,7 +152,9 @@ def train(folder: str, args: argparse.Namespace) -> Path:
         ),
         train_dataset=Dataset.from_list([{"prompt": task_prompt(t)} for t in range(64)]),
         processing_class=tokenizer,
-        rollout_func=setup.rollout(args.env, args.budget, seed=args.seed),
+        rollout_func=setup.rollout(
+            args.env, args.budget, seed=args.seed, temperature=args.temperature
+        ),
         callbacks=[StepLog()],
     )
     started = time.perf_counter()

@@ -84,7 +84,13 @@ def add_examples(encoder: Any, examples: list[dict[str, str]]) -> Any:
     return encoder
 
 
-def rollout(env_id: str, budget: int, seed: int = 0, few_shot: int = FEW_SHOT) -> Any:
+def rollout(
+    env_id: str,
+    budget: int,
+    seed: int = 0,
+    few_shot: int = FEW_SHOT,
+    temperature: float = TEMPERATURE,
+) -> Any:
     """Return the GRPO rollout: bare actions, few-shot examples, fixed budget."""
     from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.rollout import EpisodeRollout
@@ -103,7 +109,7 @@ def rollout(env_id: str, budget: int, seed: int = 0, few_shot: int = FEW_SHOT) -
         seed=seed,
         system_prompt=SYSTEM_PROMPT,
         max_new_tokens=MAX_NEW_TOKENS,
-        temperature=TEMPERATURE,
+        temperature=temperature,
     )
 
 
