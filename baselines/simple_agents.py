@@ -1,4 +1,5 @@
-"""Reference agents: uniform random, the oracle, and an oracle with noise.
+"""Reference agents: uniform random, the oracle, an oracle with noise, and a
+GuessNumber guesser that only keeps inside the interval it is shown.
 
 They read the env's action API through ``info``: each declares
 ``required_info`` and the evaluator adds those lists with
@@ -17,6 +18,7 @@ its own ``numpy`` generator seeded with ``seed``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +27,7 @@ from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS
 from wrappers.seeding import turn_hash
 from wrappers.validators import check_int, check_probability
 
-__all__ = ["NoisyOracleAgent", "OracleAgent", "RandomAgent"]
+__all__ = ["IntervalGuesser", "NoisyOracleAgent", "OracleAgent", "RandomAgent"]
 
 # Streams keep the coin flip and the action pick of one turn independent.
 _PICK, _COIN = 1, 2
@@ -156,3 +158,30 @@ class NoisyOracleAgent(OracleAgent):
     def __repr__(self) -> str:
         name = type(self).__name__
         return f"{name}(epsilon={self.epsilon}, choice={self.choice!r}, seed={self.seed})"
+
+
+_INTERVAL = re.compile(r"between (\d+) and (\d+)")
+
+
+class IntervalGuesser(_SeededAgent):
+    """GuessNumber without learning: guess uniformly inside the interval last shown.
+
+    The baseline a learned guesser must beat: it never wastes a turn outside
+    the interval the observation states, but it does not bisect.  It reads
+    only the observation (the last ``between L and H`` in it), so it sees
+    what an LLM sees.
+
+    Example:
+        >>> agent = IntervalGuesser()
+        >>> guess = int(agent.act("The secret is between 3 and 5.", {"episode_seed": 1, "turn": 0}))
+        >>> 3 <= guess <= 5
+        True
+    """
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Return a uniformly drawn integer of the interval the observation states."""
+        found = _INTERVAL.findall(observation)
+        if not found:  # every GuessNumber observation states it
+            return ""
+        low, high = (int(end) for end in found[-1])
+        return str(low + self._draw(info, _PICK) % max(1, high - low + 1))

@@ -58,6 +58,8 @@ __all__ = [
 # ---------------------------------------------------------------- settings
 #: The first evaluation task id: held-out tasks start far above the training ids.
 EVAL_FIRST_TASK = 10_000
+#: The collapse guard averages the invalid-reply rate over this many GRPO steps.
+COLLAPSE_WINDOW = 5
 #: ``--quick``: just enough of everything to exercise every part once.
 QUICK = {"warm_start": 4, "steps": 2, "tasks": 2, "k": 2, "eval_tasks": 2, "eval_samples": 2}
 
@@ -93,6 +95,12 @@ class LLMTrainConfig:
         micro_batch: episodes per forward and backward pass of the GRPO update
             (gradients are accumulated over the step's episodes); ``None``:
             the whole step at once.  It bounds memory, not the result.
+        beta: the KL penalty to the model GRPO starts from (the warm start),
+            TRL's ``beta``.  At 0 the policy may drift anywhere: at lr 1e-3,
+            2 of 3 regimes collapsed to 100% invalid replies within 150 steps.
+        collapse_invalid: the collapse guard.  GRPO stops, and the sidecar
+            says so under ``stopped``, once the invalid-reply rate averaged over
+            the last ``COLLAPSE_WINDOW`` steps exceeds this (1 turns it off).
     """
 
     env_id: str
@@ -115,6 +123,8 @@ class LLMTrainConfig:
     context: int = 1024
     lora: LoRASpec | None = None
     micro_batch: int | None = None
+    beta: float = 0.04
+    collapse_invalid: float = 0.5
 
     def __post_init__(self) -> None:
         for name in ("k", "tasks_per_step", "max_new_tokens", "context"):
@@ -133,8 +143,12 @@ class LLMTrainConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a number > 0, got {value!r}.")
-        if not (math.isfinite(self.process_reward) and self.process_reward >= 0):
-            raise ValueError(f"process_reward must be >= 0, got {self.process_reward!r}.")
+        for name in ("process_reward", "beta"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
+        if not 0 < self.collapse_invalid <= 1:
+            raise ValueError(f"collapse_invalid must be in (0, 1], got {self.collapse_invalid!r}.")
         if not 0 <= self.warm_start_epsilon <= 1:
             raise ValueError(
                 f"warm_start_epsilon must be in [0, 1], got {self.warm_start_epsilon}."
@@ -243,6 +257,7 @@ def train_llm(
         model = apply_lora(model, config.lora)
     timings: dict[str, float] = {}
     history: list[dict[str, Any]] = []
+    stopped: dict[str, Any] = {}  # filled by the collapse guard when it stops GRPO
 
     started = time.perf_counter()
     if config.warm_start:
@@ -287,7 +302,7 @@ def train_llm(
             lr_scheduler_type="constant",
             temperature=config.temperature,
             max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
-            beta=0.0,
+            beta=config.beta,
             save_strategy="no",
             logging_steps=1,
             seed=config.seed,
@@ -301,7 +316,13 @@ def train_llm(
             processing_class=tokenizer,
             rollout_func=rollout,
         )
+        if trainer.ref_model is not None:
+            # TRL reloads the KL reference from the model's folder, which after an
+            # in-process warm start holds the untrained base: anchor it to the
+            # weights GRPO starts from instead.
+            trainer.ref_model.load_state_dict(model.state_dict())
         _quiet(trainer, history, log, config.steps)
+        trainer.add_callback(_collapse_guard(config.collapse_invalid, history, stopped, log))
         trainer.train()
         model = trainer.model
     timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
@@ -313,6 +334,7 @@ def train_llm(
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
         "timings": timings,
+        "stopped": stopped or None,
         "log": history,
         "torch_threads": torch.get_num_threads(),
         "versions": _versions(),
@@ -338,6 +360,9 @@ def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) 
                 "step": state.global_step,
                 SUCCESS: logs.get("episodes/success"),
                 "turns": logs.get("episodes/turns"),
+                "invalid": logs.get("episodes/invalid_rate"),
+                "zero_std": logs.get("frac_reward_zero_std"),  # groups with no signal
+                "kl": logs.get("kl"),
                 "reward": logs.get("reward"),
                 "loss": logs.get("loss"),
                 "seconds": logs.get("step_time"),
@@ -360,6 +385,31 @@ def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) 
                 bar.close()
 
     trainer.add_callback(ShortLog())
+
+
+def _collapse_guard(
+    limit: float, history: list[dict[str, Any]], stopped: dict[str, Any], log: Callable
+) -> Any:
+    """Return a callback that stops GRPO once the recent invalid-reply rate exceeds ``limit``."""
+    from transformers import TrainerCallback
+
+    class CollapseGuard(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            recent = [
+                e["invalid"] for e in history[-COLLAPSE_WINDOW:] if e.get("invalid") is not None
+            ]
+            if stopped or len(recent) < COLLAPSE_WINDOW or limit >= 1:
+                return
+            rate = sum(recent) / len(recent)
+            if rate > limit:
+                stopped.update(step=state.global_step, invalid_rate=round(rate, 4), limit=limit)
+                control.should_training_stop = True
+                log(
+                    f"collapse guard: stopped GRPO at step {state.global_step}: invalid-reply "
+                    f"rate {rate:.2f} over the last {COLLAPSE_WINDOW} steps > {limit}"
+                )
+
+    return CollapseGuard()
 
 
 def _progress(total: int) -> Any:
@@ -418,14 +468,16 @@ def evaluate_model(
     log_path: str | os.PathLike[str] | None = None,
     progress: bool = False,
     step_quality: int = 0,
+    step_quality_seed: int = 0,
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
     The env stack is training's (:func:`wrappers.chat_history.chat_stack` with
     ``record="raw"``) and the agent an ``HFAgent`` with the training settings,
-    so every prompt is built as in training.  ``step_quality`` (where the
-    evaluator has it) also judges the model on that many shared reference
-    states per task.  Returns the :class:`agent_envs.evaluation.EvalResult`.
+    so every prompt is built as in training.  ``step_quality`` also judges the
+    model on that many shared reference states per task, drawn with
+    ``step_quality_seed`` (the study's, never the training seed, so every seed
+    meets the same states).  Returns the :class:`agent_envs.evaluation.EvalResult`.
     """
     import gymnasium as gym
 
@@ -444,7 +496,7 @@ def evaluate_model(
         prefix_cache=True,  # the same samples, several times faster on long histories
     )
     visible = config.budget.visible
-    extra = {"step_quality": step_quality} if step_quality else {}
+    extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
     return evaluate(
         agent,
         lambda: chat_stack(gym.make(config.env_id), max(budgets), visible=visible, record="raw"),
@@ -522,6 +574,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warm-start", type=int, default=300, help="warm-start steps (0: none)")
     parser.add_argument("--steps", type=int, default=150, help="GRPO steps (150)")
     parser.add_argument("--lr", type=float, default=5e-4, help="GRPO learning rate (5e-4)")
+    parser.add_argument(
+        "--beta", type=float, default=0.04, help="KL penalty to the warm start (0.04; 0: none)"
+    )
+    parser.add_argument(
+        "--collapse-invalid",
+        type=float,
+        default=0.5,
+        help="stop GRPO once the invalid-reply rate over 5 steps exceeds this (0.5; 1: never)",
+    )
     parser.add_argument(
         "--process-reward", type=float, default=0.0, help="process-reward coefficient (0: off)"
     )
@@ -601,6 +662,8 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
         seed=args.seed,
         max_new_tokens=args.max_new_tokens,
         context=args.context,
+        beta=args.beta,
+        collapse_invalid=args.collapse_invalid,
     )
     if args.quick:
         config = replace(

@@ -237,12 +237,15 @@ def evaluate_model(
     seed: int = 0,
     out: Path | None = None,
     step_quality: int = 0,
+    step_quality_seed: int = 0,
 ) -> Any:
     """Evaluate a saved model with the agent_envs evaluator; write ``result.json`` in ``out``.
 
     The episode log goes to ``out/episodes.jsonl``, so a stopped evaluation
     resumes.  ``step_quality`` is the evaluator's option of that name (shared
-    reference states per task).  Returns the
+    reference states per task), drawn with ``step_quality_seed``: the study's
+    seed, not ``seed``, so that every training seed meets the same states.
+    Returns the
     :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
@@ -261,6 +264,7 @@ def evaluate_model(
         log_path=None if out is None else out / "episodes.jsonl",
         agent_name=f"sb3:{model_path}",
         step_quality=step_quality,
+        step_quality_seed=step_quality_seed,
     )
     if out is not None:
         result.save(out / "result.json")
