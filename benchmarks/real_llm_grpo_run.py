@@ -39,6 +39,8 @@ def main() -> None:
     parser.add_argument("--tasks-per-step", type=int, default=2)
     parser.add_argument("--lr", type=float, default=2e-4)
     parser.add_argument("--temperature", type=float, default=setup.TEMPERATURE)
+    parser.add_argument("--max-new-tokens", type=int, default=setup.MAX_NEW_TOKENS)
+    parser.add_argument("--few-shot", type=int, default=setup.FEW_SHOT, help="oracle examples")
     parser.add_argument("--lora", type=int, default=16)
     parser.add_argument("--lora-layers", type=int, default=None)
     parser.add_argument("--micro-batch", type=int, default=4)
@@ -75,7 +77,13 @@ def evaluate(folder: str, args: argparse.Namespace, path: Path) -> None:
 
     started = time.perf_counter()
     agent = setup.agent(
-        folder, args.env, batch_size=32, seed=args.seed, temperature=args.temperature
+        folder,
+        args.env,
+        few_shot=args.few_shot,
+        batch_size=32,
+        seed=args.seed,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
     )
     result = run_evaluation(
         agent,
@@ -86,6 +94,7 @@ def evaluate(folder: str, args: argparse.Namespace, path: Path) -> None:
         samples=args.eval_samples,
         seed=args.seed,
         batch_size=32,
+        log_path=path.with_suffix(".jsonl"),
     )
     result.save(path)
     print(result.table())
@@ -153,7 +162,12 @@ def train(folder: str, args: argparse.Namespace) -> Path:
         train_dataset=Dataset.from_list([{"prompt": task_prompt(t)} for t in range(64)]),
         processing_class=tokenizer,
         rollout_func=setup.rollout(
-            args.env, args.budget, seed=args.seed, temperature=args.temperature
+            args.env,
+            args.budget,
+            seed=args.seed,
+            few_shot=args.few_shot,
+            temperature=args.temperature,
+            max_new_tokens=args.max_new_tokens,
         ),
         callbacks=[StepLog()],
     )

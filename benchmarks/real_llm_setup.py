@@ -90,6 +90,7 @@ def rollout(
     seed: int = 0,
     few_shot: int = FEW_SHOT,
     temperature: float = TEMPERATURE,
+    max_new_tokens: int = MAX_NEW_TOKENS,
 ) -> Any:
     """Return the GRPO rollout: bare actions, few-shot examples, fixed budget."""
     from baselines.llm.budget_spec import BudgetSpec
@@ -108,7 +109,7 @@ def rollout(
         BudgetSpec.fixed(budget),
         seed=seed,
         system_prompt=SYSTEM_PROMPT,
-        max_new_tokens=MAX_NEW_TOKENS,
+        max_new_tokens=max_new_tokens,
         temperature=temperature,
     )
 
