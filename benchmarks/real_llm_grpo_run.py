@@ -35,6 +35,9 @@ def main() -> None:
     parser.add_argument("--env", default=setup.ENV)
     parser.add_argument("--budget", type=int, default=8)
     parser.add_argument("--steps", type=int, default=30, help="0: evaluate before only")
+    parser.add_argument(
+        "--max-minutes", type=float, default=None, help="stop GRPO after the step that passes this"
+    )
     parser.add_argument("--k", type=int, default=8, help="attempts per task (group size)")
     parser.add_argument("--tasks-per-step", type=int, default=2)
     parser.add_argument("--lr", type=float, default=2e-4)
@@ -121,7 +124,13 @@ def train(folder: str, args: argparse.Namespace) -> Path:
     log_path = args.out / "log.jsonl"
     log_path.write_text("")
 
+    deadline = None if args.max_minutes is None else time.time() + 60 * args.max_minutes
+
     class StepLog(TrainerCallback):
+        def on_step_end(self, _args, state, control, **kwargs):
+            if deadline is not None and time.time() > deadline:
+                control.should_training_stop = True  # the CPU budget is spent
+
         def on_log(self, _args, state, control, logs=None, **kwargs):
             if not logs or "loss" not in logs:
                 return
@@ -173,7 +182,8 @@ def train(folder: str, args: argparse.Namespace) -> Path:
     )
     started = time.perf_counter()
     trainer.train()
-    print(f"GRPO: {args.steps} steps in {time.perf_counter() - started:.0f} s", flush=True)
+    steps = trainer.state.global_step
+    print(f"GRPO: {steps} steps in {time.perf_counter() - started:.0f} s", flush=True)
     out = args.out / "model"
     save_model(trainer.model, out)
     tokenizer.save_pretrained(out)

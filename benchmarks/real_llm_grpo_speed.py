@@ -68,7 +68,7 @@ def main() -> None:
                 f"{setup.load_average()}):"
             )
             for line in report(figures):
-                print(f"  {line}")
+                print(f"  {line}", flush=True)
 
 
 def measure(args: argparse.Namespace, episodes: int, mode: str) -> dict[str, float]:

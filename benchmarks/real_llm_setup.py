@@ -27,11 +27,11 @@ from agent_envs.protocol import TASK_ID
 #: The env and variant of the run (chosen by measuring; see docs/real_llm.md).
 ENV = "agent_envs/GuessNumber-v0"
 SYSTEM_PROMPT = "You play a game. Reply with the action only, nothing else."
-FEW_SHOT = 1
+FEW_SHOT = 3
 #: Example episodes come from task ids far above training (0..) and evaluation (10000..).
 EXAMPLE_FIRST_TASK = 90_000
 MAX_NEW_TOKENS = 10
-TEMPERATURE = 1.0
+TEMPERATURE = 0.7
 LORA_TARGETS = ("q_proj", "v_proj")
 
 
