@@ -518,7 +518,7 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
         ([GUESS, "--budget-mix", "4,x"], "--budget-mix takes"),
         ([GUESS, "--weights", "1,2"], "--weights goes with --budget-mix"),
         ([GUESS, "--tasks", "a:b"], "--tasks takes"),
-        ([GUESS, "--model", "/nonexistent/model"], "is not a folder"),
+        ([GUESS, "--model", "/nonexistent/model"], "never downloaded"),
     ],
 )
 def test_train_llm_bad_input_gives_one_line_errors(argv, message, capsys, tmp_path):

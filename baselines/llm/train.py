@@ -71,7 +71,8 @@ class LLMTrainConfig:
     Args:
         env_id: a registered env id.
         budget: the turn budgets of training episodes (fixed T or BudgetMix).
-        model: a local model folder; ``None`` builds the tiny model.
+        model: a local HF folder, a .gguf file or a short name such as ``smollm2-135m``
+            (:func:`baselines.llm.models.resolve_model`); ``None`` builds the tiny model.
         tasks: the training task ids.
         k: attempts per task in a GRPO group (``num_generations``).
         tasks_per_step: tasks (groups) per GRPO step; a step plays
@@ -193,25 +194,24 @@ def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
 
 
 def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
-    """Return ``(model, tokenizer)``: the given folder, or the tiny model built in ``out/base``."""
+    """Return ``(model, tokenizer)``: the given model (folder, ``.gguf`` or short name), or
+    the tiny model built in ``out/base``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = config.model
-    if path is None:
+    if config.model is None:
         from baselines.llm.tiny import build_tiny_model
 
-        path = str(
-            build_tiny_model(out / "base", config.env_id, seed=config.seed, context=config.context)
+        path = build_tiny_model(
+            out / "base", config.env_id, seed=config.seed, context=config.context
         )
-    elif not Path(path).is_dir():
-        raise FileNotFoundError(
-            f"--model {path} is not a folder; give a local model folder (offline) or omit it "
-            "for the built-in tiny model."
-        )
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    else:
+        from baselines.llm.models import resolve_model
+
+        path = resolve_model(config.model)
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left", local_files_only=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
     return model, tokenizer
 
 
@@ -555,7 +555,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(TRL) under a fixed turn budget or a BudgetMix.",
     )
     parser.add_argument("env_id", help="a registered id, e.g. agent_envs/GuessNumber-v0")
-    parser.add_argument("--model", default=None, help="a local model folder (default: tiny model)")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a local HF folder, a .gguf file or smollm2-135m (default: the tiny model)",
+    )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--budget", type=int, default=None, help="a fixed turn budget T")
     budget.add_argument("--budget-mix", default=None, help="BudgetMix budgets, e.g. 4,6,8,12")
