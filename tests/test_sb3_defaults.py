@@ -29,7 +29,8 @@ TUNED_ENVS = [env_id for env_id in json.loads(TUNED_FILE.read_text()) if "/" in 
 
 
 def _cli_config(*flags: str) -> TrainConfig:
-    return config_from_args(build_parser().parse_args([LAKE, *flags]), seed=0)
+    parser, _, budget = build_parser()
+    return config_from_args(parser.parse_args([LAKE, *flags]), 0, budget)
 
 
 # ------------------------------------------------------------- the table
