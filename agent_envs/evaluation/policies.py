@@ -20,8 +20,21 @@ from typing import Any
 
 from agent_envs.plugins import AgentSpec
 from agent_envs.protocol import REQUIRED_INFO_KEYS
+from agent_envs.redaction import scrub
 
-__all__ = ["PerEpisode", "PolicyAdapter", "adapt_policy", "describe_error"]
+__all__ = [
+    "POLICY_ERRORS",
+    "PerEpisode",
+    "PolicyAdapter",
+    "adapt_policy",
+    "describe_error",
+    "safe_repr",
+]
+
+#: What a policy may raise that ends only its episode.  ``SystemExit`` too: an
+#: agent (or a library under it) calling ``sys.exit`` must not end the whole
+#: run silently; ``KeyboardInterrupt`` still stops the run.
+POLICY_ERRORS = (Exception, SystemExit)
 
 Actor = Callable[[str, dict[str, Any]], Any]
 
@@ -49,9 +62,27 @@ class PerEpisode:
         return f"PerEpisode({self.factory!r})"
 
 
+def safe_repr(value: Any, limit: int = 80) -> str:
+    """Return ``repr(value)`` cut to ``limit`` characters, or its type if ``repr`` raises."""
+    try:
+        text = repr(value)
+    except Exception:  # a policy's object: its repr may be broken
+        return f"<{type(value).__name__} whose repr raised>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def describe_error(exc: BaseException, limit: int = 500) -> str:
-    """Return ``"Type: message"`` for ``exc``, cut to ``limit`` characters."""
-    text = f"{type(exc).__name__}: {exc}"
+    """Return ``"Type: message"`` for ``exc``, secrets masked, then cut to ``limit`` characters.
+
+    The secrets go first (:func:`agent_envs.redaction.scrub`), so that a cut
+    never leaves part of one behind; an exception whose ``str`` raises is
+    described by its type.
+    """
+    try:
+        message = str(exc)
+    except Exception:
+        message = "(its message could not be read)"
+    text = scrub(f"{type(exc).__name__}: {message}")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -66,8 +97,11 @@ def _qualified_name(obj: Any) -> str:
     target = obj if named else type(obj)
     module = getattr(target, "__module__", None) or "?"
     if not named and type(obj).__repr__ is not object.__repr__:
-        text = repr(obj)
-        if "\n" not in text and len(text) <= 200:
+        try:
+            text = repr(obj)
+        except Exception:  # a broken repr: the class name still names the policy
+            text = ""
+        if text and "\n" not in text and len(text) <= 200:
             return f"{module}:{text}"
     return f"{module}:{getattr(target, '__qualname__', type(target).__name__)}"
 

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.redaction import scrub
 
 __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
@@ -131,7 +132,7 @@ class RunLog:
             if path.stat().st_size > 0:
                 records = cls._load(path, settings)
             else:
-                handle.write(json.dumps({**header, "settings": settings.to_json()}) + "\n")
+                handle.write(scrub(json.dumps({**header, "settings": settings.to_json()})) + "\n")
                 handle.flush()
         except BaseException:
             handle.close()
@@ -150,7 +151,7 @@ class RunLog:
         body = lines[:-1]
         try:
             header = json.loads(body[0]) if body else None
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             header = None
         _check_header(path, header, settings)
         records: dict[tuple, EpisodeRecord] = {}
@@ -158,7 +159,7 @@ class RunLog:
         for number, line in enumerate(body[1:], start=2):
             try:
                 record = EpisodeRecord.from_json(json.loads(line))
-            except (UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError) as exc:
+            except (UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
                 if number == len(body):
                     # The last complete line may still be a torn write: redo it.
                     keep -= len(line) + 1
@@ -180,7 +181,8 @@ class RunLog:
         line = record.to_json()
         if transcript is not None:
             line["transcript"] = transcript
-        self._handle.write(json.dumps(line) + "\n")
+        # Masked as a whole line: an error or a transcript may hold an echoed secret.
+        self._handle.write(scrub(json.dumps(line)) + "\n")
         self._handle.flush()
 
     def close(self) -> None:

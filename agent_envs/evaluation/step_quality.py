@@ -19,17 +19,18 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs.evaluation.hidden_budget import BudgetReads
-from agent_envs.evaluation.policies import adapt_policy
+from agent_envs.evaluation.policies import POLICY_ERRORS, adapt_policy
 from agent_envs.evaluation.rollout import (
     EpisodeKey,
     EpisodeRecord,
     EpisodeRun,
     RunOptions,
     episode_seed,
+    plain_action,
     run_sequential,
 )
 from agent_envs.evaluation.runner import build_stack, resolve_env
-from agent_envs.evaluation.settings import check_tasks
+from agent_envs.evaluation.settings import MAX_STEP_QUALITY, check_tasks
 from agent_envs.protocol import (
     ADMISSIBLE_ACTIONS,
     EPISODE_SEED,
@@ -168,7 +169,7 @@ def step_quality(
         6
     """
     task_ids = check_tasks(tasks)
-    check_int(states_per_task, "states_per_task", 1)
+    check_int(states_per_task, "states_per_task", 1, MAX_STEP_QUALITY)
     check_int(max_turns, "max_turns", 1)
     if batch_size is not None:
         check_int(batch_size, "batch_size", 1)
@@ -232,7 +233,9 @@ def _judge(
         infos.append(info)
     outcomes = []
     for env_, run, action in zip(envs, runs, _act(adapter, observations, infos), strict=False):
-        if not isinstance(action, str):
+        try:
+            action = plain_action(action)
+        except POLICY_ERRORS:  # an exception in its slot, or no usable str
             outcomes.append((False, True))
             continue
         _, _, _, _, info = env_.step(action)
@@ -246,13 +249,13 @@ def _act(adapter: Any, observations: list[str], infos: list[dict[str, Any]]) -> 
     if adapter.batched:
         try:
             return adapter.act_batch(observations, infos)
-        except Exception as exc:  # the policy's error counts as an invalid action
+        except POLICY_ERRORS as exc:  # the policy's error counts as an invalid action
             return [exc] * len(observations)
     actions: list[Any] = []
     for observation, info in zip(observations, infos, strict=True):
         try:
             actions.append(adapter.episode_actor()(observation, info))
-        except Exception as exc:
+        except POLICY_ERRORS as exc:
             actions.append(exc)
     return actions
 

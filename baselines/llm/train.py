@@ -33,12 +33,14 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent_envs.files import atomic_write_text, path_error
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
 from baselines.llm.rollout import BudgetSpec
@@ -280,8 +282,7 @@ def train_llm(
     timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
 
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # Trainer's output_dir; saves nothing
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    save_folder(out, model.save_pretrained, tokenizer.save_pretrained)
     sidecar = {
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
@@ -290,9 +291,26 @@ def train_llm(
         "torch_threads": torch.get_num_threads(),
         "versions": _versions(),
     }
-    (out / "train_llm.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
+
+
+def save_folder(out: Path, *savers: Callable[[str], object]) -> None:
+    """Let each of ``savers`` write into a staging folder, then move every file into ``out``.
+
+    ``save_pretrained`` writes several files; staged this way, each file of
+    ``out`` is replaced whole (one atomic rename each), so a crash or a full
+    disk never leaves a cut weight file where a model was.
+    """
+    try:
+        with tempfile.TemporaryDirectory(dir=out, prefix=".saving-") as staging:
+            for save in savers:
+                save(staging)
+            for item in sorted(Path(staging).iterdir()):
+                os.replace(item, out / item.name)
+    except OSError as exc:
+        raise path_error(exc, out) from None
 
 
 def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs import install_hint
+from agent_envs.files import atomic_write_text
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3.env import StackSettings
 from wrappers.discrete_actions import action_mask
@@ -123,8 +124,7 @@ def write_sidecar(model_path: str | Path, settings: dict[str, Any]) -> Path:
     if missing:
         raise ValueError(f"A sidecar needs the keys {missing}.")
     path = sidecar_path(model_path)
-    path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
-    return path
+    return atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
 def read_sidecar(model_path: str | Path) -> dict[str, Any]:

@@ -43,6 +43,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs import install_hint
+from agent_envs.files import atomic_write
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
 from baselines.sb3.env import TrainConfig, _vec_env, make_env, stack_settings
 from wrappers.encode_observation import MODES
@@ -189,7 +190,7 @@ def save_model(model: Any, path: Path) -> None:
     weights = [weight for group in saved.param_groups for weight in group["params"]]
     policy.optimizer = policy.optimizer_class(weights, **policy.optimizer_kwargs)
     try:
-        model.save(path)
+        atomic_write(path, model.save)
     finally:
         policy.optimizer = saved
 
