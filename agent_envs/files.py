@@ -21,7 +21,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_text", "check_output_path", "path_error"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "check_output_path",
+    "path_error",
+    "prepare_run_folder",
+]
 
 
 def path_error(exc: OSError, path: str | os.PathLike[str], doing: str = "write") -> OSError:
@@ -104,4 +110,45 @@ def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
         raise ValueError(f"{what} {target} cannot be written: in {ancestor}: {reason}.") from None
     if target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"{what} {target} cannot be written: the file is read-only.")
+    return target
+
+
+def prepare_run_folder(
+    folder: str | os.PathLike[str],
+    outputs: tuple[str, ...],
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    flag: str = "--out",
+) -> Path:
+    """Check a training command's run folder before any work; return it as a ``Path``.
+
+    The folder must be a folder (or creatable), and each of ``outputs`` (file
+    names inside it) writable, as :func:`check_output_path` checks.  A folder
+    that already holds files is another run's: it is refused unless
+    ``resume`` (the command reuses what matches and redoes the rest) or
+    ``overwrite`` (the previous run's ``outputs`` are removed now, so that no
+    old result or log can sit beside a new model).
+
+    Raises:
+        ValueError: one line naming the flag and the path.
+    """
+    if not os.fspath(folder).strip():
+        raise ValueError(f"{flag} is empty; give a folder such as runs/my-run.")
+    target = Path(folder)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{flag} {target} is a file; give a folder.")
+    for name in outputs:
+        check_output_path(target / name, flag)
+    held = sorted(path.name for path in target.iterdir()) if target.is_dir() else []
+    if held and not (resume or overwrite):
+        shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
+        raise ValueError(
+            f"{flag} {target} already holds a run ({shown}); pass --resume to continue it, "
+            f"--overwrite to replace it, or another {flag}."
+        )
+    if overwrite:
+        for name in outputs:
+            with contextlib.suppress(FileNotFoundError):
+                (target / name).unlink()
     return target

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent_envs import fingerprint
 from agent_envs.plugins import AgentSpec
 from agent_envs.protocol import REQUIRED_INFO_KEYS
 from agent_envs.redaction import scrub
@@ -137,6 +138,8 @@ class PolicyAdapter:
 
     Attributes:
         name: ``"module:QualName"`` of the policy, for results and logs.
+        fingerprint: the policy's ``fingerprint`` (a hash of the files that
+            decide what it does, see :mod:`agent_envs.fingerprint`), or ``None``.
         required_info: keys the evaluator must add to ``info``.
         budget_aware: the policy learns the budget other than by the observation.
         visible_budget: the policy reads the turns left in the observation, so
@@ -172,6 +175,8 @@ class PolicyAdapter:
                 f"callable f(observation) -> str, or a class/PerEpisode factory; "
                 f"got {type(policy).__name__}."
             )
+        #: What decides the policy's behaviour beyond its name (its files' hash), or None.
+        self.fingerprint = fingerprint.of(source)
         self.required_info = _required_info(source)
         self.budget_aware = bool(getattr(source, "budget_aware", False))
         self.visible_budget = bool(getattr(source, "visible_budget", False))

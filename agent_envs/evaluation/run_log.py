@@ -1,9 +1,14 @@
 """Durable runs: a JSONL log of finished episodes that a rerun resumes from.
 
-The first line is a header with the run's settings; every other line is one
+The first line is a header with the run's settings and fingerprint
+(:meth:`EvalSettings.fingerprint`, a hash of everything that decides the
+episodes, the agent's model files included); every other line is one
 finished episode (:meth:`EpisodeRecord.to_json`, plus ``transcript`` when
-asked).  A line is written in one call and flushed, so a crash leaves at most
-one half-written last line, which the next open drops and the run redoes.
+asked) marked ``"run": <fingerprint>``.  A line with another run's
+fingerprint (pasted in from another log, say) is refused with its line
+number, so a resumed run never counts an episode it did not play.  A line
+is written in one call and flushed, so a crash leaves at most one
+half-written last line, which the next open drops and the run redoes.
 
 One run owns its log.  Design decision: :meth:`RunLog.open` takes an exclusive
 OS lock (``fcntl.flock``) on the log file itself before it reads a byte, and
@@ -35,7 +40,8 @@ __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
 # /2: episodes record every judged turn and the per-error recovery (oracle_errors).
 # /3: the header holds the whole EvalSettings; resuming compares its episode fields.
-LOG_FORMAT = "agent-envs-runlog/3"
+# /4: the header and every episode line carry the run's fingerprint.
+LOG_FORMAT = "agent-envs-runlog/4"
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -59,8 +65,9 @@ def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
     old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
     if old and fmt != LOG_FORMAT:
         raise ValueError(
-            f"{path} is an older run log ({fmt}, this version writes "
-            f"{LOG_FORMAT}) whose episodes lack today's diagnostics; pass a new --log path."
+            f"{path} is an older run log ({fmt}; this version writes {LOG_FORMAT}, whose "
+            "lines carry the run's fingerprint and today's diagnostics), so its episodes "
+            "cannot be checked against this run; pass a new --log path."
         )
     if not isinstance(header, dict) or fmt != LOG_FORMAT:
         raise ValueError(
@@ -103,9 +110,13 @@ class RunLog:
     Use :meth:`open`; write finished episodes with :meth:`append`.
     """
 
-    def __init__(self, path: Path, handle: IO[str], records: dict[tuple, EpisodeRecord]) -> None:
+    def __init__(
+        self, path: Path, handle: IO[str], records: dict[tuple, EpisodeRecord], run: str
+    ) -> None:
         self.path = path
         self._handle = handle
+        #: The run's fingerprint, written on every line.
+        self.run = run
         #: Finished episodes by ``(task_id, sample, budget)``; a later line wins.
         self.records = records
 
@@ -119,7 +130,8 @@ class RunLog:
             OSError: the file cannot be read or written.
         """
         path = Path(path)
-        header = {"type": "header", "format": LOG_FORMAT, "version": version}
+        run = settings.fingerprint()
+        header = {"type": "header", "format": LOG_FORMAT, "version": version, "run": run}
         records: dict[tuple, EpisodeRecord] = {}
         if path.is_dir():
             raise ValueError(f"--log {path} is a directory; give a file path such as run.jsonl.")
@@ -137,7 +149,7 @@ class RunLog:
         except BaseException:
             handle.close()
             raise
-        return cls(path, handle, records)
+        return cls(path, handle, records, run)
 
     @staticmethod
     def _load(path: Path, settings: EvalSettings) -> dict[tuple, EpisodeRecord]:
@@ -155,10 +167,11 @@ class RunLog:
             header = None
         _check_header(path, header, settings)
         records: dict[tuple, EpisodeRecord] = {}
-        budgets, tasks = set(settings.budgets), set(settings.tasks)
+        budgets, tasks, run = set(settings.budgets), set(settings.tasks), settings.fingerprint()
         for number, line in enumerate(body[1:], start=2):
             try:
-                record = EpisodeRecord.from_json(json.loads(line))
+                data = json.loads(line)
+                record = EpisodeRecord.from_json(data)
             except (UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
                 if number == len(body):
                     # The last complete line may still be a torn write: redo it.
@@ -167,6 +180,12 @@ class RunLog:
                 raise ValueError(
                     f"{path}:{number} is corrupt ({exc}); fix or delete that line."
                 ) from None
+            if data.get("run") != run:
+                raise ValueError(
+                    f"{path}:{number} is an episode of another run (fingerprint "
+                    f"{str(data.get('run'))[:20]!r}, this run's is {run!r}); delete that line, "
+                    "or pass another --log path."
+                )
             task_id, sample, budget = record.ident
             if task_id not in tasks or budget not in budgets or not 0 <= sample < settings.samples:
                 raise ValueError(f"{path}:{number} holds an episode outside this run's plan.")
@@ -178,7 +197,7 @@ class RunLog:
 
     def append(self, record: EpisodeRecord, transcript: dict[str, Any] | None = None) -> None:
         """Write one finished episode as a line and flush it."""
-        line = record.to_json()
+        line = {**record.to_json(), "run": self.run}
         if transcript is not None:
             line["transcript"] = transcript
         # Masked as a whole line: an error or a transcript may hold an echoed secret.

@@ -189,6 +189,11 @@ def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) ->
     return counts
 
 
+def _named(name: str, fingerprint: str | None) -> str:
+    """Return the agent's recorded name with its fingerprint, so two models never share one."""
+    return name if fingerprint is None or fingerprint in name else f"{name} [{fingerprint}]"
+
+
 @dataclass(frozen=True)
 class EnvStack:
     """Builds the env stack that episodes run in; picklable, so Ray workers build their own.
@@ -239,7 +244,7 @@ class _Run:
         self.has_oracle = has_oracle
         self.settings = settings.resolved(
             env_name=name,
-            agent_name=settings.agent_name or self.adapter.name,
+            agent_name=_named(settings.agent_name or self.adapter.name, self.adapter.fingerprint),
             wrappers=describe_wrappers(self.probe),
             mode=VISIBLE if visible else HIDDEN,
             visible_budget=shown,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -258,6 +260,16 @@ class EvalSettings:
         """Return the fields that decide the episodes (JSON-ready): the resume check."""
         data = self.to_json()
         return {item.name: data[item.name] for item in fields(self) if item.metadata["episodes"]}
+
+    def fingerprint(self) -> str:
+        """Return a short hash of :meth:`episode_key`: the run every log line belongs to.
+
+        The agent's name holds its own fingerprint (a hash of its model files,
+        when it has one), so this changes with the model as well as with the
+        env, the grid, the seed and the budget's visibility.
+        """
+        text = json.dumps(self.episode_key(), sort_keys=True, default=repr)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict (tuples become lists)."""

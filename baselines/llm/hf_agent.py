@@ -41,6 +41,7 @@ This module changes no global torch setting (threads, seeds, defaults).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs import install_hint
+from agent_envs.fingerprint import folder_fingerprint
 from agent_envs.protocol import EPISODE_SEED
 
 try:
@@ -274,6 +276,15 @@ class HFAgent:
             if prefix_cache
             else None
         )
+
+    @functools.cached_property
+    def fingerprint(self) -> str | None:
+        """A hash of the model folder's weights, config and tokenizer files (``None`` otherwise).
+
+        The evaluator adds it to the agent's recorded name, so that a model
+        retrained into the same folder never resumes the old model's run log.
+        """
+        return folder_fingerprint(self.name) if os.path.isdir(self.name) else None
 
     def __repr__(self) -> str:
         return (
