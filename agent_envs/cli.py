@@ -140,22 +140,21 @@ def _with_history(
 ) -> tuple[Any, str]:
     """Return an env factory whose ``info["messages"]`` holds the dialogue, and its id.
 
-    The history goes outside the turn budget, so that with a visible budget the
-    messages an LLM agent reads carry the turns-left line too.  ``record`` is
-    ``ChatHistory``'s: ``"raw"`` keeps an LLM's whole replies, the format a
-    model trained with ``train-llm`` was trained on.
+    The stack is :func:`wrappers.chat_history.chat_stack`'s, the one GRPO
+    training plays: ``record="raw"`` keeps an LLM's whole replies, the format
+    a model trained with ``train-llm`` was trained on.
     """
-    from agent_envs.evaluation.runner import resolve_env
-    from wrappers.budget import resolve_budget
-    from wrappers.chat_history import ChatHistory
+    from agent_envs.evaluation.stack import resolve_env
+    from wrappers.chat_history import chat_stack
 
     if window < 0:
         raise CLIError(f"--history takes a window >= 1 (or nothing for all), got {window}.")
     make_env, name = resolve_env(env_id, None)
 
     def build() -> Any:
-        budget = resolve_budget(make_env(), max_budget, visible=visible)
-        return ChatHistory(budget.env, window=window or None, record=record)
+        return chat_stack(
+            make_env(), max_budget, visible=visible, window=window or None, record=record
+        )
 
     return build, name
 
@@ -284,7 +283,7 @@ def _without_echo(observation: str) -> str:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from agent_envs.core import MAX_TASK_ID
-    from agent_envs.evaluation.runner import resolve_env
+    from agent_envs.evaluation.stack import resolve_env
     from wrappers import TurnBudget
     from wrappers.validators import check_int
 

@@ -1,4 +1,5 @@
-"""Reference agents: uniform random, the oracle, and an oracle with noise.
+"""Reference agents: uniform random, the oracle, an oracle with noise, and a
+GuessNumber guesser that only keeps inside the interval it is shown.
 
 They read the env's action API through ``info``: each declares
 ``required_info`` and the evaluator adds those lists with
@@ -7,39 +8,29 @@ They read the env's action API through ``info``: each declares
     env = ActionHints(TurnBudget(gym.make(env_id), 20), admissible=True, oracle=True)
 
 Randomness.  Inside the evaluator every draw is a counter-based hash
-(SplitMix64) of ``(agent seed, info["episode_seed"], info["turn"], stream)``,
-so an episode's actions depend only on its own seed and turn: never on
-batching, episode order, or how many episodes ran before.  Without those two
+(SplitMix64, :func:`wrappers.seeding.turn_hash`) of ``(agent seed,
+info["episode_seed"], info["turn"], stream)``, so an episode's actions depend
+only on its own seed and turn: never on batching, episode order, or how many
+episodes ran before.  Without those two
 keys (a plain Gymnasium loop with no ``TurnBudget``) the agent falls back to
 its own ``numpy`` generator seeded with ``seed``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import numpy as np
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
+from wrappers.seeding import turn_hash
 from wrappers.validators import check_int, check_probability
 
-__all__ = ["NoisyOracleAgent", "OracleAgent", "RandomAgent"]
+__all__ = ["IntervalGuesser", "NoisyOracleAgent", "OracleAgent", "RandomAgent"]
 
-_MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
 # Streams keep the coin flip and the action pick of one turn independent.
 _PICK, _COIN = 1, 2
-
-
-def _mix(*words: int) -> int:
-    """Return a 64-bit SplitMix64 hash of ``words``."""
-    state = 0
-    for word in words:
-        state = ((state ^ (word & _MASK)) + _GOLDEN) & _MASK
-        state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & _MASK
-        state ^= state >> 31
-    return state
 
 
 class _SeededAgent:
@@ -56,7 +47,7 @@ class _SeededAgent:
         episode_seed, turn = info.get(EPISODE_SEED), info.get(TURN)
         if episode_seed is None or turn is None:
             return int(self._rng.integers(0, 1 << 62))
-        return _mix(self.seed, episode_seed, turn, stream)
+        return turn_hash(self.seed, episode_seed, turn, stream)
 
     def _pick(self, info: dict[str, Any], actions: list[str]) -> str:
         # An empty list means nothing is legal: send "" (an invalid action).
@@ -167,3 +158,30 @@ class NoisyOracleAgent(OracleAgent):
     def __repr__(self) -> str:
         name = type(self).__name__
         return f"{name}(epsilon={self.epsilon}, choice={self.choice!r}, seed={self.seed})"
+
+
+_INTERVAL = re.compile(r"between (\d+) and (\d+)")
+
+
+class IntervalGuesser(_SeededAgent):
+    """GuessNumber without learning: guess uniformly inside the interval last shown.
+
+    The baseline a learned guesser must beat: it never wastes a turn outside
+    the interval the observation states, but it does not bisect.  It reads
+    only the observation (the last ``between L and H`` in it), so it sees
+    what an LLM sees.
+
+    Example:
+        >>> agent = IntervalGuesser()
+        >>> guess = int(agent.act("The secret is between 3 and 5.", {"episode_seed": 1, "turn": 0}))
+        >>> 3 <= guess <= 5
+        True
+    """
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Return a uniformly drawn integer of the interval the observation states."""
+        found = _INTERVAL.findall(observation)
+        if not found:  # every GuessNumber observation states it
+            return ""
+        low, high = (int(end) for end in found[-1])
+        return str(low + self._draw(info, _PICK) % max(1, high - low + 1))

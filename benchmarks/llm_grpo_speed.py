@@ -63,15 +63,11 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from baselines.llm.hf_agent import _eos_ids
-    from baselines.llm.rollout import (
-        BudgetSpec,
-        EpisodeRollout,
-        HFGenerator,
-        outcome_reward,
-        reply_decoder,
-        task_prompt,
-    )
+    from baselines.llm.budget_spec import BudgetSpec
+    from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder
+    from baselines.llm.rewards import outcome_reward
+    from baselines.llm.rollout import EpisodeRollout
+    from baselines.llm.tasks import task_prompt
     from baselines.llm.tiny import build_tiny_model
     from baselines.llm.train import grpo_config
     from baselines.llm.warm_start import demonstrations, warm_start
@@ -92,7 +88,7 @@ def main() -> None:
 
     # Batched vs one at a time, with and without the prefix cache: the same 32 episodes.
     tasks = [task for task in TASKS for _ in range(K)]
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     timings, generating, played = {}, {}, {}
     for name, batch_size, cache in MODES:
         runner = rollout()

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from wrappers import BudgetMix
+from wrappers.budget_draw import BudgetDraw
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 
@@ -106,6 +107,9 @@ def test_async_vector_without_shared_memory_matches_sync():
         ({"budgets": [5, 10], "weights": [0.0, 0.0]}, ValueError, "all be zero"),
         ({"budgets": [5, 10], "weights": [1.0, float("nan")]}, ValueError, "finite"),
         ({"budgets": [5, 10], "weights": []}, ValueError, "weights has 0"),
+        ({"budgets": [5, 10], "weights": ["1", "2"]}, TypeError, "weights must be numbers"),
+        ({"budgets": [5, 10], "weights": [True, 1]}, TypeError, "weights must be numbers"),
+        ({"budgets": [5, 10], "weights": [10**400, 1]}, ValueError, "finite and non-negative"),
     ],
 )
 def test_bad_arguments_raise_clear_errors(kwargs, error, match):
@@ -121,3 +125,42 @@ def test_rebuilds_from_spec():
     assert np.allclose(rebuilt.weights, [0.25, 0.75])
     assert rebuilt.visible is True
     assert rebuilt.reset(seed=3) == env.reset(seed=3)
+
+
+def test_huge_weights_normalise_instead_of_overflowing():
+    env = make(budgets=(4, 8), weights=[1e308, 1e308])
+    assert env.weights.tolist() == [0.5, 0.5]
+    assert BudgetDraw([4, 8], [1e308, 3e307]).probabilities == pytest.approx((10 / 13, 3 / 13))
+
+
+@pytest.mark.parametrize(
+    ("weights", "seed", "expected"),
+    [  # drawn before BudgetDraw took over the draw: the sequences must not change
+        (None, 0, [2, 8, 4, 2, 8, 4, 2, 8, 4, 4, 2, 2]),
+        (None, 7, [2, 4, 2, 4, 2, 8, 2, 8, 4, 2, 4, 2]),
+        ([0.6, 0.3, 0.1], 0, [2, 4, 2, 2, 8, 2, 2, 4, 2, 4, 2, 2]),
+        ([0.6, 0.3, 0.1], 7, [2, 2, 2, 2, 2, 4, 2, 4, 2, 2, 2, 2]),
+        ([1e308, 1e308, 1.0], 0, [2, 4, 4, 2, 4, 2, 2, 4, 4, 4, 2, 2]),
+    ],
+)
+def test_drawn_budgets_are_unchanged_for_existing_seeds(weights, seed, expected):
+    env = make(budgets=(2, 4, 8), weights=weights)
+    env.reset(seed=seed)
+    drawn = [env.budget]
+    for _ in range(len(expected) - 1):
+        env.reset()
+        drawn.append(env.budget)
+    assert drawn == expected
+
+
+def test_budget_mix_draws_from_its_budget_draw_object():
+    env = make(budgets=(2, 4, 8), weights=[0.5, 0.3, 0.2])
+    draws = BudgetDraw((2, 4, 8), [0.5, 0.3, 0.2])
+    rng = draws.generator(11)
+    env.reset(seed=11)
+    drawn = [env.budget]
+    for _ in range(19):
+        env.reset()
+        drawn.append(env.budget)
+    assert drawn == [draws.draw(rng) for _ in range(20)]
+    assert env.draws.probabilities == draws.probabilities

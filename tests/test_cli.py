@@ -174,7 +174,7 @@ def test_play_until_solved(capsys, monkeypatch):
     import io
 
     # Bisection on task 0: the oracle's guesses, typed by a person.
-    from agent_envs.evaluation.runner import resolve_env
+    from agent_envs.evaluation.stack import resolve_env
 
     env = resolve_env(GUESS, None)[0]().unwrapped
     env.reset(seed=0, options={"task_id": 0})

@@ -24,9 +24,10 @@ from agent_envs.evaluation import (
     episode_seed,
     evaluate,
 )
-from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent, _mix
+from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
 from tests.conftest import ENV_IDS, make_unwrapped
 from wrappers import BudgetMix, TurnBudget
+from wrappers.seeding import turn_hash
 
 GUESS = "agent_envs/GuessNumber-v0"
 
@@ -311,7 +312,7 @@ class HashedPolicy:
     @staticmethod
     def choose(info):
         actions = info["admissible_actions"]
-        return actions[_mix(info["episode_seed"], info["turn"]) % len(actions)]
+        return actions[turn_hash(info["episode_seed"], info["turn"]) % len(actions)]
 
     def act(self, observation, info):
         self.calls += 1

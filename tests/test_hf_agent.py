@@ -12,7 +12,8 @@ from llm_fixtures import build_tiny_model, load_tiny  # noqa: E402
 
 from agent_envs.protocol import AgentAction  # noqa: E402
 from baselines.llm import hf_agent  # noqa: E402
-from baselines.llm.hf_agent import HFAgent, PromptTooLongError, _GumbelSampler  # noqa: E402
+from baselines.llm.generation import GumbelSampler  # noqa: E402
+from baselines.llm.hf_agent import HFAgent, PromptTooLongError  # noqa: E402
 from baselines.llm.prompting import parse_action, plain_prompt  # noqa: E402
 from wrappers.chat_history import ChatHistory  # noqa: E402
 
@@ -243,11 +244,11 @@ def test_gumbel_sampler_draws_from_the_softmax():
     """The Gumbel-max trick samples exactly softmax(logits / T) (and top-p's renormalisation)."""
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     rows = 4000
-    sampler = _GumbelSampler(range(rows), temperature=1.0, top_p=1.0, device="cpu")
+    sampler = GumbelSampler(range(rows), temperature=1.0, top_p=1.0, device="cpu")
     picks = sampler(None, logits.repeat(rows, 1)).argmax(dim=-1)
     frequencies = torch.bincount(picks, minlength=4).double() / rows
     assert torch.allclose(frequencies, torch.tensor([0.5, 0.3, 0.15, 0.05]).double(), atol=0.03)
-    nucleus = _GumbelSampler(range(rows), temperature=1.0, top_p=0.7, device="cpu")
+    nucleus = GumbelSampler(range(rows), temperature=1.0, top_p=0.7, device="cpu")
     picks = nucleus(None, logits.repeat(rows, 1)).argmax(dim=-1)
     frequencies = torch.bincount(picks, minlength=4).double() / rows
     assert frequencies[2:].sum() == 0  # outside the 0.7 nucleus {0.5, 0.3}

@@ -98,31 +98,38 @@ def _module_name(path: pathlib.Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _top_level_imports(tree: ast.Module) -> list[str]:
-    """Imports that run when the module is imported (not inside functions or TYPE_CHECKING)."""
-    names = []
-    for node in tree.body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.If, ast.Try)):
-            names += _imported(node)
-    return names
+def _import_graph() -> dict[str, set[str]]:
+    """Map every module of the three packages to the modules it imports.
 
-
-def test_there_is_no_import_cycle():
+    Every import counts, wherever it stands: at the top, inside a function
+    (deferred) or under ``if TYPE_CHECKING``.  A deferred import that closes a
+    circle is still a circle: the two modules cannot be understood, tested or
+    moved apart.
+    """
     modules = {_module_name(path): path for package in PACKAGES for path in _sources(package)}
     graph = {}
     for name, path in modules.items():
         targets = set()
-        for imported in _top_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
-            # "from package import submodule" names the submodule when it is one.
-            while imported and imported not in modules:
-                imported = imported.rpartition(".")[0]
-            if imported and imported != name:
-                targets.add(imported)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                candidates = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                # "from package import submodule" names the submodule when it is one.
+                candidates = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for imported in candidates:
+                while imported and imported not in modules:
+                    imported = imported.rpartition(".")[0]
+                if imported and imported != name:
+                    targets.add(imported)
         graph[name] = targets
-    # Three-colour depth-first search; a grey node met again closes a cycle.
-    state: dict[str, int] = {}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
+    """Return one ``a -> b -> a`` line per back edge of a depth-first search of ``graph``."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
     cycles = []
 
     def visit(node: str, trail: list[str]) -> None:
@@ -137,4 +144,30 @@ def test_there_is_no_import_cycle():
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
-    assert cycles == []
+    return cycles
+
+
+def test_there_is_no_import_cycle():
+    assert _cycles(_import_graph()) == []
+
+
+@pytest.mark.parametrize(
+    "closing",
+    [
+        "def later():\n    from wrappers import first\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import wrappers.first\n",
+        "import wrappers.first\n",
+    ],
+    ids=["deferred", "type-checking", "top-level"],
+)
+def test_the_cycle_check_catches_deferred_and_type_checking_imports(
+    tmp_path, monkeypatch, closing
+):
+    fake = tmp_path / "wrappers"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "first.py").write_text("from wrappers.second import helper\n")
+    (fake / "second.py").write_text(closing + "def helper():\n    return 1\n")
+    (fake / "third.py").write_text("from wrappers import first, second\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert _cycles(_import_graph()) == ["wrappers.first -> wrappers.second -> wrappers.first"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -18,21 +19,17 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from agent_envs.evaluation.rollout import episode_seed  # noqa: E402
-from baselines.llm.hf_agent import HFAgent, _eos_ids  # noqa: E402
+from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
+from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
+from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
-from baselines.llm.rollout import (  # noqa: E402
-    BudgetSpec,
-    EpisodeRollout,
-    HFGenerator,
-    outcome_reward,
-    process_reward,
-    reply_decoder,
-    task_of,
-    task_prompt,
-)
+from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
+from baselines.llm.rollout import EpisodeRollout  # noqa: E402
+from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
 from baselines.llm.tiny import build_tiny_model  # noqa: E402
+from baselines.llm.train import build_parser, config_from_args  # noqa: E402
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
+from wrappers.seeding import episode_seed  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -89,7 +86,7 @@ def warm_path(tiny_path, tmp_path_factory):
 def play(path, tasks, budget=T8, keep_prompts=False, prefix_cache=True, **kwargs):
     model, tokenizer = load(path)
     runner = rollout(budget, **kwargs)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         tasks,
         runner.encoder(model, tokenizer),
@@ -118,12 +115,48 @@ def test_task_prompts_round_trip_and_bad_prompts_are_refused():
         task_of("What is 2 + 2?")
 
 
+def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_path):
+    """One owner of budget sampling: the rollout's per-episode T is BudgetMix's sequence."""
+    import gymnasium as gym
+
+    from wrappers import BudgetMix
+
+    model, tokenizer = load(tiny_path)
+    eos = eos_token_ids(model, tokenizer)
+    spec = BudgetSpec((2, 3, 4, 5), weights=(1e308, 1e308, 2e307, 1.0), shared=False)
+    runner = rollout(spec, seed=5)
+    episodes = runner.run(
+        list(range(10)),
+        runner.encoder(model, tokenizer),
+        OracleReplies(tokenizer, eos[0], 0.0, 0),
+        reply_decoder(tokenizer, eos),
+    )
+    mix = BudgetMix(gym.make(GUESS), spec.budgets, spec.weights)
+    mix.reset(seed=5)
+    expected = [mix.budget]
+    for _ in range(9):
+        mix.reset()
+        expected.append(mix.budget)
+    assert [episode.budget for episode in episodes] == expected
+    assert spec.draws.probabilities == mix.draws.probabilities
+
+
+def test_budget_spec_normalises_huge_weights_and_refuses_strings():
+    assert BudgetSpec((4, 8), weights=(1e308, 1e308)).draws.probabilities == (0.5, 0.5)
+    with pytest.raises(TypeError, match="weights must be numbers"):
+        BudgetSpec((4, 8), weights=("1", "2"))
+    with pytest.raises(ValueError, match="finite"):
+        BudgetSpec((4, 8), weights=(10**400, 1))
+    args = build_parser().parse_args([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
+    assert config_from_args(args).budget.draws.probabilities == (0.5, 0.5)
+
+
 def test_budget_spec_checks_its_arguments():
     assert BudgetSpec.fixed(8).describe() == "T=8"
     assert BudgetSpec((4, 8)).describe() == "BudgetMix{4,8}"
-    with pytest.raises(ValueError, match="ints >= 1"):
+    with pytest.raises(ValueError, match="every budget must be an int >= 1"):
         BudgetSpec((0, 4))
-    with pytest.raises(ValueError, match="one value per budget"):
+    with pytest.raises(ValueError, match="weights has 1 entries but there are 2 budgets"):
         BudgetSpec((4, 8), weights=(1.0,))
 
 
@@ -131,7 +164,7 @@ def test_budget_spec_checks_its_arguments():
 def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
     model, tokenizer = load(tiny_path)
     runner = rollout()
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [3] * 4,
         runner.encoder(model, tokenizer),
@@ -202,7 +235,7 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
     assert len({e.episode_seed for e in episodes}) == 6
     # The next group at task 7 continues with fresh attempts.
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     again = runner.run(
         [7, 7],
         runner.encoder(model, tokenizer),
@@ -214,7 +247,7 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
 
 def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny_path):
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     tasks = [task for task in range(12) for _ in range(4)]
 
     def budgets(shared):
@@ -243,7 +276,7 @@ def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
     model, tokenizer = load(tiny_path)
     model.config.max_position_embeddings = 200  # the first prompt fits, later ones do not
     runner = rollout(BudgetSpec.fixed(30))
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [1, 1],
         runner.encoder(model, tokenizer),
@@ -281,7 +314,7 @@ def test_the_prefix_cache_plays_the_same_episodes_as_generate(warm_path):
 def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_path):
     """Greedy replies equal generate()'s; a turn feeds only the tokens added since the last."""
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     fed = []
     model.register_forward_pre_hook(
         lambda _, args, kwargs: fed.append(kwargs["input_ids"].shape[1]), with_kwargs=True
@@ -374,7 +407,7 @@ def test_outcome_and_process_rewards():
 
 def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
     model, tokenizer = load(tiny_path)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
 
     def play_with(budget, process_reward=True):
         runner = rollout(BudgetSpec.fixed(budget), process_reward=process_reward)
@@ -410,6 +443,7 @@ def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_pat
         steps=20,
         learning_rate=1e-3,
         warm_start=0,
+        beta=0.0,  # as measured; the KL anchor has its own test below
     )
     out = train_llm(config, tmp_path / "run", log=lambda line: None)
     after, _, _ = play(out, probe, short, seed=99)
@@ -419,6 +453,47 @@ def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_pat
     sidecar = json.loads((out / "train_llm.json").read_text())
     assert sidecar["config"]["budget"]["budgets"] == [4]
     assert len(sidecar["log"]) == 20
+
+
+def test_the_kl_anchor_is_the_warm_start_and_every_step_logs_its_signal(tmp_path):
+    from baselines.llm.train import LLMTrainConfig, train_llm
+
+    # Warm-started in the same process: TRL would reload the untrained base from
+    # the model's folder as the reference; the anchor must be the warm start.
+    config = LLMTrainConfig(
+        GUESS, T8, tasks=SHORT_TASKS, k=2, tasks_per_step=1, steps=2, warm_start=20,
+        warm_start_episodes=2, beta=0.5, context=512,
+    )  # fmt: skip
+    out = train_llm(config, tmp_path / "run", log=lambda line: None)
+    log = json.loads((out / "train_llm.json").read_text())["log"]
+    assert len(log) == 2
+    # Step 1 samples from the very weights the reference holds: KL ~ 0 (against the
+    # untrained base it was several nats).
+    assert abs(log[0]["kl"]) < 1e-4
+    for entry in log:
+        assert 0 <= entry["invalid"] <= 1 and entry["zero_std"] in (0.0, 1.0)
+
+
+def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_path, tmp_path):
+    from baselines.llm.train import COLLAPSE_WINDOW, LLMTrainConfig, train_llm
+
+    lines = []
+    # The untrained tiny model writes almost nothing but invalid replies.
+    config = LLMTrainConfig(
+        GUESS, BudgetSpec.fixed(3), model=str(tiny_path), tasks=SHORT_TASKS, k=2,
+        tasks_per_step=1, steps=12, warm_start=0, collapse_invalid=0.3,
+    )  # fmt: skip
+    out = train_llm(config, tmp_path / "run", log=lines.append)
+    sidecar = json.loads((out / "train_llm.json").read_text())
+    assert sidecar["stopped"]["step"] == COLLAPSE_WINDOW
+    assert sidecar["stopped"]["invalid_rate"] > 0.3
+    assert len(sidecar["log"]) == COLLAPSE_WINDOW
+    assert any(line.startswith("collapse guard: stopped GRPO at step 5") for line in lines)
+    # Off (1.0), the same run goes the distance.
+    off = train_llm(
+        replace(config, steps=6, collapse_invalid=1.0), tmp_path / "off", log=lambda line: None
+    )
+    assert json.loads((off / "train_llm.json").read_text())["stopped"] is None
 
 
 def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
@@ -443,7 +518,7 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
         ([GUESS, "--budget-mix", "4,x"], "--budget-mix takes"),
         ([GUESS, "--weights", "1,2"], "--weights goes with --budget-mix"),
         ([GUESS, "--tasks", "a:b"], "--tasks takes"),
-        ([GUESS, "--model", "/nonexistent/model"], "is not a folder"),
+        ([GUESS, "--model", "/nonexistent/model"], "never downloaded"),
     ],
 )
 def test_train_llm_bad_input_gives_one_line_errors(argv, message, capsys, tmp_path):

@@ -10,6 +10,7 @@ the oracle API, is :mod:`wrappers.protocol`.  The docstring examples use the
 from __future__ import annotations
 
 from wrappers.action_hints import ActionHints
+from wrappers.budget_draw import BudgetDraw
 from wrappers.budget_mix import BudgetMix
 from wrappers.chat_history import ChatHistory
 from wrappers.discrete_actions import DiscreteActions, action_key, action_mask
@@ -18,11 +19,12 @@ from wrappers.process_reward import ProcessReward
 from wrappers.show_actions import ShowActions
 from wrappers.task_pool import TaskPool
 from wrappers.truncation import TruncationIsTerminal
-from wrappers.turn_budget import TurnBudget, budget_line
+from wrappers.turn_budget import TurnBudget, add_budget_line, budget_line, strip_budget_line
 from wrappers.validators import check_budget
 
 __all__ = [
     "ActionHints",
+    "BudgetDraw",
     "BudgetMix",
     "ChatHistory",
     "DiscreteActions",
@@ -35,6 +37,8 @@ __all__ = [
     "TurnBudget",
     "action_key",
     "action_mask",
+    "add_budget_line",
     "budget_line",
     "check_budget",
+    "strip_budget_line",
 ]

@@ -1,9 +1,12 @@
 """The one owner of an env stack's turn budget.
 
 Everything that runs episodes under a turn budget it does not build itself
-(the evaluator, the ``agent-envs eval --history`` stack, the SB3 and LLM
-training paths) asks :func:`resolve_budget`, and nothing else walks a wrapper
-stack looking for budgets.  It
+(the evaluator, the chat stack of ``agent-envs eval --history`` and GRPO
+training, the SB3 training stack) asks :func:`resolve_budget`; code that only
+reads a stack's budget asks :func:`find_budget`.  Both walk the stack through
+:func:`wrappers.turn_budget.turn_limits`, the one walk for turn limits, which
+``TurnBudget`` itself uses to refuse an inner limit below its budget.
+:func:`resolve_budget`
 
 * **finds** the stack's one ``TurnBudget`` or ``BudgetMix``, or adds a
   ``TurnBudget`` on top when there is none;
@@ -34,7 +37,7 @@ import gymnasium as gym
 
 from wrappers.budget_mix import BudgetMix
 from wrappers.protocol import BUDGET
-from wrappers.turn_budget import TurnBudget, time_limit_steps
+from wrappers.turn_budget import TurnBudget, turn_limits
 from wrappers.validators import check_bool, check_budget
 
 __all__ = ["StackBudget", "find_budget", "resolve_budget"]
@@ -80,18 +83,15 @@ def find_budget(env: gym.Env, max_budget: int | None = None) -> TurnBudget | Non
             below ``max_budget``; either would end episodes before T.
     """
     found: list[TurnBudget] = []
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, TurnBudget):
-            found.append(env)
-        elif isinstance(env, gym.wrappers.TimeLimit) and max_budget is not None:
-            steps = time_limit_steps(env)
-            if steps < max_budget:
-                raise ValueError(
-                    f"the env stack has a TimeLimit of {steps} steps, below the largest "
-                    f"budget T={max_budget}: remove it (the TurnBudget ends episodes) or "
-                    "raise it to at least max(T)."
-                )
-        env = env.env
+    for wrapper, steps in turn_limits(env):
+        if isinstance(wrapper, TurnBudget):
+            found.append(wrapper)
+        elif max_budget is not None and steps < max_budget:
+            raise ValueError(
+                f"the env stack has a TimeLimit of {steps} steps, below the largest "
+                f"budget T={max_budget}: remove it (the TurnBudget ends episodes) or "
+                "raise it to at least max(T)."
+            )
     if len(found) > 1:
         names = " around ".join(type(budget).__name__ for budget in found)
         raise ValueError(

@@ -7,10 +7,11 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.budget import resolve_budget
 from wrappers.protocol import MESSAGES
 from wrappers.validators import check_int
 
-__all__ = ["ChatHistory"]
+__all__ = ["ChatHistory", "chat_stack"]
 
 _RECORD_CHOICES = ("action", "raw")
 
@@ -114,3 +115,32 @@ class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             messages.append({"role": "assistant", "content": action})
             messages.append({"role": "user", "content": observation})
         return messages
+
+
+def chat_stack(
+    env: gym.Env,
+    max_budget: int,
+    *,
+    visible: bool = False,
+    window: int | None = None,
+    record: str = "action",
+) -> ChatHistory:
+    """Return the stack a language agent plays: ``env``, its turn budget, then the dialogue.
+
+    The budget is the stack's own or a new ``TurnBudget(max_budget, visible)``
+    (:func:`wrappers.budget.resolve_budget`); ``ChatHistory(window, record)``
+    goes outside it, so that with a visible budget the messages carry the
+    turns-left line too.  ``record="raw"`` keeps a model's whole replies, so
+    that each prompt extends the tokens it generated: the stack GRPO training
+    plays, and the one to evaluate a model trained that way on.  Each
+    episode's budget is set with ``reset(options={"budget": T})``.
+
+    Example:
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
+        >>> env = chat_stack(gym.make("agent_envs/GuessNumber-v0"), 20, visible=True)
+        >>> _, info = env.reset(seed=0, options={"task_id": 0, "budget": 7})
+        >>> info["budget"], info["messages"][-1]["role"]
+        (7, 'user')
+    """
+    budget = resolve_budget(env, max_budget, visible=visible)
+    return ChatHistory(budget.env, window=window, record=record)

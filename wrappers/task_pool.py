@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import TASK_ID
 
 __all__ = ["TaskPool"]
@@ -47,6 +48,7 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"task_ids must be non-empty and >= 0, got {task_ids!r:.80}.")
         gym.utils.RecordConstructorArgs.__init__(self, task_ids=task_ids)
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.task_ids = task_ids
         self._rng = np.random.default_rng()
 

@@ -7,15 +7,50 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
+from wrappers.text_space import TextSpace
 from wrappers.validators import check_bool, check_budget
 
-__all__ = ["TurnBudget", "budget_line", "time_limit_steps"]
+__all__ = [
+    "TurnBudget",
+    "add_budget_line",
+    "budget_line",
+    "strip_budget_line",
+    "time_limit_steps",
+    "turn_limits",
+]
+
+_LINE_START = "[Turns left: "
 
 
 def budget_line(turns_left: int, budget: int) -> str:
     """Return the line a visible budget appends to each observation."""
-    return f"[Turns left: {turns_left} of {budget}]"
+    return f"{_LINE_START}{turns_left} of {budget}]"
+
+
+def add_budget_line(observation: str, turns_left: int, budget: int) -> str:
+    """Return ``observation`` with the budget line on a line of its own at the end.
+
+    >>> add_budget_line("You see a door.", 3, 8)
+    'You see a door.\\n[Turns left: 3 of 8]'
+    """
+    return f"{observation}\n{budget_line(turns_left, budget)}"
+
+
+def strip_budget_line(observation: str) -> str:
+    """Return ``observation`` without its final budget line; unchanged when it has none.
+
+    >>> strip_budget_line(add_budget_line("You see a door.", 3, 8))
+    'You see a door.'
+    >>> strip_budget_line("You see a door.")
+    'You see a door.'
+    """
+    if observation.endswith("]"):
+        head, _, last = observation.rpartition("\n")
+        if last.startswith(_LINE_START):
+            return head
+    return observation
 
 
 # Room for the line in the observation space, for any budget below 10**12.
@@ -34,19 +69,20 @@ def time_limit_steps(env: gym.wrappers.TimeLimit) -> int:
     return int(env._max_episode_steps)
 
 
-def _inner_limit(env: gym.Env) -> int | None:
-    """Return the tightest turn limit already inside ``env`` (TimeLimit or TurnBudget)."""
-    limit = None
+def turn_limits(env: gym.Env) -> list[tuple[gym.Wrapper, int]]:
+    """Return every wrapper of ``env``'s stack that ends episodes by count, outermost first.
+
+    The one walk down a stack for its turn limits: each ``TimeLimit`` with its
+    step limit and each ``TurnBudget``/``BudgetMix`` with its largest budget.
+    """
+    limits: list[tuple[gym.Wrapper, int]] = []
     while isinstance(env, gym.Wrapper):
-        inner = None
         if isinstance(env, gym.wrappers.TimeLimit):
-            inner = time_limit_steps(env)
+            limits.append((env, time_limit_steps(env)))
         elif isinstance(env, TurnBudget):
-            inner = env._max_budget
-        if inner is not None:
-            limit = inner if limit is None else min(limit, inner)
+            limits.append((env, env.max_turns))
         env = env.env
-    return limit
+    return limits
 
 
 class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
@@ -92,13 +128,14 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         check_bool(visible, "visible")
         gym.utils.RecordConstructorArgs.__init__(self, max_turns=max_turns, visible=visible)
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.max_turns = max_turns
         self.visible = visible
-        self._inner_limit = _inner_limit(env)
+        self._inner_limit = min((steps for _, steps in turn_limits(env)), default=None)
         self._check_inner_limit(max_turns)
         if visible and isinstance(env.observation_space, spaces.Text):
             inner = env.observation_space
-            self.observation_space = spaces.Text(
+            self.observation_space = TextSpace(
                 max_length=inner.max_length + _BUDGET_LINE_MAX + 1,
                 min_length=inner.min_length,
                 charset=inner.character_set,
@@ -108,11 +145,6 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         self._turn = 0
         base = env.unwrapped
         self._tell_turns_left = base.set_turns_left if isinstance(base, BudgetAwareOracle) else None
-
-    # The largest budget this wrapper may run; BudgetMix overrides it.
-    @property
-    def _max_budget(self) -> int:
-        return self.max_turns
 
     @property
     def budget(self) -> int:
@@ -162,7 +194,7 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         else:
             info[TURN] = turn
         if self.visible:
-            observation = f"{observation}\n{budget_line(turns_left, budget)}"
+            observation = add_budget_line(observation, turns_left, budget)
         return observation, reward, terminated, truncated, info
 
     def _decorate(self, observation: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -176,5 +208,5 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         else:
             info[TURN] = self._turn
         if self.visible:
-            observation = f"{observation}\n{budget_line(turns_left, self._budget)}"
+            observation = add_budget_line(observation, turns_left, self._budget)
         return observation, info

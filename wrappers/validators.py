@@ -26,6 +26,8 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "check_bool",
     "check_budget",
@@ -33,6 +35,7 @@ __all__ = [
     "check_int",
     "check_number",
     "check_probability",
+    "check_weights",
     "parse_float_list",
     "parse_int",
     "parse_int_list",
@@ -108,7 +111,10 @@ def check_number(
     # numbers.Real admits numpy ints and floats too.
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{wanted}, got {type(value).__name__} {value!r:.80}.")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range, such as 10**400
+        number = math.inf
     if (
         not math.isfinite(number)
         or (minimum is not None and (number <= minimum if open_low else number < minimum))
@@ -121,6 +127,43 @@ def check_number(
 def check_probability(value: Any, name: str) -> float:
     """Return ``value`` as a probability: a number in ``[0, 1]``."""
     return check_number(value, name, 0.0, 1.0)
+
+
+def check_weights(
+    weights: Any, count: int, name: str = "weights", choices: str = "choices"
+) -> tuple[float, ...]:
+    """Return ``weights`` (one per choice, ``count`` in all) normalised to probabilities.
+
+    Each weight is a finite number >= 0, not all zero.  They are scaled by the
+    largest first, so that weights whose sum overflows (two of ``1e308``) or
+    underflows still normalise.
+
+    >>> check_weights([1e308, 1e308], 2)
+    (0.5, 0.5)
+    >>> check_weights(["1", "2"], 2)
+    Traceback (most recent call last):
+    ...
+    TypeError: weights must be numbers, got ['1', '2'].
+    """
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(weights).__name__}.")
+    if len(weights) != count:
+        raise ValueError(f"{name} has {len(weights)} entries but there are {count} {choices}.")
+    if any(isinstance(w, bool) or not isinstance(w, numbers.Real) for w in weights):
+        raise TypeError(f"{name} must be numbers, got {list(weights)!r:.200}.")
+    try:
+        values = [float(weight) for weight in weights]
+    except OverflowError:
+        values = [math.inf]
+    if not all(math.isfinite(value) and value >= 0 for value in values):
+        raise ValueError(f"{name} must be finite and non-negative, got {list(weights)!r:.200}.")
+    scaled = np.array(values)
+    if scaled.max() <= 0:
+        raise ValueError(f"{name} must not all be zero.")
+    # By the largest first: the sum of finite weights can overflow (two of
+    # 1e308 sum to inf), and tiny ones can underflow; x / max is in [0, 1].
+    scaled = scaled / scaled.max()
+    return tuple(float(value) for value in scaled / scaled.sum())
 
 
 def check_grid(values: Any, name: str) -> tuple[int, ...]:

@@ -17,14 +17,9 @@ from typing import Protocol
 
 import gymnasium as gym
 
+from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import PolicyAdapter
-from agent_envs.evaluation.rollout import (
-    EpisodeKey,
-    Finish,
-    RunOptions,
-    run_lockstep,
-    run_sequential,
-)
+from agent_envs.evaluation.rollout import Finish, RunOptions, run_lockstep, run_sequential
 
 __all__ = ["EpisodeExecutor", "LocalExecutor", "PlaySpec"]
 

@@ -184,6 +184,16 @@ class PolicyAdapter:
             getattr(self._shared, "act_batch", None)
         )
 
+    def recorded_name(self, name: str | None = None) -> str:
+        """Return the name a run records: ``name`` (default: :attr:`name`) and the fingerprint.
+
+        Two models saved to one path share a name but not a fingerprint, so
+        the resume check and the run's fingerprint tell them apart.
+        """
+        name = name or self.name
+        found = self.fingerprint
+        return name if found is None or found in name else f"{name} [{found}]"
+
     def episode_actor(self) -> Actor:
         """Return the ``(observation, info) -> action`` call for a new episode."""
         policy = self._shared if self._factory is None else self._factory()

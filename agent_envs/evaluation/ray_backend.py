@@ -36,8 +36,9 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.evaluation.executor import LocalExecutor, PlaySpec
+from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import adapt_policy, describe_error
-from agent_envs.evaluation.rollout import EpisodeKey, EpisodeRecord, Finish
+from agent_envs.evaluation.rollout import EpisodeRecord, Finish
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.redaction import ScrubbingStream, remember, scrub

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from agent_envs.core import normalize_action
 from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
+from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import (
     POLICY_ERRORS,
     PolicyAdapter,
     describe_error,
     safe_repr,
 )
+from agent_envs.evaluation.settings import VISIBLE, EvalSettings
 from agent_envs.protocol import (
     BUDGET,
     DEAD_END,
@@ -34,21 +35,13 @@ from agent_envs.protocol import (
     AgentAction,
 )
 
-if TYPE_CHECKING:  # settings.py imports this module for EpisodeKey
-    from agent_envs.evaluation.settings import EvalSettings
-
-# Spelled here, not imported: settings.py imports this module.
-_VISIBLE = "visible"
-
 __all__ = [
     "TRANSCRIPT_TEXT_LIMIT",
-    "EpisodeKey",
     "EpisodeRecord",
     "EpisodeRun",
     "Finish",
     "RunOptions",
     "clip_text",
-    "episode_seed",
     "plain_action",
     "run_lockstep",
     "run_sequential",
@@ -69,34 +62,6 @@ def clip_text(text: str, limit: int = TRANSCRIPT_TEXT_LIMIT) -> str:
     'abc...[3 more characters]'
     """
     return text if len(text) <= limit else f"{text[:limit]}...[{len(text) - limit} more characters]"
-
-
-def episode_seed(base_seed: int, task_id: int, sample: int) -> int:
-    """Return the seed of attempt ``sample`` at task ``task_id``: an int in ``[0, 2**32)``.
-
-    It is the first 32-bit word of ``numpy.random.SeedSequence([base_seed,
-    task_id, sample])``: stable across processes and platforms, and the same
-    for every budget, so that a run at T is a prefix of the run at a larger T.
-
-    >>> episode_seed(0, 3, 1) == episode_seed(0, 3, 1) != episode_seed(0, 3, 2)
-    True
-    """
-    return int(np.random.SeedSequence([base_seed, task_id, sample]).generate_state(1)[0])
-
-
-@dataclass(frozen=True)
-class EpisodeKey:
-    """Which episode to play: attempt ``sample`` at ``task_id`` under ``budget`` turns."""
-
-    task_id: int
-    sample: int
-    budget: int
-    seed: int
-
-    @property
-    def ident(self) -> tuple[int, int, int]:
-        """What identifies the episode in a run log."""
-        return (self.task_id, self.sample, self.budget)
 
 
 @dataclass
@@ -121,11 +86,12 @@ class EpisodeRecord:
         first_non_optimal_turn: the first judged turn whose action was
             invalid or not in ``oracle_actions()``.
         oracle_errors: one ``[turn, recovered_turn, fatal]`` per *error* (a
-            valid judged action not in ``oracle_actions()``): ``fatal`` when
-            it entered a dead end; ``recovered_turn`` is the first turn, from
-            the error's own on, that ended with success or with
-            ``oracle_turns()`` at most its value before the error (``None``
-            if none did, and for a fatal error).
+            valid judged action not in ``oracle_actions()`` that did not win):
+            ``fatal`` when it entered a dead end; ``recovered_turn`` is the
+            first *later* turn that ended with success or with
+            ``oracle_turns()`` strictly below its value before the error
+            (``None`` if none did, and for a fatal error).  A wasted turn,
+            which loses no ground, is not a recovery.
     """
 
     task_id: int
@@ -209,7 +175,7 @@ class RunOptions:
         """Return the options a run with these (resolved) settings plays with."""
         # The budget owner keeps budget keys out of a hidden run's info; a policy
         # that asks for them anyway is told so once (see hidden_budget).
-        reads = None if settings.mode == _VISIBLE else BudgetReads()
+        reads = None if settings.mode == VISIBLE else BudgetReads()
         return cls(settings.diagnostics, settings.transcripts, hidden_budget=reads)
 
 
@@ -252,9 +218,10 @@ class EpisodeRun:
         # after every valid move).
         self._distance: int | None = None
         self._exact_oracle = not getattr(base, "stochastic", True)
-        # Unrecovered non-fatal errors: (oracle_turns() before, its record entry).
+        # Unrecovered non-fatal errors: (oracle_turns() before, its record entry);
+        # an error is recovered once oracle_turns() falls below its limit.
         self._pending: list[tuple[int, list[Any]]] = []
-        self._ceiling = -1  # the largest distance limit among the pending errors
+        self._ceiling = -1  # the largest limit among the pending errors
         self._parsed_oracle = options.parsed_oracle
 
     def policy_info(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -327,54 +294,63 @@ class EpisodeRun:
             return  # success was out of reach before the action: nothing to judge
         record = self.record
         record.judged += 1
+        before = self._distance
+        error = False
         if not valid:
             # An invalid action is no error: it leaves the state (and distance) unchanged.
             if record.first_non_optimal_turn is None:
                 record.first_non_optimal_turn = turn
-            return
-        record.judged_valid += 1
-        before = self._distance
-        if action in self._oracle or self._is_oracle_move(action):
-            record.optimal += 1
-            if self._exact_oracle and before is not None:
-                distance = self._distance = before - 1
-            else:
-                distance = self._distance = self.base.oracle_turns()
-            if distance is None or not self._pending:
-                return
         else:
-            if record.first_non_optimal_turn is None:
-                record.first_non_optimal_turn = turn
-            distance = self._distance = self.base.oracle_turns()
-            if distance is None:
-                # Fatal; and nothing pending can be recovered in a dead end.
-                record.oracle_errors.append([turn, None, True])
-                return
-            if success or (before is not None and distance <= before):
-                record.oracle_errors.append([turn, turn, False])  # no ground lost
-            else:
-                entry: list[Any] = [turn, None, False]
-                record.oracle_errors.append(entry)
-                # Without a distance before, only success recovers the error.
-                limit = -1 if before is None else before
-                self._pending.append((limit, entry))
-                if limit > self._ceiling:
-                    self._ceiling = limit
-                # Every pending limit is below `before` (else it was recovered
-                # last turn), so none is recovered now.
-                return
-        if success or distance <= self._ceiling:
-            still, ceiling = [], -1
-            for limit, entry in self._pending:
-                if success or distance <= limit:
-                    entry[1] = turn
+            record.judged_valid += 1
+            if action in self._oracle or self.is_oracle_move(action):
+                record.optimal += 1
+                if self._exact_oracle and before is not None:
+                    self._distance = before - 1
                 else:
-                    still.append((limit, entry))
-                    ceiling = max(ceiling, limit)
-            self._pending, self._ceiling = still, ceiling
+                    self._distance = self.base.oracle_turns()
+            else:
+                if record.first_non_optimal_turn is None:
+                    record.first_non_optimal_turn = turn
+                self._distance = self.base.oracle_turns()
+                error = not success  # a move that wins is no error, whoever names it
+        distance = self._distance
+        # Errors made before this turn are recovered by it when it ends in success
+        # or strictly closer to the goal than before the error; this turn's own
+        # error is added after, so it can only be recovered by a later turn.
+        if self._pending and (success or (distance is not None and distance < self._ceiling)):
+            self._settle(turn, success, distance)
+        if error:
+            self._add_error(turn, before, distance)
 
-    def _is_oracle_move(self, action: str) -> bool:
-        """Return whether ``action`` is one of the oracle's moves, however it is spelled."""
+    def _add_error(self, turn: int, before: int | None, distance: int | None) -> None:
+        """Record an error at ``turn``: fatal into a dead end, else pending recovery."""
+        if distance is None:
+            # Fatal; and nothing pending can be recovered in a dead end.
+            self.record.oracle_errors.append([turn, None, True])
+            return
+        entry: list[Any] = [turn, None, False]
+        self.record.oracle_errors.append(entry)
+        # Without a distance before, only success recovers the error.
+        limit = -1 if before is None else before
+        self._pending.append((limit, entry))
+        self._ceiling = max(self._ceiling, limit)
+
+    def _settle(self, turn: int, success: bool, distance: int | None) -> None:
+        """Mark recovered at ``turn`` the pending errors its state beats."""
+        still, ceiling = [], -1
+        for limit, entry in self._pending:
+            if success or (distance is not None and distance < limit):
+                entry[1] = turn
+            else:
+                still.append((limit, entry))
+                ceiling = max(ceiling, limit)
+        self._pending, self._ceiling = still, ceiling
+
+    def is_oracle_move(self, action: str) -> bool:
+        """Return whether ``action`` is one of the oracle's moves, however it is spelled.
+
+        The oracle's moves are those of the state :meth:`before_act` last noted.
+        """
         oracle = self._oracle
         if action in oracle:  # oracle actions are canonical, and so are many agents'
             return True

@@ -40,8 +40,11 @@ __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
 # /2: episodes record every judged turn and the per-error recovery (oracle_errors).
 # /3: the header holds the whole EvalSettings; resuming compares its episode fields.
-# /4: the header and every episode line carry the run's fingerprint.
-LOG_FORMAT = "agent-envs-runlog/4"
+# /4: an error is recovered only by a later turn that gets strictly closer to the
+#     goal (a /3 log counted a wasted turn as recovered at once): its
+#     oracle_errors mean something else, so it is not resumed.
+# /5: the header and every episode line carry the run's fingerprint.
+LOG_FORMAT = "agent-envs-runlog/5"
 
 
 def _short(value: Any, limit: int = 100) -> str:

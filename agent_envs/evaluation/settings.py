@@ -10,7 +10,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from agent_envs.core import MAX_TASK_ID
-from agent_envs.evaluation.rollout import EpisodeKey, episode_seed
+from agent_envs.evaluation.keys import EpisodeKey
+from wrappers.seeding import episode_seed
 from wrappers.validators import (
     check_bool,
     check_grid,
@@ -128,6 +129,9 @@ class EvalSettings:
         progress: show a tqdm progress bar (if tqdm is installed).
         step_quality: reference states per task for the step-quality
             diagnostic (0: off); see :mod:`agent_envs.evaluation.step_quality`.
+        step_quality_seed: seeds the draw of those states.  Keep it fixed per
+            env and study, never the training seed, so that every regime and
+            seed is judged on the same states and ``compare`` differences them.
         backend: where episodes are played: ``"local"`` (this process) or
             ``"ray"`` (Ray actors, the ``[ray]`` extra; ``docs/distributed.md``).
             Like the other fields below ``step_quality``, it changes no
@@ -140,7 +144,7 @@ class EvalSettings:
         env_name, agent_name: names to record; the evaluator derives them if
             ``None``.
         wrappers: the wrappers of the env stack that change what an episode
-            does (``runner.describe_wrappers``); set by the evaluator.
+            does (``stack.describe_wrappers``); set by the evaluator.
         mode: ``"hidden"`` or ``"visible"``; set by the evaluator (``None`` before).
     """
 
@@ -164,6 +168,7 @@ class EvalSettings:
     confidence: float = _setting(0.95)
     progress: bool = _setting(False)
     step_quality: int = _setting(0)
+    step_quality_seed: int = _setting(0)
     backend: str = _setting("local")
     ray_address: str | None = _setting(None)
     workers: int | None = _setting(None)
@@ -197,6 +202,7 @@ class EvalSettings:
             "seed": check_int(self.seed, "seed", 0),
             "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP),
             "step_quality": check_int(self.step_quality, "step_quality", 0, MAX_STEP_QUALITY),
+            "step_quality_seed": check_int(self.step_quality_seed, "step_quality_seed", 0),
             "wrappers": tuple(str(wrapper) for wrapper in self.wrappers),
             "batch_size": None
             if self.batch_size is None

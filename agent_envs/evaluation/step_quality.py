@@ -7,40 +7,45 @@ reference policy (by default a noisy oracle, so that the set holds states just
 after mistakes), hands the policy each chosen state with its exact history,
 through the same env stack as ``evaluate``, and scores the one action it
 returns against ``oracle_actions()``.  The state set depends only on the env,
-the reference, ``tasks``, ``states_per_task``, ``max_turns`` and ``seed``.
+the reference, ``tasks``, ``states_per_task``, ``max_turns`` and ``seed``, so
+a study fixes ``seed`` per env and study, never per training seed: then every
+regime and seed is judged on the same states and ``compare`` can difference
+them.  States where the env leaves one legal move are drawn but not judged
+(any masked policy plays them optimally), and their number is reported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from agent_envs.evaluation.hidden_budget import BudgetReads
-from agent_envs.evaluation.policies import POLICY_ERRORS, adapt_policy
+from agent_envs.evaluation.keys import EpisodeKey
+from agent_envs.evaluation.policies import POLICY_ERRORS, PolicyAdapter, adapt_policy
 from agent_envs.evaluation.rollout import (
-    EpisodeKey,
     EpisodeRecord,
     EpisodeRun,
     RunOptions,
-    episode_seed,
     plain_action,
     run_sequential,
 )
-from agent_envs.evaluation.runner import build_stack, resolve_env
-from agent_envs.evaluation.settings import MAX_STEP_QUALITY, check_tasks
+from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.evaluation.stack import RunSetup
 from agent_envs.protocol import (
     ADMISSIBLE_ACTIONS,
     EPISODE_SEED,
     ORACLE_ACTIONS,
     TURN,
     VALID_ACTION,
+    AdmissibleActions,
 )
 from wrappers.validators import check_int
 
-__all__ = ["NoisyOracleReference", "step_quality"]
+__all__ = ["NoisyOracleReference", "judge_steps", "step_quality"]
 
 # Salts the draw of the states so that it never reuses the episodes' seeds.
 _STATE_STREAM = 0x57E9
@@ -78,44 +83,45 @@ class NoisyOracleReference:
 
 
 def _reference_states(
-    reference: Any,
-    build: Callable[[frozenset[str], bool], gym.Env],
-    task: int,
-    states_per_task: int,
-    max_turns: int,
-    seed: int,
+    reference: PolicyAdapter, env: gym.Env, task: int, settings: EvalSettings
 ) -> list[tuple[int, tuple[str, ...], bool]]:
     """Return the chosen states of one task as ``(episode seed, actions so far, after a mistake)``.
 
     Reference attempts ``0, 1, ...`` at the task are played until they hold
-    ``states_per_task`` solvable states (at most ``states_per_task`` attempts);
+    ``settings.step_quality`` solvable states (at most that many attempts);
     the states are then drawn without replacement.
     """
-    adapter = adapt_policy(reference)
-    env = build(adapter.required_info, False)
+    wanted, max_turns = settings.step_quality, max(settings.budgets)
     options = RunOptions(diagnose=True, transcripts=True)
     candidates: list[tuple[int, tuple[str, ...], bool]] = []
     finished: list[tuple[EpisodeRecord, dict[str, Any] | None]] = []
-    for attempt in range(states_per_task):
-        key = EpisodeKey(task, attempt, max_turns, episode_seed(seed, task, attempt))
-        run_sequential(adapter, env, [key], options, lambda *done: finished.append(done))
+    for attempt in range(wanted):
+        key = EpisodeKey.attempt(settings.step_quality_seed, task, attempt, max_turns)
+        run_sequential(reference, env, [key], options, lambda *done: finished.append(done))
         record, transcript = finished[-1]
         if record.error is not None:
             raise RuntimeError(f"the reference policy failed: {record.error}")
-        steps = transcript["steps"]
-        errors = {turn for turn, _, _ in record.oracle_errors}
-        solvable = len(steps) if record.dead_end_turn is None else record.dead_end_turn
-        off_path = False
-        for turn in range(min(solvable, len(steps))):
-            # The state before action turn + 1, reached by the first `turn` actions.
-            candidates.append((key.seed, tuple(s["action"] for s in steps[:turn]), off_path))
-            if steps[turn]["valid"]:
-                off_path = turn + 1 in errors
-        if len(candidates) >= states_per_task:
+        candidates += _candidates(key.seed, record, transcript["steps"])
+        if len(candidates) >= wanted:
             break
-    rng = np.random.default_rng([_STATE_STREAM, seed, task])
-    picks = rng.choice(len(candidates), size=min(states_per_task, len(candidates)), replace=False)
+    rng = np.random.default_rng([_STATE_STREAM, settings.step_quality_seed, task])
+    picks = rng.choice(len(candidates), size=min(wanted, len(candidates)), replace=False)
     return [candidates[index] for index in sorted(picks)]
+
+
+def _candidates(
+    seed: int, record: EpisodeRecord, steps: list[dict[str, Any]]
+) -> list[tuple[int, tuple[str, ...], bool]]:
+    """Return the solvable states of one reference episode, each marked if after a mistake."""
+    errors = {turn for turn, _, _ in record.oracle_errors}
+    solvable = len(steps) if record.dead_end_turn is None else record.dead_end_turn
+    states, off_path = [], False
+    for turn in range(min(solvable, len(steps))):
+        # The state before action turn + 1, reached by the first `turn` actions.
+        states.append((seed, tuple(step["action"] for step in steps[:turn]), off_path))
+        if steps[turn]["valid"]:
+            off_path = turn + 1 in errors
+    return states
 
 
 def step_quality(
@@ -144,7 +150,7 @@ def step_quality(
 
     Args:
         policy: any policy ``evaluate`` accepts.
-        env: a registered id, or a callable that builds an env.
+        env: a registered id, or a callable that builds an env with an oracle.
         tasks: a count or a list of task ids.
         states_per_task: states drawn per task (>= 1).
         reference: the policy whose trajectories give the states; default
@@ -155,7 +161,9 @@ def step_quality(
         batch_size: states per ``act_batch`` call (default 64).
 
     Returns:
-        ``optimal_rate`` (optimal actions / states), ``recovery_optimal_rate``
+        ``optimal_rate`` (optimal actions / states judged), ``states`` (judged),
+        ``single_move_states_excluded`` (drawn states with one legal move,
+        left out of every rate), ``recovery_optimal_rate``
         and ``on_path_optimal_rate`` (the same over *recovery states*, those
         whose last valid reference action was an error, and over the others),
         ``invalid_rate``, the state counts, ``privileged_oracle``, the
@@ -168,58 +176,78 @@ def step_quality(
         >>> step_quality(oracle, "agent_envs/Sokoban-v0", tasks=2, states_per_task=3)["states"]
         6
     """
-    task_ids = check_tasks(tasks)
-    check_int(states_per_task, "states_per_task", 1, MAX_STEP_QUALITY)
+    check_int(states_per_task, "states_per_task", 1)
     check_int(max_turns, "max_turns", 1)
-    if batch_size is not None:
-        check_int(batch_size, "batch_size", 1)
-    reference = NoisyOracleReference() if reference is None else reference
-    adapter = adapt_policy(policy)
-    visible_budget = visible_budget or adapter.visible_budget  # as in evaluate
-    make_env, _ = resolve_env(env, None)
-    probe_env, probe_budget = build_stack(
-        make_env, max_turns, visible_budget, adapter.required_info
+    settings = EvalSettings(
+        ks=(1,),
+        budgets=(max_turns,),
+        tasks=tasks,
+        visible_budget=visible_budget,
+        batch_size=batch_size,
+        step_quality=states_per_task,
+        step_quality_seed=seed,
     )
-    visible = visible_budget or adapter.budget_aware or probe_budget.visible
-    probe_budget.report(visible)
+    setup = RunSetup.resolve(policy, env, settings)
+    if not setup.has_oracle:
+        raise ValueError(
+            f"step quality needs an env with an oracle; {setup.settings.env_name} has none."
+        )
+    return judge_steps(setup, reference)
 
-    def build(wants: frozenset[str], report: bool) -> gym.Env:
-        # As in evaluate: the budget is reported in info only when it is visible.
-        stack, budget = build_stack(make_env, max_turns, visible_budget, wants)
-        budget.report(report)
-        return stack
 
+def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
+    """Judge a resolved run's policy on its reference states, through the run's own stack.
+
+    ``setup.settings.step_quality`` states per task, drawn as
+    :func:`step_quality` describes with ``settings.step_quality_seed`` (the
+    study's seed, never the episodes' ``seed``, so every training seed meets
+    the same states); the reference (default
+    :class:`NoisyOracleReference` ``(epsilon=0.3)``) plays under a hidden
+    budget of max(T), and the policy acts in ``settings.batch_size`` slots.
+    """
+    settings, adapter, stack = setup.settings, setup.adapter, setup.stack
+    guide = adapt_policy(NoisyOracleReference() if reference is None else reference)
+    guide_env = replace(stack, wants=guide.required_info, visible=False)()
     states = [
         (task, *state)
-        for task in task_ids
-        for state in _reference_states(reference, build, task, states_per_task, max_turns, seed)
+        for task in settings.tasks
+        for state in _reference_states(guide, guide_env, task, settings)
     ]
-    slots = (batch_size or 64) if adapter.batched else 1
-    envs = [probe_env] + [build(adapter.required_info, visible) for _ in range(slots - 1)]
-    options = RunOptions(diagnose=True, hidden_budget=None if visible else BudgetReads())
-    outcomes: list[tuple[bool, bool]] = []
+    slots = settings.batch_size
+    envs = [setup.probe] + [stack() for _ in range(slots - 1)]
+    options = RunOptions(diagnose=True, hidden_budget=None if stack.visible else BudgetReads())
+    outcomes: list[tuple[bool, bool] | None] = []
     for start in range(0, len(states), slots):
-        chunk = states[start : start + slots]
-        outcomes += _judge(adapter, envs, chunk, max_turns, options)
+        outcomes += _judge(adapter, envs, states[start : start + slots], stack.max_budget, options)
     return _summary(
         states,
         outcomes,
-        privileged=bool(getattr(probe_env.unwrapped, "privileged_oracle", False)),
+        privileged=bool(getattr(setup.probe.unwrapped, "privileged_oracle", False)),
         state_set={
-            "reference": adapt_policy(reference).name,
-            "tasks": list(task_ids),
-            "states_per_task": states_per_task,
-            "max_turns": max_turns,
-            "seed": seed,
+            "reference": guide.name,
+            "tasks": list(settings.tasks),
+            "states_per_task": settings.step_quality,
+            "max_turns": stack.max_budget,
+            "seed": settings.step_quality_seed,
+            "excluded": "single legal move",
         },
         policy=adapter.name,
     )
 
 
 def _judge(
-    adapter: Any, envs: list[gym.Env], chunk: list[Any], max_turns: int, options: RunOptions
-) -> list[tuple[bool, bool]]:
-    """Replay each state of ``chunk`` on its slot, act once; return (optimal, invalid) per state."""
+    adapter: PolicyAdapter,
+    envs: list[gym.Env],
+    chunk: list[Any],
+    max_turns: int,
+    options: RunOptions,
+) -> list[tuple[bool, bool] | None]:
+    """Replay each state of ``chunk`` on its slot, act once; return (optimal, invalid) per state.
+
+    A state where the env leaves one legal move (``admissible_actions()``, the
+    mask of discrete-action agents) gets ``None``: any masked policy plays it
+    optimally, so it says nothing about the policy's steps.
+    """
     runs, observations, infos = [], [], []
     for env_, (task, episode, actions, _) in zip(envs, chunk, strict=False):
         run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
@@ -228,19 +256,26 @@ def _judge(
             observation, _, _, _, info = env_.step(action)
             info = run.policy_info(info)
         run.before_act(info)
-        runs.append(run)
-        observations.append(observation)
-        infos.append(info)
-    outcomes = []
-    for env_, run, action in zip(envs, runs, _act(adapter, observations, infos), strict=False):
+        base = env_.unwrapped
+        forced = isinstance(base, AdmissibleActions) and len(base.admissible_actions()) == 1
+        runs.append(None if forced else run)
+        if not forced:
+            observations.append(observation)
+            infos.append(info)
+    actions = iter(_act(adapter, observations, infos) if observations else [])
+    outcomes: list[tuple[bool, bool] | None] = []
+    for env_, run in zip(envs, runs, strict=False):
+        if run is None:
+            outcomes.append(None)
+            continue
         try:
-            action = plain_action(action)
+            action = plain_action(next(actions))
         except POLICY_ERRORS:  # an exception in its slot, or no usable str
             outcomes.append((False, True))
             continue
         _, _, _, _, info = env_.step(action)
         valid = bool(info.get(VALID_ACTION, True))
-        outcomes.append((valid and run._is_oracle_move(action), not valid))
+        outcomes.append((valid and run.is_oracle_move(action), not valid))
     return outcomes
 
 
@@ -266,14 +301,19 @@ def _rate(hits: int, total: int) -> float | None:
 
 def _summary(
     states: list[tuple[int, int, tuple[str, ...], bool]],
-    outcomes: list[tuple[bool, bool]],
+    outcomes: list[tuple[bool, bool] | None],
     *,
     privileged: bool,
     state_set: dict[str, Any],
     policy: str,
 ) -> dict[str, Any]:
     rows: dict[int, list[int]] = {}
-    for (task, _, _, recovery), (optimal, invalid) in zip(states, outcomes, strict=True):
+    excluded = 0
+    for (task, _, _, recovery), outcome in zip(states, outcomes, strict=True):
+        if outcome is None:  # one legal move: excluded
+            excluded += 1
+            continue
+        optimal, invalid = outcome
         row = rows.setdefault(task, [task, 0, 0, 0, 0, 0])
         row[1] += 1
         row[2] += optimal
@@ -286,6 +326,7 @@ def _summary(
     return {
         "policy": policy,
         "states": total,
+        "single_move_states_excluded": excluded,
         "optimal_rate": _rate(optimal, total),
         "recovery_states": recovery,
         "recovery_optimal_rate": _rate(recovery_optimal, recovery),

@@ -2,10 +2,13 @@
 
 - ``baselines.llm.prompting``: the one prompt builder (``PromptEncoder``) that
   evaluation and training share, and the reply format beside its parser;
+- ``baselines.llm.generation``: the seeded sampler, ``generate_replies`` and the
+  training generators, shared by ``HFAgent`` and the GRPO rollout (``[llm]``);
 - ``baselines.llm.hf_agent``: ``HFAgent``, a local transformers model (``[llm]``);
 - ``baselines.llm.openai_agent``: ``OpenAIChatAgent``, any OpenAI-compatible server;
 - ``baselines.llm.prefix_cache``: the per-episode KV cache across turns;
-- ``baselines.llm.rollout``: the multi-turn GRPO rollout for TRL (``[rl]``);
+- ``baselines.llm.rollout``: the multi-turn GRPO rollout for TRL (``[rl]``), with
+  ``budget_spec`` (training budgets), ``tasks`` (dataset prompts) and ``rewards``;
 - ``baselines.llm.warm_start``, ``baselines.llm.tiny``: the supervised warm start
   and the built-in tiny model;
 - ``baselines.llm.train``: the ``agent-envs train-llm`` command.

@@ -25,7 +25,8 @@ deterministic.  Otherwise every generation gets its own ``torch.Generator``
 seeded from (``seed``, ``info["episode_seed"]``, the turn, the prompt), see
 :func:`baselines.llm.prompting.derive_seed`.  The evaluator gives every attempt
 a different ``episode_seed``, so the K attempts of Pass@K draw independent
-samples, and a rerun draws the same ones.  Sampling is the Gumbel-max trick:
+samples, and a rerun draws the same ones.  Sampling is the Gumbel-max trick
+(:class:`baselines.llm.generation.GumbelSampler`, shared with GRPO training):
 per-row exponential noise is added to the temperature- and top-p-processed
 logits and the token is the arg-max, which is an exact sample from that
 distribution.  Because each row owns its noise, what an episode samples does
@@ -42,9 +43,7 @@ This module changes no global torch setting (threads, seeds, defaults).
 from __future__ import annotations
 
 import functools
-import math
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -55,17 +54,18 @@ from agent_envs.protocol import EPISODE_SEED
 
 try:
     import torch
-    from transformers import (
-        AutoModelForCausalLM,
-        AutoTokenizer,
-        GenerationConfig,
-        LogitsProcessor,
-        LogitsProcessorList,
-    )
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
+from baselines.llm.generation import (
+    GumbelSampler,
+    context_length,
+    eos_token_ids,
+    generate_replies,
+)
+from baselines.llm.models import resolve_model
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
@@ -88,107 +88,17 @@ _DTYPES = {
     "fp16": torch.float16,
     "bf16": torch.bfloat16,
 }
-# Model configs name their context length differently.
-_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
-
-
-class _GumbelSampler(LogitsProcessor):
-    """Turn greedy decoding into seeded, per-row sampling (the Gumbel-max trick).
-
-    Each row has its own generator, so a row's samples do not depend on the
-    other rows in the batch.  Rows that have already finished still draw
-    noise; their tokens are discarded by ``generate``.
-    """
-
-    def __init__(self, seeds: Sequence[int], temperature: float, top_p: float, device) -> None:
-        self.temperature = temperature
-        self.top_p = top_p
-        self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
-        logits = scores.float() / self.temperature
-        if self.top_p < 1.0:
-            # Keep the smallest set of tokens whose probability reaches top_p
-            # (the same rule as transformers' TopPLogitsWarper).
-            ascending, order = torch.sort(logits, dim=-1)
-            cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)
-            drop_sorted = cumulative <= 1.0 - self.top_p
-            drop_sorted[..., -1] = False
-            drop = drop_sorted.scatter(1, order, drop_sorted)
-            logits = logits.masked_fill(drop, -math.inf)
-        vocabulary = logits.shape[-1]
-        noise = torch.stack(
-            [
-                torch.empty(vocabulary, device=logits.device).exponential_(generator=generator)
-                for generator in self.generators
-            ]
-        )
-        # argmax(logits - log E), E ~ Exp(1), is a sample from softmax(logits).
-        return logits - noise.log()
-
-
-def left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stack token-id lists into one left-padded batch: ``(input_ids, attention_mask)``.
-
-    Left padding keeps every row's last token in the last column, where
-    ``generate`` appends; HFAgent and the GRPO rollout batch prompts the same way.
-    """
-    width = max(len(ids) for ids in prompts)
-    input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, ids in enumerate(prompts):
-        input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-        attention_mask[row, width - len(ids) :] = 1
-    return input_ids, attention_mask
-
-
-def generate_replies(
-    model: Any,
-    prompts: Sequence[Sequence[int]],
-    pad_id: int,
-    eos_ids: Sequence[int],
-    max_new_tokens: int,
-    sampler: LogitsProcessor | None = None,
-) -> list[list[int]]:
-    """Left-pad ``prompts``, call ``model.generate`` once, return each row's new tokens.
-
-    Decoding is greedy over ``sampler``'s noisy logits (a seeded sample), or
-    plain greedy without one.  Rows keep their tokens after the end token;
-    callers cut there.
-    """
-    input_ids, attention_mask = left_pad(prompts, pad_id)
-    config = GenerationConfig(
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        # Set explicitly so that the model's own sampling defaults (from its
-        # generation_config.json) do not fill them in: decoding is greedy
-        # over our processor's noisy logits, and greedy ignores these values.
-        temperature=1.0,
-        top_p=1.0,
-        top_k=50,
-        num_beams=1,
-        pad_token_id=pad_id,
-        eos_token_id=list(eos_ids),
-    )
-    with torch.inference_mode():
-        output = model.generate(
-            input_ids=input_ids.to(model.device),
-            attention_mask=attention_mask.to(model.device),
-            generation_config=config,
-            logits_processor=LogitsProcessorList([sampler] if sampler is not None else []),
-        )
-    return output[:, input_ids.shape[1] :].tolist()
 
 
 class HFAgent:
     """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
 
     Args:
-        model: a local folder or hub name, loaded with
-            ``AutoModelForCausalLM.from_pretrained``, or an already-loaded model
-            (then ``tokenizer`` is required).
-        tokenizer: a tokenizer, or its folder or hub name; by default the
-            model's.
+        model: a local HF folder, a ``.gguf`` file or a short name such as
+            ``"smollm2-135m"`` (see :mod:`baselines.llm.models`; nothing is
+            downloaded), loaded with ``AutoModelForCausalLM.from_pretrained``,
+            or an already-loaded model (then ``tokenizer`` is required).
+        tokenizer: a tokenizer, or its folder; by default the model's.
         system_prompt: put first in every prompt (``None`` for none); a system
             message from ``wrappers.ChatHistory`` takes its place.
         temperature: ``0`` for greedy decoding, else the sampling temperature.
@@ -215,7 +125,7 @@ class HFAgent:
 
     Example::
 
-        agent = HFAgent("Qwen/Qwen2.5-0.5B-Instruct", temperature=0.7, batch_size=32)
+        agent = HFAgent("smollm2-135m", temperature=0.7, batch_size=32)
         action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
     """
 
@@ -251,17 +161,18 @@ class HFAgent:
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
         self.seed = seed
+        self._from_files = isinstance(model, (str, os.PathLike))
         self.model, self.tokenizer, self.name = _load(
             model, tokenizer, device, dtype, trust_remote_code
         )
         self.model.eval()
-        self.max_context = _context_length(self.model, self.tokenizer, max_context)
+        self.max_context = context_length(self.model, self.tokenizer, max_context)
         if self.max_context is not None and self.max_context <= max_new_tokens:
             raise ValueError(
                 f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the "
                 f"model's context of {self.max_context} tokens."
             )
-        self._eos_ids = _eos_ids(self.model, self.tokenizer)
+        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self._pad_id = pad if pad is not None else self._eos_ids[0]
         #: Builds every prompt; the GRPO rollout builds its prompts with the same class.
@@ -284,7 +195,10 @@ class HFAgent:
         The evaluator adds it to the agent's recorded name, so that a model
         retrained into the same folder never resumes the old model's run log.
         """
-        return folder_fingerprint(self.name) if os.path.isdir(self.name) else None
+        if not self._from_files:
+            return None  # a model in memory: its files, if any, may differ from it
+        folder = resolve_model(self.name)  # the folder it was loaded from (cached)
+        return folder_fingerprint(folder) if os.path.isdir(folder) else None
 
     def __repr__(self) -> str:
         return (
@@ -341,7 +255,7 @@ class HFAgent:
     def _generate(self, prompts: list[list[int]], seeds: list[int], keys: list) -> list[str]:
         device = self.model.device
         sampler = (
-            _GumbelSampler(seeds, self.temperature, self.top_p, device)
+            GumbelSampler(seeds, self.temperature, self.top_p, device)
             if self.temperature > 0
             else None
         )
@@ -380,26 +294,26 @@ def _load(model: Any, tokenizer: Any, device: str | None, dtype: Any, trust_remo
     """Return ``(model, tokenizer, name)``, loading whatever was given by name."""
     if device is not None and not isinstance(device, str):
         raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got {device!r}.")
+    # Local files only: resolve_model refuses hub names at once, and
+    # local_files_only keeps transformers itself from reaching for the hub.
+    local = {"local_files_only": True, "trust_remote_code": trust_remote_code}
     if isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = AutoTokenizer.from_pretrained(
-            os.fspath(tokenizer), padding_side="left", trust_remote_code=trust_remote_code
+            resolve_model(tokenizer), padding_side="left", **local
         )
     if isinstance(model, (str, os.PathLike)):
         name = os.fspath(model)
+        folder = resolve_model(model)
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         torch_dtype = _dtype(dtype, device)
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(
-                name, padding_side="left", trust_remote_code=trust_remote_code
-            )
-        loaded = AutoModelForCausalLM.from_pretrained(
-            name, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
+            tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left", **local)
+        loaded = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, **local)
         return loaded.to(device), tokenizer, name
     if not callable(getattr(model, "generate", None)):
         raise TypeError(
-            "model must be a folder, a hub name or a loaded transformers model with "
+            "model must be a local folder, a .gguf file, a short name or a loaded model with "
             f"generate(), got {type(model).__name__}."
         )
     if tokenizer is None:
@@ -420,33 +334,3 @@ def _dtype(dtype: Any, device: str) -> Any:
     if isinstance(dtype, str) and dtype in _DTYPES:
         return _DTYPES[dtype]
     raise ValueError(f"dtype must be one of {[*_DTYPES, 'auto']} or a torch.dtype, got {dtype!r}.")
-
-
-def _context_length(model: Any, tokenizer: Any, override: int | None) -> int | None:
-    if override is not None:
-        return check_int(override, "max_context", 2)
-    config = getattr(model, "config", None)
-    if config is not None and hasattr(config, "get_text_config"):
-        config = config.get_text_config()
-    for key in _CONTEXT_KEYS:
-        value = getattr(config, key, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    # Tokenizers without a known limit report a huge sentinel.
-    limit = getattr(tokenizer, "model_max_length", None)
-    return limit if isinstance(limit, int) and 0 < limit < 10**7 else None
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
-    """Return every token id that ends a generation (chat models often have several)."""
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    ids = configured if isinstance(configured, list) else [configured]
-    ids = [token for token in ids if isinstance(token, int)]
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids.append(tokenizer.eos_token_id)
-    if not ids:
-        raise ValueError(
-            "The tokenizer has no end-of-sequence token, so generations could not stop; "
-            "pass a tokenizer with eos_token set."
-        )
-    return ids

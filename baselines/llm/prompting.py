@@ -24,6 +24,7 @@ from wrappers.validators import check_int, check_number
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "REPLY_FORMAT",
     "PromptEncoder",
     "PromptTooLongError",
     "build_messages",
@@ -32,6 +33,7 @@ __all__ = [
     "derive_seed",
     "drop_exchanges",
     "drop_oldest_exchanges",
+    "format_reply",
     "merge_system_into_user",
     "parse_action",
     "plain_prompt",
@@ -39,11 +41,16 @@ __all__ = [
     "turn_of",
 ]
 
+#: How a reply states its action: the format :func:`parse_action` reads first, which
+#: the default system prompt asks for and the supervised warm start demonstrates.
+REPLY_FORMAT = "Action: {action}"
+
 #: The default system prompt: it asks for the output format the parser reads first.
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent in a text-based environment. Each message from the user is "
     "what you observe. Think briefly if you need to, then end your reply with one "
-    "line of the form 'Action: <your action>', using the action format the task describes."
+    f"line of the form '{REPLY_FORMAT.format(action='<your action>')}', using the action "
+    "format the task describes."
 )
 
 # "Action: up", "**Action:** up", "> action : up" ... at the start of a line.
@@ -95,6 +102,17 @@ def parse_action(generation: str) -> str:
         if line.strip():
             return line.strip()
     return generation
+
+
+def format_reply(action: str) -> str:
+    """Return ``action`` written as a reply in :data:`REPLY_FORMAT`, which parses back to it.
+
+    >>> format_reply("push up")
+    'Action: push up'
+    >>> parse_action(format_reply("push up"))
+    'push up'
+    """
+    return REPLY_FORMAT.format(action=action)
 
 
 def _last_boxed(text: str) -> str | None:

@@ -1,10 +1,10 @@
 """Whole multi-turn episodes of any registered env as GRPO samples for TRL.
 
 :class:`EpisodeRollout` is a ``rollout_func`` for ``trl.GRPOTrainer``.  Each
-dataset prompt names one task (:func:`task_prompt`); TRL hands every prompt
-over K times in a row (``num_generations``), and the K copies are K attempts
-at that task, with K distinct episode seeds derived as the evaluator derives
-them (:func:`agent_envs.evaluation.rollout.episode_seed`).
+dataset prompt names one task (:func:`baselines.llm.tasks.task_prompt`); TRL
+hands every prompt over K times in a row (``num_generations``), and the K
+copies are K attempts at that task, with K distinct episode seeds derived as
+the evaluator derives them (:func:`wrappers.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -14,9 +14,9 @@ model's tokens and 0 on the env's, so the loss never trains on env text.
 
 Prompt equality.  Every turn's prompt is built by
 :class:`baselines.llm.prompting.PromptEncoder` from ``info["messages"]`` of a
-``ChatHistory(record="raw")`` stack (:func:`make_chat_env`), exactly as
-:class:`~baselines.llm.hf_agent.HFAgent` builds it in ``evaluate``, and the model
-generates from that prompt.  The episode's sequence is therefore the
+``ChatHistory(record="raw")`` stack (:func:`wrappers.chat_history.chat_stack`),
+exactly as :class:`~baselines.llm.hf_agent.HFAgent` builds it in ``evaluate``,
+and the model generates from that prompt.  The episode's sequence is therefore the
 concatenation of those prompts only while each prompt extends the previous
 one; an episode ends early, with its reason recorded, when:
 
@@ -30,32 +30,33 @@ one; an episode ends early, with its reason recorded, when:
 The other end reasons are ``"success"``, ``"budget"`` (out of turns) and
 ``"failure"`` (the env ended the episode without success).
 
-Generation is batched: one batched decode per turn for all live episodes of
-the step.  By default it keeps each episode's keys and values from one turn to
-the next (:mod:`baselines.llm.prefix_cache`), so a turn runs only the tokens
-the env added, not the whole dialogue again; ``HFGenerator(...,
+Generation (:mod:`baselines.llm.generation`) is batched: one batched decode
+per turn for all live episodes of the step.  By default it keeps each
+episode's keys and values from one turn to the next
+(:mod:`baselines.llm.prefix_cache`), so a turn runs only the tokens the env
+added, not the whole dialogue again; ``HFGenerator(...,
 prefix_cache=False)`` calls ``model.generate`` instead.  Sampling is
-:class:`~baselines.llm.hf_agent.HFAgent`'s seeded Gumbel-max sampler, so what an
+:class:`~baselines.llm.hf_agent.HFAgent`'s seeded Gumbel-max sampler
+(:class:`~baselines.llm.generation.GumbelSampler`), so what an
 episode samples does not depend on the batch it shares, and the
 log-probability of each sampled token is recorded on the way.  When the
 trainer runs vLLM (``use_vllm=True``), generation goes through
 ``trainer.vllm_generation`` instead; that path is written against TRL 1.16
 but untested here (no GPU).
+
+The budgets of training episodes are a :class:`~baselines.llm.budget_spec.
+BudgetSpec`; the rewards are in :mod:`baselines.llm.rewards`.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
-import torch
 
-from agent_envs.evaluation.rollout import episode_seed
 from agent_envs.protocol import (
     BUDGET,
     EPISODE_SEED,
@@ -63,39 +64,39 @@ from agent_envs.protocol import (
     TASK_ID,
     VALID_ACTION,
 )
-from baselines.llm.hf_agent import _context_length, _eos_ids, _GumbelSampler, generate_replies
-from baselines.llm.prefix_cache import PrefixCacheDecoder
+from baselines.llm.budget_spec import BudgetSpec
+from baselines.llm.generation import (
+    Generate,
+    Generation,
+    HFGenerator,
+    VLLMGenerator,
+    context_length,
+    eos_token_ids,
+    reply_decoder,
+)
 from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
     derive_seed,
     to_agent_action,
 )
+from baselines.llm.tasks import task_of
 from wrappers.budget import StackBudget, resolve_budget
-from wrappers.chat_history import ChatHistory
+from wrappers.chat_history import chat_stack
+from wrappers.seeding import episode_seed
 
 __all__ = [
     "END_REASONS",
-    "BudgetSpec",
     "Episode",
     "EpisodeRollout",
-    "Generation",
-    "HFGenerator",
-    "make_chat_env",
-    "outcome_reward",
     "play_episodes",
-    "process_reward",
-    "reply_decoder",
     "start_episode",
     "summarize",
-    "task_of",
-    "task_prompt",
 ]
 
 #: Why an episode ended: solved (``"success"``), out of turns (``"budget"``), ended by
 #: the env without success, cut by the context, or cut by retokenization.
 END_REASONS = (SUCCESS, BUDGET, "failure", "context", "retokenized")
-_TASK_PREFIX = "agent_envs task "
 # Per-episode fields returned to TRL (and so to the reward functions).
 _FIELDS = (
     TASK_ID,
@@ -108,115 +109,6 @@ _FIELDS = (
     "end_reason",
     "process_return",
 )
-
-
-def task_prompt(task_id: int) -> str:
-    """Return the dataset prompt that names ``task_id`` (the rollout reads it back).
-
-    >>> task_of(task_prompt(17))
-    17
-    """
-    return f"{_TASK_PREFIX}{int(task_id)}"
-
-
-def task_of(prompt: Any) -> int:
-    """Return the task id a dataset prompt names; ``ValueError`` for any other prompt."""
-    if isinstance(prompt, str) and prompt.startswith(_TASK_PREFIX):
-        number = prompt[len(_TASK_PREFIX) :]
-        if number.isdigit():
-            return int(number)
-    raise ValueError(
-        f"EpisodeRollout needs prompts made by task_prompt(task_id), such as "
-        f"{task_prompt(0)!r}; got {prompt!r:.80}."
-    )
-
-
-@dataclass(frozen=True)
-class BudgetSpec:
-    """The turn budgets of training episodes: a fixed T, or a BudgetMix.
-
-    Args:
-        budgets: the budgets T to draw from (one value: a fixed budget).
-        weights: their probabilities (uniform when ``None``); normalised.
-        visible: show the turns left in every observation (as
-            ``TurnBudget(visible=True)``); the model must then be evaluated
-            with a visible budget too.
-        shared: the K attempts at a task (one GRPO group) share one T drawn
-            per group; otherwise each attempt draws its own T.
-    """
-
-    budgets: tuple[int, ...]
-    weights: tuple[float, ...] | None = None
-    visible: bool = False
-    shared: bool = True
-
-    def __post_init__(self) -> None:
-        budgets = tuple(self.budgets)
-        if not budgets or any(
-            isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1 for b in budgets
-        ):
-            raise ValueError(f"budgets must be ints >= 1, got {self.budgets!r}.")
-        object.__setattr__(self, "budgets", tuple(int(b) for b in budgets))
-        if self.weights is not None:
-            weights = tuple(float(w) for w in self.weights)
-            if len(weights) != len(budgets):
-                raise ValueError(
-                    f"weights must have one value per budget ({len(budgets)}), got {len(weights)}."
-                )
-            if any(not math.isfinite(w) or w < 0 for w in weights) or sum(weights) <= 0:
-                raise ValueError(f"weights must be >= 0 with a positive sum, got {weights}.")
-            object.__setattr__(self, "weights", weights)
-
-    @classmethod
-    def fixed(cls, budget: int, visible: bool = False) -> BudgetSpec:
-        """Return a fixed budget T."""
-        return cls((budget,), visible=visible)
-
-    @property
-    def max_budget(self) -> int:
-        """The longest budget."""
-        return max(self.budgets)
-
-    def draw(self, rng: np.random.Generator) -> int:
-        """Return one budget drawn with ``weights``."""
-        if len(self.budgets) == 1:
-            return self.budgets[0]
-        p = None if self.weights is None else np.asarray(self.weights) / sum(self.weights)
-        return int(self.budgets[int(rng.choice(len(self.budgets), p=p))])
-
-    def describe(self) -> str:
-        """Return ``"T=8"`` or ``"BudgetMix{4,6,8,12}"`` for logs and tables."""
-        if len(self.budgets) == 1:
-            return f"T={self.budgets[0]}"
-        return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the spec as a JSON-ready dict."""
-        data = asdict(self)
-        data["budgets"] = list(self.budgets)
-        data["weights"] = None if self.weights is None else list(self.weights)
-        return data
-
-
-def make_chat_env(
-    env_id: str,
-    max_budget: int,
-    visible: bool = False,
-    window: int | None = None,
-) -> gym.Env:
-    """Return the env stack an LLM agent plays: the env, its budget, and the dialogue.
-
-    ``gym.make(env_id)`` -> the turn budget from
-    :func:`wrappers.budget.resolve_budget` (a ``TurnBudget(max_budget,
-    visible)``) -> ``ChatHistory(window, record="raw")``.  ``record="raw"``
-    keeps the model's whole reply as its message, so that the next prompt
-    extends the tokens it generated.  Evaluate a trained model on this same
-    stack (``agent-envs eval ... --history --history-record raw``, or
-    ``evaluate(agent, lambda: make_chat_env(...))``).  The budget of each
-    episode is set with ``reset(options={"budget": T})``.
-    """
-    budget = resolve_budget(gym.make(env_id), max_budget, visible=visible)
-    return ChatHistory(budget.env, window=window, record="raw")
 
 
 @dataclass
@@ -252,18 +144,6 @@ class Episode:
     def fields(self) -> dict[str, Any]:
         """Return the per-episode fields passed to TRL's reward functions."""
         return {name: getattr(self, name) for name in _FIELDS}
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One reply: its tokens (up to and including the end token) and their log-probs."""
-
-    token_ids: list[int]
-    logprobs: list[float]
-
-
-#: ``generate(episodes, prompts) -> one Generation per episode``.
-Generate = Callable[[list[Episode], list[list[int]]], list[Generation]]
 
 
 def play_episodes(
@@ -381,7 +261,7 @@ class EpisodeRollout:
             only value under which the turns form one sequence, so others
             end episodes as ``"retokenized"`` once the window slides.
         process_reward: track each episode's progress toward success with the
-            env's oracle, as ``process_return`` (for :func:`process_reward`).
+            env's oracle, as ``process_return`` (for :func:`baselines.llm.rewards.process_reward`).
         batch_size: the most episodes per ``generate`` call (``None``: all
             live episodes at once; 1: one at a time, for benchmarks).
 
@@ -420,7 +300,7 @@ class EpisodeRollout:
         self.window = window
         self.process_reward = process_reward
         self.batch_size = batch_size
-        self._budget_rng = np.random.default_rng([self.seed, 0x42554447])
+        self._budget_rng = budget.draws.generator(self.seed)
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
         self._stacks: list[StackBudget] = []
         self.last_stats: dict[str, float] = {}
@@ -432,10 +312,10 @@ class EpisodeRollout:
         model = trainer.accelerator.unwrap_model(trainer.model)
         encoder = self.encoder(model, tokenizer)
         if getattr(trainer, "use_vllm", False):
-            generate: Generate = _VLLMGenerator(trainer)
+            generate: Generate = VLLMGenerator(trainer)
         else:
             generate = HFGenerator(model, tokenizer, self, self.batch_size)
-        decode = reply_decoder(tokenizer, _eos_ids(model, tokenizer))
+        decode = reply_decoder(tokenizer, eos_token_ids(model, tokenizer))
         episodes = self.run([task_of(p) for p in prompts], encoder, generate, decode)
         metrics = getattr(trainer, "_metrics", None)
         if isinstance(metrics, dict) and "train" in metrics:
@@ -457,7 +337,7 @@ class EpisodeRollout:
         for index, task_id in enumerate(task_ids):
             new_group = index == 0 or task_ids[index - 1] != task_id
             if new_group or not self.budget.shared:
-                group_budget = self.budget.draw(self._budget_rng)
+                group_budget = self.budget.draws.draw(self._budget_rng)
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
             seed = episode_seed(self.seed, task_id, sample)
@@ -471,17 +351,18 @@ class EpisodeRollout:
 
     def encoder(self, model: Any, tokenizer: Any) -> PromptEncoder:
         """Return the prompt encoder for ``model``: ``HFAgent``'s, with the same settings."""
-        context = _context_length(model, tokenizer, None)
+        context = context_length(model, tokenizer)
         return PromptEncoder(tokenizer, self.system_prompt, context, self.max_new_tokens)
 
     def _stack(self, index: int) -> StackBudget:
         # Envs are reused across steps: building a stack costs more than a reset.
         while len(self._stacks) <= index:
-            env = make_chat_env(
-                self.env_id,
+            env = chat_stack(
+                gym.make(self.env_id),
                 self.budget.max_budget,
-                self.budget.visible,
-                self.window,
+                visible=self.budget.visible,
+                window=self.window,
+                record="raw",
             )
             self._stacks.append(resolve_budget(env, self.budget.max_budget))
         return self._stacks[index]
@@ -506,18 +387,6 @@ class EpisodeRollout:
         )
 
 
-def reply_decoder(tokenizer: Any, eos_ids: Sequence[int]) -> Callable[[list[int]], str]:
-    """Return ``decode(tokens)``: a reply's text as ``HFAgent`` decodes it (end token cut)."""
-    eos = frozenset(eos_ids)
-
-    def decode(tokens: list[int]) -> str:
-        if tokens and tokens[-1] in eos:
-            tokens = tokens[:-1]
-        return tokenizer.decode(tokens, skip_special_tokens=True)
-
-    return decode
-
-
 def summarize(episodes: Sequence[Episode]) -> dict[str, float]:
     """Return a step's summary: success rate, mean turns, and the share of each end reason."""
     if not episodes:
@@ -533,157 +402,3 @@ def summarize(episodes: Sequence[Episode]) -> dict[str, float]:
     for reason in ("context", "retokenized"):
         stats[f"ended_{reason}"] = reasons[reason] / count
     return stats
-
-
-# ------------------------------------------------------------------ rewards
-def outcome_reward(completions: list, success: list[bool], **_: Any) -> list[float]:
-    """The outcome reward: 1.0 for an episode that succeeded, else 0.0.
-
-    Trajectory-level: GRPO gives every model token of the episode the same
-    group-normalised advantage of this reward.
-    """
-    return [1.0 if ok else 0.0 for ok in success]
-
-
-def process_reward(coef: float) -> Callable[..., list[float]]:
-    """Return a reward function: ``coef`` times the episode's progress toward success.
-
-    Progress is the share of the oracle distance the episode covered,
-    ``(oracle_turns(start) - oracle_turns(end)) / oracle_turns(start)``: 1 on
-    success, 0 for no progress or a dead end, negative for ending farther
-    away.  It rewards getting closer in episodes that run out of turns, which
-    the outcome reward does not see, and rests on the env's oracle
-    (privileged information).  The rollout must be built with
-    ``process_reward=True``.
-
-    Why not ``ProcessReward``'s potential-based shaping summed over the
-    episode: the shaping telescopes to ``phi(end) - phi(start)`` and
-    ``ProcessReward`` sets ``phi = 0`` at every episode end, so the sum is the
-    same for every episode of a task and carries no signal for a
-    trajectory-level advantage.
-    """
-
-    def process(completions: list, process_return: list[float], **_: Any) -> list[float]:
-        return [coef * value for value in process_return]
-
-    process.__name__ = "process_reward"
-    return process
-
-
-# --------------------------------------------------------------- generation
-class HFGenerator:
-    """Generate one reply per episode with a transformers model, batched.
-
-    It decodes once per batch of ``batch_size`` episodes (all at once by
-    default) and records the sampled tokens' log-probabilities under
-    ``softmax(logits / temperature)``, the distribution TRL's trainer scores
-    them with.  With ``prefix_cache`` (the default) each episode's keys and
-    values are kept between turns (:class:`~baselines.llm.prefix_cache.
-    PrefixCacheDecoder`); without it every turn left-pads the whole prompts
-    and calls ``model.generate``.  Both sample the same tokens.
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        tokenizer: Any,
-        rollout: EpisodeRollout,
-        batch_size: int | None = None,
-        prefix_cache: bool = True,
-    ) -> None:
-        self.model = model
-        self.rollout = rollout
-        self.batch_size = batch_size
-        self.eos_ids = _eos_ids(model, tokenizer)
-        pad = tokenizer.pad_token_id
-        self.pad_id = pad if pad is not None else self.eos_ids[0]
-        self.decoder = (
-            PrefixCacheDecoder(model, self.eos_ids, self.pad_id, rollout.max_new_tokens)
-            if prefix_cache
-            else None
-        )
-
-    def __call__(self, episodes: list[Episode], prompts: list[list[int]]) -> list[Generation]:
-        seeds = [self.rollout.sampling_seed(e, p) for e, p in zip(episodes, prompts, strict=True)]
-        if self.decoder is not None:
-            self.decoder.retain([id(e) for e in episodes])
-        size = self.batch_size or len(prompts)
-        # Similar lengths together waste little padding; the samples do not
-        # depend on the grouping (each row has its own generator).
-        order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
-        replies: list[Generation | None] = [None] * len(prompts)
-        for start in range(0, len(order), size):
-            rows = order[start : start + size]
-            batch = self._generate(
-                [prompts[r] for r in rows], [seeds[r] for r in rows], [episodes[r] for r in rows]
-            )
-            for row, reply in zip(rows, batch, strict=True):
-                replies[row] = reply
-        return replies  # type: ignore[return-value]
-
-    def _generate(
-        self, prompts: list[list[int]], seeds: list[int], episodes: list[Episode]
-    ) -> list[Generation]:
-        device = self.model.device
-        sampler = _RecordingSampler(seeds, self.rollout.temperature, device)
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            if self.decoder is not None:
-                tokens = self.decoder(
-                    [id(e) for e in episodes], prompts, lambda s: sampler(None, s).argmax(-1)
-                )
-            else:
-                tokens = generate_replies(
-                    self.model,
-                    prompts,
-                    self.pad_id,
-                    self.eos_ids,
-                    self.rollout.max_new_tokens,
-                    sampler,
-                )
-        finally:
-            self.model.train(was_training)
-        logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
-        replies = []
-        for row, reply in enumerate(tokens):
-            ends = (i + 1 for i, token in enumerate(reply) if token in self.eos_ids)
-            end = next(ends, len(reply))
-            replies.append(Generation(reply[:end], logprobs[row][:end]))
-        return replies
-
-
-class _RecordingSampler(_GumbelSampler):
-    """HFAgent's seeded sampler, which also records each sampled token's log-prob."""
-
-    def __init__(self, seeds: Sequence[int], temperature: float, device: Any) -> None:
-        super().__init__(seeds, temperature, 1.0, device)
-        self.logprobs: list[torch.Tensor] = []
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
-        noisy = super().__call__(input_ids, scores)
-        chosen = noisy.argmax(dim=-1, keepdim=True)  # what greedy decoding will pick
-        logps = (scores.float() / self.temperature).log_softmax(dim=-1)
-        self.logprobs.append(logps.gather(-1, chosen).squeeze(-1))
-        return noisy
-
-
-class _VLLMGenerator:
-    """Generate through the trainer's vLLM engine (``use_vllm=True``).  Untested here.
-
-    Sampling follows the trainer's settings (``temperature``, ``top_p``,
-    ``top_k``) and ``max_completion_length`` caps one reply, so set that to
-    the rollout's ``max_new_tokens``.
-    """
-
-    def __init__(self, trainer: Any) -> None:
-        self.trainer = trainer
-
-    def __call__(self, episodes: list[Episode], prompts: list[list[int]]) -> list[Generation]:
-        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(
-            prompts=prompts, images=None, num_generations=1
-        )
-        return [
-            Generation(list(ids), [float(lp[0]) if lp and lp[0] is not None else 0.0 for lp in lps])
-            for ids, lps in zip(completion_ids, logprobs, strict=True)
-        ]

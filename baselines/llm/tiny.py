@@ -24,7 +24,7 @@ import gymnasium as gym
 
 import agent_envs  # noqa: F401  (registers the env ids)
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TASK_ID, TURN
-from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
+from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT, format_reply
 
 __all__ = ["CHAT_TEMPLATE", "TINY_CONFIG", "build_tiny_model", "env_corpus"]
 
@@ -64,7 +64,7 @@ def env_corpus(env_id: str, episodes: int = 64, turns: int = 20) -> list[str]:
                 ORACLE_ACTIONS: env.oracle_actions(),
             }
             action = agent.act(observation, info)
-            texts.append(f"Action: {action}")
+            texts.append(format_reply(action))
             observation, _, terminated, _, _ = env.step(action)
             texts.append(observation)
             if terminated:

@@ -9,8 +9,9 @@ with the same env stack and prompt encoder), so each transcript is one
 sequence of exactly the prompts the model will see, and fine-tunes on the
 assistant tokens only with TRL's ``SFTTrainer`` (``assistant_masks``).
 
-Each reply is ``"Action: <action>"`` followed by the end token, the format
-``DEFAULT_SYSTEM_PROMPT`` asks for.
+Each reply is ``"Action: <action>"`` followed by the end token
+(:func:`baselines.llm.prompting.format_reply`), the format
+``DEFAULT_SYSTEM_PROMPT`` asks for and the action parser reads.
 
 Needs the ``[rl]`` extra.
 """
@@ -21,20 +22,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
-from baselines.llm.hf_agent import _eos_ids
-from baselines.llm.prompting import PromptEncoder
-from baselines.llm.rollout import (
-    Episode,
-    EpisodeRollout,
-    Generation,
-    reply_decoder,
-)
+from baselines.llm.generation import Generation, eos_token_ids, reply_decoder
+from baselines.llm.prompting import PromptEncoder, format_reply
+from baselines.llm.rollout import Episode, EpisodeRollout
 from baselines.simple_agents import NoisyOracleAgent
 
-__all__ = ["REPLY_FORMAT", "OracleReplies", "demonstrations", "warm_start"]
-
-#: How a demonstrated action is written as the model's reply.
-REPLY_FORMAT = "Action: {action}"
+__all__ = ["OracleReplies", "demonstrations", "warm_start"]
 
 
 class OracleReplies:
@@ -61,7 +54,7 @@ class OracleReplies:
                 ORACLE_ACTIONS: base.oracle_actions(),
             }
             action = self.agent.act(episode.observation, info)
-            text = REPLY_FORMAT.format(action=action)
+            text = format_reply(action)
             ids = [*self.tokenizer(text, add_special_tokens=False)["input_ids"], self.eos_id]
             replies.append(Generation(ids, [0.0] * len(ids)))
         return replies
@@ -83,7 +76,7 @@ def demonstrations(
     played up to there.
     """
     encoder: PromptEncoder = rollout.encoder(model, tokenizer)
-    eos_ids = _eos_ids(model, tokenizer)
+    eos_ids = eos_token_ids(model, tokenizer)
     generate = OracleReplies(tokenizer, eos_ids[0], epsilon, rollout.seed)
     decode = reply_decoder(tokenizer, eos_ids)
     tasks = [task for task in task_ids for _ in range(episodes_per_task)]

@@ -31,7 +31,7 @@ from agent_envs.fingerprint import file_fingerprint
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3.env import StackSettings
 from wrappers.discrete_actions import action_mask
-from wrappers.turn_budget import budget_line
+from wrappers.turn_budget import add_budget_line, strip_budget_line
 from wrappers.validators import check_bool, check_int
 
 __all__ = [
@@ -239,9 +239,10 @@ class SB3Agent:
     line through its own visible ``TurnBudget``, as in training.  Outside the
     evaluator, if the observation lacks the line, the agent appends it from
     ``info["turns_left"]`` and ``info["budget"]`` with
-    :func:`wrappers.budget_line`, the function ``TurnBudget(visible=True)``
-    wrote it with in training.  A model trained with the turns left as a
-    number (``budget_scale`` in its encoding) reads ``info["turns_left"]``.
+    :func:`wrappers.turn_budget.add_budget_line`, the function
+    ``TurnBudget(visible=True)`` wrote it with in training.  A model trained
+    with the turns left as a number (``budget_scale`` in its encoding) reads
+    ``info["turns_left"]``.
 
     Recurrent models (RecurrentPPO) keep an LSTM state per episode.  Pass
     :meth:`factory` to the evaluator, which builds one agent per episode; a
@@ -421,8 +422,9 @@ class SB3Agent:
     def _visible(self, observation: str, info: dict[str, Any]) -> str:
         if not self.budget_aware or BUDGET not in info or TURNS_LEFT not in info:
             return observation
-        line = budget_line(int(info[TURNS_LEFT]), int(info[BUDGET]))
-        return observation if observation.endswith(line) else f"{observation}\n{line}"
+        if strip_budget_line(observation) != observation:  # the evaluator showed it
+            return observation
+        return add_budget_line(observation, int(info[TURNS_LEFT]), int(info[BUDGET]))
 
     def _mask(self, info: dict[str, Any]) -> np.ndarray:
         if ADMISSIBLE_ACTIONS not in info:

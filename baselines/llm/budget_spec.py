@@ -1,0 +1,76 @@
+"""The turn budgets of GRPO training episodes: a fixed T, or a BudgetMix.
+
+The budgets are drawn by :class:`wrappers.budget_draw.BudgetDraw`, the object
+``wrappers.BudgetMix`` draws with: the same checks, the same normalisation of
+the weights and the same random stream.  This module imports neither torch
+nor transformers, so ``train-llm`` can parse its flags into a
+:class:`BudgetSpec` before loading either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wrappers.budget_draw import BudgetDraw
+from wrappers.validators import check_bool
+
+__all__ = ["BudgetSpec"]
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    """The turn budgets of training episodes: a fixed T, or a BudgetMix.
+
+    Args:
+        budgets: the budgets T to draw from (one value: a fixed budget).
+        weights: their weights (uniform when ``None``), normalised as
+            ``BudgetMix`` normalises them.
+        visible: show the turns left in every observation (as
+            ``TurnBudget(visible=True)``); the model must then be evaluated
+            with a visible budget too.
+        shared: the K attempts at a task (one GRPO group) share one T drawn
+            per group; otherwise each attempt draws its own T.
+
+    ``draws`` is the :class:`~wrappers.budget_draw.BudgetDraw` that draws them
+    (not part of equality or of :meth:`to_json`).
+    """
+
+    budgets: tuple[int, ...]
+    weights: tuple[float, ...] | None = None
+    visible: bool = False
+    shared: bool = True
+    draws: BudgetDraw = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        draws = BudgetDraw(self.budgets, self.weights)
+        check_bool(self.visible, "visible")
+        check_bool(self.shared, "shared")
+        object.__setattr__(self, "budgets", draws.budgets)
+        object.__setattr__(self, "weights", draws.weights)
+        object.__setattr__(self, "draws", draws)
+
+    @classmethod
+    def fixed(cls, budget: int, visible: bool = False) -> BudgetSpec:
+        """Return a fixed budget T."""
+        return cls((budget,), visible=visible)
+
+    @property
+    def max_budget(self) -> int:
+        """The longest budget."""
+        return self.draws.max_budget
+
+    def describe(self) -> str:
+        """Return ``"T=8"`` or ``"BudgetMix{4,6,8,12}"`` for logs and tables."""
+        if len(self.budgets) == 1:
+            return f"T={self.budgets[0]}"
+        return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the spec as a JSON-ready dict."""
+        return {
+            "budgets": list(self.budgets),
+            "weights": None if self.weights is None else list(self.weights),
+            "visible": self.visible,
+            "shared": self.shared,
+        }
