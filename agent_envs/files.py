@@ -15,6 +15,7 @@ Every ``OSError`` raised here names the path it was about.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import tempfile
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
+    "add_run_folder_flags",
     "atomic_write",
     "atomic_write_text",
     "check_output_path",
@@ -152,3 +154,19 @@ def prepare_run_folder(
             with contextlib.suppress(FileNotFoundError):
                 (target / name).unlink()
     return target
+
+
+def add_run_folder_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--resume`` and ``--overwrite`` (exclusive), which :func:`prepare_run_folder` reads."""
+    existing = parser.add_mutually_exclusive_group()
+    existing.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out: reuse a model trained with the same settings and "
+        "resume its evaluation (training that was cut off starts again)",
+    )
+    existing.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in --out: its result, log and sidecars are removed first",
+    )

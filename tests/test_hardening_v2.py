@@ -447,3 +447,169 @@ def test_errors_masked_before_they_are_cut():
     text = describe_error(ValueError("x" * 480 + KEY), limit=500)
     assert_no_key(text)
     assert os.fspath(text).endswith("***")
+
+
+# --------------------------------------------- items 1-2: one run per log and folder
+EVAL = ["--k", "1", "--t", "5", "--tasks", "3", "--n-bootstrap", "10", "--no-progress"]
+
+
+def replace_line(log: Path, number: int, line: str) -> None:
+    lines = log.read_text().splitlines()
+    lines[number - 1] = line
+    log.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    "other", [["--seed", "7"], ["--agent", "random"]], ids=["another-seed", "another-agent"]
+)
+def test_a_log_line_from_another_run_is_refused_with_its_number(tmp_path, capsys, other):
+    """Item 2: a --seed 7 line in a --seed 11 log, and random-agent lines, were accepted."""
+    mine, theirs = tmp_path / "mine.jsonl", tmp_path / "theirs.jsonl"
+    run = ["eval", GUESS, *EVAL, "--agent", "noisy-oracle", "--seed", "11"]
+    assert cli.main([*run, "--log", str(mine)]) == 0
+    assert cli.main([*run, *other, "--log", str(theirs)]) == 0
+    replace_line(mine, 3, theirs.read_text().splitlines()[2])  # the same episode, other run
+    capsys.readouterr()
+    assert cli.main([*run, "--log", str(mine)]) == 2
+    line = one_error_line(capsys)
+    assert f"{mine}:3" in line and "another run" in line
+
+
+def test_a_log_of_the_previous_format_gets_a_clear_error(tmp_path, capsys):
+    """Item 2: a log whose lines carry no fingerprint cannot be checked, so it is refused."""
+    log = tmp_path / "run.jsonl"
+    run = ["eval", GUESS, *EVAL, "--agent", "oracle", "--log", str(log)]
+    assert cli.main(run) == 0
+    header, *episodes = (json.loads(line) for line in log.read_text().splitlines())
+    header["format"] = "agent-envs-runlog/4"
+    header.pop("run", None)
+    for episode in episodes:
+        episode.pop("run", None)
+    log.write_text("".join(json.dumps(line) + "\n" for line in [header, *episodes]))
+    capsys.readouterr()
+    assert cli.main(run) == 2
+    assert "older run log (agent-envs-runlog/4" in one_error_line(capsys)
+
+
+def sb3_main(*args: str) -> int:
+    from baselines.sb3 import train as sb3_train
+
+    return sb3_train.main(list(args))
+
+
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory):
+    """Two SB3 models of one env, trained with different seeds (train-sb3 --quick)."""
+    pytest.importorskip("stable_baselines3")
+    root = tmp_path_factory.mktemp("models")
+    for seed in ("0", "1"):
+        out = root / f"seed{seed}"
+        assert sb3_main(GUESS, "--quick", "--no-eval", "--seed", seed, "--out", str(out)) == 0
+    return root / "seed0", root / "seed1"
+
+
+def test_a_retrained_model_never_resumes_the_old_models_log(tmp_path, capsys, two_models):
+    """Item 1: the same agent name for two models at one path resumed the old log."""
+    import shutil
+
+    folder = tmp_path / "ta"
+    folder.mkdir()
+    log = tmp_path / "run.jsonl"
+    run = ["eval", GUESS, *EVAL, "--agent", "sb3", "--log", str(log)]
+    run += ["--agent-kwargs", json.dumps({"path": str(folder / "model.zip")})]
+    for name in ("model.zip", "model.json"):
+        shutil.copy(two_models[0] / name, folder / name)
+    assert cli.main(run) == 0
+    for name in ("model.zip", "model.json"):  # another model, saved to the same path
+        shutil.copy(two_models[1] / name, folder / name)
+    capsys.readouterr()
+    assert cli.main(run) == 2
+    line = one_error_line(capsys)
+    assert "different settings" in line and "agent_name" in line and "sha256:" in line
+
+
+def test_train_sb3_refuses_a_used_out_unless_told_and_resumes_truly(tmp_path, capsys):
+    """Item 1: a second train-sb3 into one --out overwrote the model and resumed the old log."""
+    pytest.importorskip("stable_baselines3")
+    out = tmp_path / "ta"
+    quick = [GUESS, "--quick", "--out", str(out)]
+    assert sb3_main(*quick) == 0
+    model = (out / "model.zip").read_bytes()
+    capsys.readouterr()
+    assert sb3_main(*quick, "--gamma", "0.9") == 2  # other settings, no flag: refused
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--overwrite" in err and (out / "model.zip").read_bytes() == model
+    assert sb3_main(*quick, "--gamma", "0.9", "--resume") == 2  # resume needs the same settings
+    assert "gamma" in capsys.readouterr().err
+    assert sb3_main(*quick, "--resume") == 0  # the same settings: nothing retrained or replayed
+    assert (out / "model.zip").read_bytes() == model
+    assert json.loads((out / "result.json").read_text())["timing"]["episodes_run"] == 0
+    assert sb3_main(*quick, "--gamma", "0.9", "--overwrite") == 0  # a new model, a new log
+    result = json.loads((out / "result.json").read_text())
+    assert result["timing"]["episodes_resumed"] == 0
+    assert json.loads((out / "model.json").read_text())["config"]["gamma"] == 0.9
+
+
+# ------------------------------------------- items 6, 8, 9, 13 on the train commands
+class NoWork(Exception):
+    """Raised by a training function that a check should have kept from running."""
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    from baselines.llm import train as llm_train
+    from baselines.sb3 import train as sb3_train
+
+    def refuse(*args, **kwargs):
+        raise NoWork("training started before the checks")
+
+    monkeypatch.setattr(sb3_train, "train", refuse)
+    monkeypatch.setattr(llm_train, "train_llm", refuse)
+
+
+def llm_main(*args: str) -> int:
+    pytest.importorskip("trl")
+    from baselines.llm import train as llm_train
+
+    return llm_train.main(list(args))
+
+
+@pytest.mark.parametrize("command", [sb3_main, llm_main], ids=["train-sb3", "train-llm"])
+@pytest.mark.parametrize("where", ["file/x", "file", "", "/proc/version"])
+def test_a_bad_out_fails_before_any_training(tmp_path, capsys, no_training, command, where):
+    """Items 6 and 13: `--out regular.txt/x` failed after 81 s of training; "" was ignored."""
+    (tmp_path / "file").write_text("a regular file")
+    out = str(tmp_path / where) if where in ("file/x", "file") else where
+    assert command(GUESS, "--quick", "--out", out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out" in err[0], err
+
+
+@pytest.mark.parametrize(
+    "kwargs", ['{"learning_rate": "x"}', '{"nope": 1}'], ids=["bad-value", "unknown-name"]
+)
+def test_bad_algo_kwargs_fail_in_one_line_before_any_work(tmp_path, capsys, no_training, kwargs):
+    """Item 9: an AssertionError from SB3 after setup, and exit 1 for an unknown name."""
+    pytest.importorskip("stable_baselines3")
+    assert sb3_main(GUESS, "--algo-kwargs", kwargs, "--out", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--algo-kwargs" in err[0], err
+
+
+@pytest.mark.parametrize("command", ["train-sb3", "train-llm"])
+def test_ctrl_c_in_a_train_command_says_what_it_leaves(tmp_path, capsys, monkeypatch, command):
+    """Item 8: they said `rerun with the same --log`, a flag they do not have."""
+    from baselines.llm import train as llm_train
+    from baselines.sb3 import train as sb3_train
+
+    pytest.importorskip("trl" if command == "train-llm" else "stable_baselines3")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sb3_train, "train", interrupted)
+    monkeypatch.setattr(llm_train, "train_llm", interrupted)
+    out = tmp_path / "run"
+    assert cli.main([command, GUESS, "--quick", "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--log" not in err and str(out) in err

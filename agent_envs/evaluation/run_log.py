@@ -49,7 +49,9 @@ LOG_FORMAT = "agent-envs-runlog/5"
 
 def _short(value: Any, limit: int = 100) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    # Both ends: two agent names differ in their fingerprint, at the very end.
+    head = limit // 3
+    return text if len(text) <= limit else f"{text[:head]}...{text[head + 3 - limit :]}"
 
 
 def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:

@@ -44,7 +44,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs import install_hint
-from agent_envs.files import atomic_write
+from agent_envs.files import add_run_folder_flags, atomic_write
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
 from baselines.sb3.defaults import cli_algo_kwargs, cli_encoding, describe, tuned
 from baselines.sb3.env import TrainConfig, _vec_env, make_env, stack_settings
@@ -403,18 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="sample (the default without a tuned entry)")  # fmt: skip
     evaluation.add_argument("--no-eval", action="store_true", help="train and save only")
     parser.add_argument("--out", help="run folder (default runs/sb3/<env>-<regime>)")
-    existing = parser.add_mutually_exclusive_group()
-    existing.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the run in --out: reuse a saved model trained with the same settings "
-        "and resume its evaluation (a model whose training stopped is trained again)",
-    )
-    existing.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the run in --out: its model, sidecar, result and log are removed first",
-    )
+    add_run_folder_flags(parser)
     parser.add_argument("--quick", action="store_true", help="tiny run that checks the plumbing")
     return parser
 
