@@ -613,3 +613,22 @@ def test_ctrl_c_in_a_train_command_says_what_it_leaves(tmp_path, capsys, monkeyp
     assert cli.main([command, GUESS, "--quick", "--out", str(out)]) == 130
     err = capsys.readouterr().err
     assert "--resume" in err and "--log" not in err and str(out) in err
+
+
+def test_train_llm_refuses_a_used_out_and_overwrite_clears_the_old_result(
+    tmp_path, capsys, no_training
+):
+    """Item 1: train-llm wrote a new model beside an old result.json from another seed."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "result.json").write_text("{}")
+    assert llm_main(GUESS, "--quick", "--seed", "1", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--overwrite" in err
+    assert (out / "result.json").read_text() == "{}"
+    (out / "train_llm.json").write_text(json.dumps({"config": {"seed": 0}}))
+    assert llm_main(GUESS, "--quick", "--seed", "1", "--resume", "--out", str(out)) == 2
+    assert "other settings" in capsys.readouterr().err
+    with pytest.raises(NoWork):  # the checks passed: training was about to start
+        llm_main(GUESS, "--quick", "--seed", "1", "--overwrite", "--out", str(out))
+    assert not (out / "result.json").exists() and not (out / "train_llm.json").exists()
