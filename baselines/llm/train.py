@@ -32,6 +32,7 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -53,6 +54,7 @@ from agent_envs.arguments import (
     run_command,
 )
 from agent_envs.evaluation.settings import check_tasks
+from agent_envs.files import add_run_folder_flags, atomic_write_text, path_error
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
@@ -266,8 +268,10 @@ def train_llm(
     timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
 
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # Trainer's output_dir; saves nothing
-    model = save_model(model, out)
-    tokenizer.save_pretrained(out)
+    saved: list[Any] = []  # save_model merges a LoRA model: the merged one is kept
+    save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
+    save_folder(out, tokenizer.save_pretrained)
+    model = saved[0]
     sidecar = {
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
@@ -277,7 +281,7 @@ def train_llm(
         "torch_threads": torch.get_num_threads(),
         "versions": _versions(),
     }
-    (out / "train_llm.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
 
@@ -368,6 +372,25 @@ def _grpo(
     trainer.add_callback(_collapse_guard(config.collapse_invalid, history, stopped, log))
     trainer.train()
     return trainer.model
+
+
+def save_folder(out: Path, *savers: Callable[[str], object]) -> None:
+    """Let each of ``savers`` write into a staging folder, then move every file into ``out``.
+
+    ``save_pretrained`` writes several files; staged this way, each file of
+    ``out`` is replaced whole (one atomic rename each), so a crash or a full
+    disk never leaves a cut weight file where a model was.
+    """
+    try:
+        with tempfile.TemporaryDirectory(dir=out, prefix=".saving-") as staging:
+            for save in savers:
+                save(staging)
+            for item in sorted(Path(staging).iterdir()):
+                if item.is_dir() and (out / item.name).is_dir():  # a LoRA adapter folder
+                    shutil.rmtree(out / item.name)
+                os.replace(item, out / item.name)
+    except OSError as exc:
+        raise path_error(exc, out) from None
 
 
 def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) -> None:
@@ -594,7 +617,8 @@ def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
         "--context", type=number, default=1024, help="the tiny model's context in tokens (1024)"
     )
     _add_lora_arguments(parser)
-    parser.add_argument("--out", type=Path, default=None, help="output folder")
+    parser.add_argument("--out", default=None, help="output folder")
+    add_run_folder_flags(parser)
     parser.add_argument("--threads", type=number, default=1, help="torch threads (1; see docs)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything")
     return parser, _add_evaluation(parser), budget
@@ -737,11 +761,7 @@ def _main(argv: list[str]) -> int:
         raise UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
     config = config_from_args(args, budget)
     settings = _eval_settings(args, flags, config)
-    out = args.out or Path("runs/llm") / (
-        f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
-    )
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a folder.")
+    out, trained = _run_folder(args, config)
     import torch
 
     torch.set_num_threads(args.threads)  # 2 threads on 2 shared cores swung 0.45 s to 20 s
@@ -750,22 +770,82 @@ def _main(argv: list[str]) -> int:
         f"training on {config.env_id}, {config.budget.describe()}, {len(config.tasks)} "
         f"training tasks ({_span(config.tasks)}), evaluation tasks {_span(eval_tasks) or 'none'}"
     )
-    train_llm(config, out)
-    if settings is not None:
-        result = evaluate_model(
-            out,
-            config,
-            budgets=settings.budgets,
-            tasks=settings.tasks,
-            samples=settings.samples,
-            ks=settings.ks,
-            seed=config.seed,
+    try:
+        if not trained:
+            train_llm(config, out)
+        if settings is not None:
+            _evaluate_into(out, config, settings)
+    except KeyboardInterrupt:
+        print(
+            f"agent-envs train-llm: interrupted. {out} keeps the model if its training "
+            "finished (train_llm.json says so) and the evaluation episodes that finished; "
+            "rerun the same command with --resume to reuse them (training that was cut off "
+            "starts again).",
+            file=sys.stderr,
         )
-        print(result.table())
-        result.save(out / "result.json")
-        print(f"wrote {out / 'result.json'}")
+        return 130
     print(f"evaluate again with:\n  {eval_command(config, out)}")
     return 0
+
+
+def _evaluate_into(out: Path, config: LLMTrainConfig, settings: Any) -> None:
+    """Evaluate the model saved in ``out``; its log ``out/episodes.jsonl`` lets --resume go on."""
+    result = evaluate_model(
+        out,
+        config,
+        budgets=settings.budgets,
+        tasks=settings.tasks,
+        samples=settings.samples,
+        ks=settings.ks,
+        seed=config.seed,
+        log_path=out / "episodes.jsonl",
+    )
+    print(result.table())
+    result.save(out / "result.json")
+    print(f"wrote {out / 'result.json'}")
+
+
+#: What train-llm writes in --out besides the model's own files.
+RUN_FILES = ("train_llm.json", "result.json", "episodes.jsonl")
+
+
+def _run_folder(args: argparse.Namespace, config: LLMTrainConfig) -> tuple[Path, bool]:
+    """Check ``--out`` before any work; return it and whether --resume found the model trained.
+
+    A folder that holds files is refused unless ``--resume`` (reuse a model
+    trained with the same settings) or ``--overwrite`` (its run files go
+    first; the model's own files are replaced whole when the new one is saved).
+    """
+    from agent_envs.files import prepare_run_folder
+
+    default = Path("runs/llm") / (
+        f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
+    )
+    try:
+        out = prepare_run_folder(
+            default if args.out is None else args.out,
+            RUN_FILES,
+            resume=args.resume,
+            overwrite=args.overwrite,
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    sidecar = out / "train_llm.json"
+    if not (args.resume and sidecar.is_file()):
+        return out, False
+    try:
+        saved = json.loads(sidecar.read_text(encoding="utf-8")).get("config")
+    except (OSError, ValueError, AttributeError):
+        saved = None
+    wanted = json.loads(json.dumps(config.to_json()))
+    if saved != wanted:
+        changed = sorted(key for key in wanted if (saved or {}).get(key) != wanted[key])
+        raise UsageError(
+            f"--resume: the model in {out} was trained with other settings "
+            f"({', '.join(changed) or 'unreadable train_llm.json'}); rerun with those "
+            "settings, pass --overwrite to replace it, or use another --out."
+        )
+    return out, True
 
 
 def _span(ids: Sequence[int]) -> str:
