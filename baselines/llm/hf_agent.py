@@ -7,11 +7,17 @@ How a turn goes:
 
 1. The prompt is the dialogue in ``info["messages"]`` (from
    ``wrappers.ChatHistory``) or else the observation alone, with the system
-   prompt first (see :func:`baselines.llm.prompting.build_messages`).  It is
-   rendered with the tokenizer's chat template, or with the plain format of
-   :func:`baselines.llm.prompting.plain_prompt` when there is none.  If it would
-   not leave room for ``max_new_tokens`` in the model's context, the oldest
-   exchanges are dropped; the system prompt, the task statement and the latest
+   prompt first (see :func:`baselines.llm.prompting.build_messages`).  The
+   first turn's is rendered with the tokenizer's chat template, or with the
+   plain format of :func:`baselines.llm.prompting.plain_prompt` when there is
+   none.  Later turns are token-level, as in GRPO training
+   (:class:`baselines.llm.chat_tokens.TokenHistory`): the previous prompt, the
+   reply's tokens as sampled and the template's delta for the env's answer,
+   whenever the dialogue continues the previous turn's
+   (``ChatHistory(record="raw")`` without a sliding window).  Otherwise, and
+   when the token prompt would not leave room for ``max_new_tokens`` in the
+   model's context, the dialogue is rendered from text, the oldest exchanges
+   dropped until it fits; the system prompt, the task statement and the latest
    exchange (last action and current observation) are always kept.
 2. ``act_batch`` left-pads all live episodes and generates them with one
    ``model.generate`` call per micro-batch of ``batch_size`` (longest prompts
@@ -57,12 +63,14 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
+from baselines.llm.chat_tokens import ChatTokens, TokenHistory
 from baselines.llm.generation import (
     GumbelSampler,
     context_length,
     eos_token_ids,
     generate_replies,
 )
+from baselines.llm.models import resolve_model
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
@@ -91,11 +99,11 @@ class HFAgent:
     """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
 
     Args:
-        model: a local folder or hub name, loaded with
-            ``AutoModelForCausalLM.from_pretrained``, or an already-loaded model
-            (then ``tokenizer`` is required).
-        tokenizer: a tokenizer, or its folder or hub name; by default the
-            model's.
+        model: a local HF folder, a ``.gguf`` file or a short name such as
+            ``"smollm2-135m"`` (see :mod:`baselines.llm.models`; nothing is
+            downloaded), loaded with ``AutoModelForCausalLM.from_pretrained``,
+            or an already-loaded model (then ``tokenizer`` is required).
+        tokenizer: a tokenizer, or its folder; by default the model's.
         system_prompt: put first in every prompt (``None`` for none); a system
             message from ``wrappers.ChatHistory`` takes its place.
         temperature: ``0`` for greedy decoding, else the sampling temperature.
@@ -122,7 +130,7 @@ class HFAgent:
 
     Example::
 
-        agent = HFAgent("Qwen/Qwen2.5-0.5B-Instruct", temperature=0.7, batch_size=32)
+        agent = HFAgent("smollm2-135m", temperature=0.7, batch_size=32)
         action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
     """
 
@@ -175,6 +183,7 @@ class HFAgent:
         self.prompts = PromptEncoder(
             self.tokenizer, system_prompt, self.max_context, max_new_tokens
         )
+        self._history = TokenHistory(ChatTokens(self.prompts, self._eos_ids))
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
@@ -201,32 +210,42 @@ class HFAgent:
             raise ValueError(
                 f"act_batch got {len(observations)} observations but {len(infos)} infos."
             )
+        keys = [_episode_key(info, row) for row, info in enumerate(infos)]
+        self._history.retain(keys)
+        if self._decoder is not None:
+            self._decoder.retain(keys)
         prompts = [
-            self.prompt_ids(obs, info) for obs, info in zip(observations, infos, strict=True)
+            self.prompt_ids(obs, info, key)
+            for obs, info, key in zip(observations, infos, keys, strict=True)
         ]
         seeds = [self._sample_seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
         # Batching similar lengths together wastes little padding; the results
         # do not depend on the grouping.
         order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
-        keys = [_episode_key(info, row) for row, info in enumerate(infos)]
-        if self._decoder is not None:
-            self._decoder.retain(keys)
         generations: list[str] = [""] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            texts = self._generate(
+            replies = self._generate(
                 [prompts[row] for row in rows],
                 [seeds[row] for row in rows],
                 [keys[row] for row in rows],
             )
-            for row, text in zip(rows, texts, strict=True):
+            for row, (tokens, text) in zip(rows, replies, strict=True):
                 generations[row] = text
+                self._history.record(keys[row], tokens, text)
         return [to_agent_action(text) for text in generations]
 
     # --------------------------------------------------------------- prompts
-    def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:
-        """Return the token ids of the prompt for one episode, trimmed to fit the context."""
-        return self.prompts.prompt_ids(observation, info)
+    def prompt_ids(self, observation: str, info: dict[str, Any], key: Any = None) -> list[int]:
+        """Return the token ids of the prompt for one episode, trimmed to fit the context.
+
+        With ``key`` (naming the episode across turns) the prompt continues
+        that episode's tokens (see the module docstring); without it the
+        dialogue is rendered from text.
+        """
+        if key is None:
+            return self.prompts.prompt_ids(observation, info)
+        return self._history.prompt_ids(key, observation, info)
 
     def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
         episode_seed = info.get(EPISODE_SEED)
@@ -236,7 +255,10 @@ class HFAgent:
         return derive_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     # ------------------------------------------------------------ generation
-    def _generate(self, prompts: list[list[int]], seeds: list[int], keys: list) -> list[str]:
+    def _generate(
+        self, prompts: list[list[int]], seeds: list[int], keys: list
+    ) -> list[tuple[list[int], str]]:
+        """Return each row's reply: its tokens (end token included) and its text."""
         device = self.model.device
         sampler = (
             GumbelSampler(seeds, self.temperature, self.top_p, device)
@@ -253,22 +275,25 @@ class HFAgent:
             new_tokens = generate_replies(
                 self.model, prompts, self._pad_id, self._eos_ids, self.max_new_tokens, sampler
             )
-        texts = []
+        replies = []
         for tokens in new_tokens:
             end = next(
                 (index for index, token in enumerate(tokens) if token in self._eos_ids),
                 len(tokens),
             )
             self.generated_tokens += min(end + 1, len(tokens))
-            texts.append(self.tokenizer.decode(tokens[:end], skip_special_tokens=True))
-        return texts
+            text = self.tokenizer.decode(tokens[:end], skip_special_tokens=True)
+            replies.append((tokens[: end + 1], text))
+        return replies
 
 
 def _episode_key(info: dict[str, Any], row: int) -> Any:
-    """Name an episode across turns for the prefix cache: its seed, or the row of this call.
+    """Name an episode across turns (token history, prefix cache): its seed, or its row.
 
-    A cache is used only while it is a prefix of the prompt, so a key that
-    names another episode costs a prefill, never a wrong reply.
+    A token history is continued only when the dialogue continues its own
+    (see :class:`baselines.llm.chat_tokens.TokenHistory`), and a cache is used
+    only while it is a prefix of the prompt, so a key that names another
+    episode costs a re-rendered prompt or a prefill, never a wrong reply.
     """
     seed = info.get(EPISODE_SEED)
     return ("episode", seed) if seed is not None else ("row", row)
@@ -278,26 +303,26 @@ def _load(model: Any, tokenizer: Any, device: str | None, dtype: Any, trust_remo
     """Return ``(model, tokenizer, name)``, loading whatever was given by name."""
     if device is not None and not isinstance(device, str):
         raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got {device!r}.")
+    # Local files only: resolve_model refuses hub names at once, and
+    # local_files_only keeps transformers itself from reaching for the hub.
+    local = {"local_files_only": True, "trust_remote_code": trust_remote_code}
     if isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = AutoTokenizer.from_pretrained(
-            os.fspath(tokenizer), padding_side="left", trust_remote_code=trust_remote_code
+            resolve_model(tokenizer), padding_side="left", **local
         )
     if isinstance(model, (str, os.PathLike)):
         name = os.fspath(model)
+        folder = resolve_model(model)
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         torch_dtype = _dtype(dtype, device)
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(
-                name, padding_side="left", trust_remote_code=trust_remote_code
-            )
-        loaded = AutoModelForCausalLM.from_pretrained(
-            name, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
+            tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left", **local)
+        loaded = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, **local)
         return loaded.to(device), tokenizer, name
     if not callable(getattr(model, "generate", None)):
         raise TypeError(
-            "model must be a folder, a hub name or a loaded transformers model with "
+            "model must be a local folder, a .gguf file, a short name or a loaded model with "
             f"generate(), got {type(model).__name__}."
         )
     if tokenizer is None:
