@@ -9,14 +9,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from wrappers import seeding
 from wrappers.protocol import BUDGET
 from wrappers.turn_budget import TurnBudget
 from wrappers.validators import check_budget
 
 __all__ = ["BudgetMix"]
-
-# Salts the budget generator so that reset(seed=s) does not reuse the env's stream.
-_BUDGET_STREAM = 0x42554447
 
 
 class BudgetMix(TurnBudget):
@@ -91,7 +89,7 @@ class BudgetMix(TurnBudget):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         if seed is not None:
-            self._budget_rng = np.random.default_rng([_BUDGET_STREAM, seed])
+            self._budget_rng = seeding.stream(seeding.BUDGET, seed)
         return super().reset(seed=seed, options=options)
 
     def _episode_budget(self, options: dict[str, Any] | None) -> int:

@@ -26,6 +26,7 @@ from agent_envs.evaluation.seed_stats import (
     task_sampler,
     unpaired_permutation_test,
 )
+from wrappers import seeding
 
 __all__ = ["CompareResult", "compare"]
 
@@ -321,7 +322,7 @@ def _seed_level(
     means_a = np.stack([values.mean(axis=0) for values in values_a])
     means_b = np.stack([values.mean(axis=0) for values in values_b])
     paired = len(side_a) == len(side_b)
-    tests = np.random.default_rng([seed, 0x7E57])
+    tests = seeding.stream(seed, seeding.COMPARE_TESTS)
     if paired:
         samplers = [
             _pair_sampler(va, ra.task_ids, vb, rb.task_ids)
@@ -407,7 +408,12 @@ def compare(
         draws = _task_level(values_a[0], first, values_b[0], side_b[0], n_bootstrap, rng)
     low, high = percentile_interval(draws, confidence)
     step = _step_quality_difference(
-        side_a, side_b, paired, n_bootstrap, np.random.default_rng([seed, 0x5739]), confidence
+        side_a,
+        side_b,
+        paired,
+        n_bootstrap,
+        seeding.stream(seed, seeding.COMPARE_BOOTSTRAP),
+        confidence,
     )
     return CompareResult(
         env_id=first.env_id,

@@ -32,12 +32,10 @@ from agent_envs.protocol import (
     TURN,
     VALID_ACTION,
 )
+from wrappers import seeding
 from wrappers.validators import check_int
 
 __all__ = ["NoisyOracleReference", "judge_steps", "step_quality"]
-
-# Salts the draw of the states so that it never reuses the episodes' seeds.
-_STATE_STREAM = 0x57E9
 
 
 class NoisyOracleReference:
@@ -93,7 +91,7 @@ def _reference_states(
         candidates += _candidates(key.seed, record, transcript["steps"])
         if len(candidates) >= wanted:
             break
-    rng = np.random.default_rng([_STATE_STREAM, settings.seed, task])
+    rng = seeding.stream(seeding.STEP_QUALITY_STATES, settings.seed, task)
     picks = rng.choice(len(candidates), size=min(wanted, len(candidates)), replace=False)
     return [candidates[index] for index in sorted(picks)]
 

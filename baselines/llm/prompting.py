@@ -13,7 +13,6 @@ This module imports neither torch nor transformers.
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +29,6 @@ __all__ = [
     "build_messages",
     "check_sampling",
     "count_exchanges",
-    "derive_seed",
     "drop_exchanges",
     "drop_oldest_exchanges",
     "format_reply",
@@ -335,24 +333,6 @@ class PromptEncoder:
             return self.encode(messages)
         # The template already holds the special tokens (BOS and role markers).
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def derive_seed(agent_seed: int, episode_seed: int | None, turn: int, prompt: str) -> int:
-    """Return the sampling seed for one generation, in ``[0, 2**31)``.
-
-    It is a hash of the agent's seed, the episode seed the evaluator puts in
-    ``info["episode_seed"]`` (different for every attempt), the turn, and a
-    CRC of the prompt.  Nothing depends on which other episodes share a batch,
-    so batching does not change what an episode samples.
-    """
-    episode = -1 if episode_seed is None else int(episode_seed)
-    entropy = [
-        int(agent_seed) & 0xFFFFFFFFFFFFFFFF,
-        episode & 0xFFFFFFFFFFFFFFFF,
-        int(turn) & 0xFFFFFFFF,
-        zlib.crc32(prompt.encode("utf-8", "replace")),
-    ]
-    return int(np.random.SeedSequence(entropy).generate_state(1)[0] >> 1)
 
 
 def turn_of(info: Mapping[str, Any]) -> int:

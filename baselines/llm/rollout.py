@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from agent_envs.protocol import (
     BUDGET,
@@ -78,13 +77,12 @@ from baselines.llm.generation import (
 from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
-    derive_seed,
     to_agent_action,
 )
 from baselines.llm.tasks import task_of
+from wrappers import seeding
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.chat_history import chat_stack
-from wrappers.seeding import episode_seed
 
 __all__ = [
     "END_REASONS",
@@ -301,7 +299,7 @@ class EpisodeRollout:
         self.window = window
         self.process_reward = process_reward
         self.batch_size = batch_size
-        self._budget_rng = np.random.default_rng([self.seed, 0x42554447])
+        self._budget_rng = seeding.stream(self.seed, seeding.BUDGET)
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
         self._stacks: list[StackBudget] = []
         self.last_stats: dict[str, float] = {}
@@ -341,7 +339,7 @@ class EpisodeRollout:
                 group_budget = self.budget.draw(self._budget_rng)
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
-            seed = episode_seed(self.seed, task_id, sample)
+            seed = seeding.episode_seed(self.seed, task_id, sample)
             stack = self._stack(index)
             episodes.append(
                 start_episode(stack, encoder, task_id, seed, group_budget, self.process_reward)
@@ -383,7 +381,7 @@ class EpisodeRollout:
 
     def sampling_seed(self, episode: Episode, prompt: list[int]) -> int:
         """Return the seed of one reply, derived as ``HFAgent`` derives it."""
-        return derive_seed(
+        return seeding.sampling_seed(
             self.seed, episode.episode_seed, episode.turns, ",".join(map(str, prompt))
         )
 

@@ -28,11 +28,9 @@ import numpy as np
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
+from wrappers import seeding
 
 __all__ = ["Demonstrations", "behaviour_clone", "collect_demonstrations"]
-
-# Salts the episode seeds of the demonstrations, apart from training's own seeds.
-_DEMO_STREAM = 0xBC
 
 
 @dataclass
@@ -73,7 +71,7 @@ def collect_demonstrations(
     observations, masks, targets, returns = [], [], [], []
     successes = 0
     for episode in range(episodes):
-        episode_seed = int(np.random.default_rng([_DEMO_STREAM, seed, episode]).integers(2**31))
+        episode_seed = int(seeding.stream(seeding.SB3_DEMOS, seed, episode).integers(2**31))
         observation, info = env.reset(seed=episode_seed)
         labelled, rewards = [], []
         for turn in range(10**6):
@@ -143,7 +141,7 @@ def behaviour_clone(
     masked = type(model).__name__ == "MaskablePPO"
     policy.set_training_mode(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    generator = np.random.default_rng([_DEMO_STREAM, seed])
+    generator = seeding.stream(seeding.SB3_DEMOS, seed)
     count = len(demonstrations)
     observations, _ = policy.obs_to_tensor(demonstrations.observations)
     targets = torch.as_tensor(demonstrations.targets)
