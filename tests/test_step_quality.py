@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 from agent_envs.cli import main
-from agent_envs.evaluation import EvalResult, NoisyOracleReference, compare, evaluate, step_quality
+from agent_envs.evaluation import EvalResult, compare, evaluate, step_quality
 from agent_envs.protocol import MESSAGES, TURN
 from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
 from wrappers import ChatHistory
@@ -25,7 +25,8 @@ def test_the_oracle_scores_one_on_every_kind_of_state():
     assert result["invalid_rate"] == 0.0
     # The default reference (a noisy oracle) makes mistakes, so recovery states exist.
     assert 0 < result["recovery_states"] < result["states"]
-    assert result["state_set"]["reference"].endswith("NoisyOracleReference(epsilon=0.3, seed=0)")
+    reference = "NoisyOracleAgent(epsilon=0.3, choice='first', seed=0)"
+    assert result["state_set"]["reference"] == f"agent_envs.evaluation.reference:{reference}"
     assert sum(row[1] for row in result["per_task"]) == 20
 
 
@@ -82,7 +83,7 @@ def test_the_policy_gets_the_exact_history_through_the_evaluators_stack():
 
 
 def test_a_custom_reference_and_bad_arguments():
-    perfect = step_quality(OracleAgent(), SOKOBAN, **GRID, reference=NoisyOracleReference(0.0))
+    perfect = step_quality(OracleAgent(), SOKOBAN, **GRID, reference=NoisyOracleAgent(0.0))
     assert perfect["recovery_states"] == 0 and perfect["recovery_optimal_rate"] is None
     with pytest.raises(ValueError, match="states_per_task"):
         step_quality(OracleAgent(), SOKOBAN, tasks=2, states_per_task=0)
