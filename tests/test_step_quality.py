@@ -11,6 +11,7 @@ from agent_envs.cli import main
 from agent_envs.evaluation import EvalResult, compare, evaluate, step_quality
 from agent_envs.protocol import MESSAGES, TURN
 from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
+from tests.test_evaluator import Corridor
 from wrappers import ChatHistory
 
 SOKOBAN = "agent_envs/Sokoban-v0"
@@ -123,3 +124,15 @@ def test_evaluate_and_the_cli_report_it_and_compare_shows_the_difference(tmp_pat
         capsys.readouterr().out
     )
     json.dumps(difference.to_dict())
+
+
+def test_an_env_without_an_oracle_is_refused_with_a_clear_error():
+    class Blind(Corridor):
+        def oracle_actions(self):
+            raise NotImplementedError
+
+        def oracle_turns(self):
+            raise NotImplementedError
+
+    with pytest.raises(ValueError, match="step quality needs an env with an oracle"):
+        step_quality(lambda observation: "right", Blind, tasks=2, states_per_task=2)

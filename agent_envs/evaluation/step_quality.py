@@ -127,21 +127,9 @@ def step_quality(
     """
     check_int(states_per_task, "states_per_task", 1)
     check_int(max_turns, "max_turns", 1)
-    settings = EvalSettings(
-        ks=(1,),
-        budgets=(max_turns,),
-        tasks=tasks,
-        seed=seed,
-        visible_budget=visible_budget,
-        batch_size=batch_size,
-        step_quality=states_per_task,
-    )
-    setup = RunSetup.resolve(policy, env, settings)
-    if not setup.has_oracle:
-        raise ValueError(
-            f"step quality needs an env with an oracle; {setup.settings.env_name} has none."
-        )
-    return judge_steps(setup, reference)
+    grid = dict(ks=(1,), budgets=(max_turns,), tasks=tasks, step_quality=states_per_task)
+    settings = EvalSettings(**grid, seed=seed, visible_budget=visible_budget, batch_size=batch_size)
+    return judge_steps(RunSetup.resolve(policy, env, settings), reference)
 
 
 def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
@@ -153,6 +141,8 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     in ``settings.batch_size`` slots.
     """
     settings, adapter, stack = setup.settings, setup.adapter, setup.stack
+    if not setup.has_oracle:
+        raise ValueError(f"step quality needs an env with an oracle; {settings.env_name} has none.")
     # A noisy default reference, so that the states include some just after mistakes.
     guide = adapt_policy(NoisyOracleAgent(epsilon=0.3) if reference is None else reference)
     guide_env = replace(stack, wants=guide.required_info, visible=False)()
