@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers import seeding
+from wrappers.text_space import TextSpace
 from wrappers.validators import check_int
 
 __all__ = [
@@ -175,7 +176,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
                 f"got {render_mode!r}."
             )
         self.render_mode = render_mode
-        self.observation_space = spaces.Text(
+        self.observation_space = TextSpace(
             max_length=self.max_observation_length, min_length=0, charset=CHARSET
         )
         self.action_space = spaces.Text(

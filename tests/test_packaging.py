@@ -10,11 +10,23 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "stable_baselines3", "sb3_contrib", "matplotlib", "ray")
+HEAVY = (
+    "torch", "transformers", "stable_baselines3", "sb3_contrib", "matplotlib", "ray", "torchrl",
+    "openenv",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "package", ["agent_envs", "agent_envs.evaluation", "wrappers", "baselines"]
+    "package",
+    [
+        "agent_envs",
+        "agent_envs.evaluation",
+        "agent_envs.integrations.rllib",
+        "agent_envs.integrations.torchrl",
+        "agent_envs.integrations.openenv",
+        "wrappers",
+        "baselines",
+    ],
 )
 def test_import_pulls_in_no_heavy_dependency(package):
     code = f"import sys, {package}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"

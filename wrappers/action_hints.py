@@ -6,6 +6,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import ADMISSIBLE_ACTIONS, ORACLE_ACTIONS, AdmissibleActions, Oracle
 from wrappers.validators import check_bool
 
@@ -45,6 +46,7 @@ class ActionHints(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
                 )
         gym.utils.RecordConstructorArgs.__init__(self, admissible=admissible, oracle=oracle)
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.admissible = admissible
         self.oracle = oracle
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -12,7 +13,7 @@ from gymnasium import spaces
 
 from wrappers.protocol import AdmissibleActions
 
-__all__ = ["DiscreteActions", "action_key", "action_mask"]
+__all__ = ["DiscreteActions", "action_key", "action_mask", "expose_action_masks"]
 
 
 def action_key(action: str) -> str:
@@ -48,6 +49,29 @@ def action_mask(index: Mapping[str, int], size: int, admissible: Iterable[str]) 
     if not mask.any():
         mask[:] = True
     return mask
+
+
+def expose_action_masks(wrapper: gym.Wrapper) -> None:
+    """Give ``wrapper`` the ``action_masks`` method of a :class:`DiscreteActions` below it.
+
+    Gymnasium 1.x wrappers no longer forward attributes, so without this
+    sb3-contrib's ``ActionMasker(env, lambda e: e.action_masks())`` fails on a
+    stack whose outermost wrapper is not ``DiscreteActions``.  The wrappers of
+    this package that may sit above it call this in their constructor; where
+    nothing below has masks, the wrapper gets none, so ``hasattr(env,
+    "action_masks")`` stays a true test of masking support.
+
+    >>> import gymnasium as gym  # the agent_envs/ ids are registered
+    >>> from wrappers import DiscreteActions, EncodeObservation
+    >>> env = EncodeObservation(DiscreteActions(gym.make("agent_envs/GuessNumber-v0")), "hashing")
+    >>> _ = env.reset(seed=0, options={"task_id": 0})
+    >>> int(env.action_masks().sum())
+    100
+    >>> hasattr(EncodeObservation(gym.make("agent_envs/GuessNumber-v0"), "hashing"), "action_masks")
+    False
+    """
+    with contextlib.suppress(AttributeError):
+        wrapper.action_masks = wrapper.env.get_wrapper_attr("action_masks")
 
 
 def _vocabulary_of(env: gym.Env) -> tuple[str, ...]:

@@ -17,14 +17,20 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import TURNS_LEFT
 from wrappers.turn_budget import strip_budget_line
 from wrappers.validators import check_bool, check_int
 
-__all__ = ["MODES", "EncodeObservation", "TextEncoder"]
+__all__ = ["LAYOUTS", "MODES", "EncodeObservation", "TextEncoder"]
 
 #: The encodings on offer; see :class:`TextEncoder`.
 MODES = ("chars", "hashing", "tokens")
+#: How EncodeObservation hands the array over; see :class:`EncodeObservation`.
+LAYOUTS = ("array", "box", "dict")
+#: The keys of ``layout="dict"``, RLlib's action-masking convention (TorchRL's
+#: ``ActionMask`` reads ``"action_mask"`` by default too).
+OBSERVATIONS_KEY, ACTION_MASK_KEY = "observations", "action_mask"
 
 # Default text lengths per mode: characters for "chars" and "hashing", tokens for "tokens".
 _DEFAULT_LENGTH = {"chars": 256, "hashing": 4096, "tokens": 128}
@@ -373,6 +379,16 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     that no emitted character is unknown.  The encoder's settings are
     :meth:`encoder_config`; an agent rebuilds the same encoder from them.
 
+    ``layout`` says how the array is handed over.  ``"array"`` (the default)
+    is :class:`TextEncoder`'s array in its own space.  ``"box"`` is a flat
+    ``Box(0, 1, float32)`` that any MLP takes as it is: a ``"chars"`` array is
+    one-hot encoded (as with ``budget_scale``), a ``Box`` is left alone, and
+    ``"tokens"`` is refused (the one-hot vector would be huge).  ``"dict"`` is
+    ``Dict({"observations": <the "box" array>, "action_mask": MultiBinary(n)})``,
+    the form RLlib's action-masking module and TorchRL's ``ActionMask`` read;
+    the mask is the ``action_masks()`` of a ``DiscreteActions`` below this
+    wrapper (as ``int8``, 1 where the action is admissible), which it needs.
+
     Example:
         >>> import gymnasium as gym  # the agent_envs/ ids are registered
         >>> from wrappers.encode_observation import EncodeObservation
@@ -380,6 +396,12 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         >>> observation, _ = env.reset(seed=0)
         >>> observation.shape, observation.dtype
         ((64,), dtype('float32'))
+        >>> from wrappers import DiscreteActions
+        >>> masked = EncodeObservation(DiscreteActions(gym.make("agent_envs/FrozenLake-v0")),
+        ...                            "chars", max_length=20, layout="dict")
+        >>> observation, _ = masked.reset(seed=0, options={"task_id": 0})
+        >>> observation["observations"].shape, observation["action_mask"].tolist()
+        ((1960,), [1, 1, 1, 0])
     """
 
     def __init__(
@@ -396,7 +418,15 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         tokenizer: Any = None,
         budget_scale: int | None = None,
         feedback_length: int | None = None,
+        layout: str = "array",
     ) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
+        if layout != "array" and mode == "tokens":
+            raise ValueError(
+                f"layout={layout!r} needs mode 'chars' or 'hashing': one-hot token ids "
+                "would be huge."
+            )
         if mode == "chars" and charset is None:
             inner = env.observation_space
             if not isinstance(inner, spaces.Text):
@@ -429,21 +459,52 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             tokenizer=tokenizer,
             budget_scale=budget_scale,
             feedback_length=feedback_length,
+            layout=layout,
         )
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.encoder = encoder
-        self.observation_space = encoder.space
+        self.layout = layout
+        self.observation_space = self._space()
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        return self.encoder.encode(observation, info.get(TURNS_LEFT)), info
+        return self._observation(observation, info), info
 
-    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
-        encoded = self.encoder.encode(observation, info.get(TURNS_LEFT))
-        return encoded, reward, terminated, truncated, info
+        return self._observation(observation, info), reward, terminated, truncated, info
+
+    def _space(self) -> spaces.Space:
+        space = self.encoder.space
+        if self.layout == "array" or isinstance(space, spaces.Box):
+            box = space
+        else:  # "chars" without budget_scale: one-hot, as budget_scale does
+            width = int(space.nvec.size * space.nvec[0])
+            box = spaces.Box(0.0, 1.0, shape=(width,), dtype=np.float32)
+        if self.layout != "dict":
+            return box
+        if not hasattr(self, "action_masks"):
+            raise ValueError(
+                "layout='dict' carries an action mask: put a DiscreteActions inside "
+                "EncodeObservation."
+            )
+        size = int(self.action_space.n)
+        return spaces.Dict({OBSERVATIONS_KEY: box, ACTION_MASK_KEY: spaces.MultiBinary(size)})
+
+    def _observation(self, text: str, info: dict[str, Any]) -> Any:
+        encoded = self.encoder.encode(text, info.get(TURNS_LEFT))
+        if self.layout == "array":
+            return encoded
+        if encoded.dtype != np.float32:  # "chars" indices: one-hot, flat
+            categories = int(self.encoder.space.nvec[0])
+            encoded = np.eye(categories, dtype=np.float32)[encoded].ravel()
+        if self.layout == "box":
+            return encoded
+        mask = np.asarray(self.action_masks(), dtype=np.int8)
+        return {OBSERVATIONS_KEY: encoded, ACTION_MASK_KEY: mask}
 
     def encoder_config(self) -> dict[str, Any]:
         """Return the encoder's JSON-serialisable settings (see :meth:`TextEncoder.config`)."""

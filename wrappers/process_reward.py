@@ -6,6 +6,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import Oracle
 from wrappers.validators import check_bool, check_number
 
@@ -80,6 +81,7 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
             self, coef=coef, gamma=gamma, truncation_is_terminal=truncation_is_terminal
         )
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.coef = coef
         self.gamma = gamma
         self.truncation_is_terminal = truncation_is_terminal

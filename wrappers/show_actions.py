@@ -8,6 +8,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from wrappers.protocol import AdmissibleActions
+from wrappers.text_space import TextSpace
 from wrappers.validators import check_int
 
 __all__ = ["ShowActions"]
@@ -75,7 +76,7 @@ class ShowActions(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         self.max_chars = max_chars
         self._charset = frozenset(inner.character_set)
         extra = len("\n\n") + len(_HEADER) + max(max_chars, len(_NONE)) + len(separator) + _MORE_MAX
-        self.observation_space = spaces.Text(
+        self.observation_space = TextSpace(
             max_length=inner.max_length + extra,
             min_length=inner.min_length,
             charset=inner.character_set,

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from wrappers import seeding
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import TASK_ID
 
 __all__ = ["TaskPool"]
@@ -45,6 +46,7 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"task_ids must be non-empty and >= 0, got {task_ids!r:.80}.")
         gym.utils.RecordConstructorArgs.__init__(self, task_ids=task_ids)
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.task_ids = task_ids
         self._rng = np.random.default_rng()
 

@@ -6,6 +6,8 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers.discrete_actions import expose_action_masks
+
 __all__ = ["TruncationIsTerminal"]
 
 
@@ -34,6 +36,7 @@ class TruncationIsTerminal(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)

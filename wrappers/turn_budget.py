@@ -7,7 +7,9 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
+from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
+from wrappers.text_space import TextSpace
 from wrappers.validators import check_bool, check_budget
 
 __all__ = [
@@ -126,13 +128,14 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
         check_bool(visible, "visible")
         gym.utils.RecordConstructorArgs.__init__(self, max_turns=max_turns, visible=visible)
         gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
         self.max_turns = max_turns
         self.visible = visible
         self._inner_limit = min((steps for _, steps in turn_limits(env)), default=None)
         self._check_inner_limit(max_turns)
         if visible and isinstance(env.observation_space, spaces.Text):
             inner = env.observation_space
-            self.observation_space = spaces.Text(
+            self.observation_space = TextSpace(
                 max_length=inner.max_length + _BUDGET_LINE_MAX + 1,
                 min_length=inner.min_length,
                 charset=inner.character_set,

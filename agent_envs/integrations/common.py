@@ -1,0 +1,79 @@
+"""The pieces the adapters share: a budgeted env from an id, and lazy imports."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+import gymnasium as gym
+
+from agent_envs import install_hint
+from wrappers import BudgetMix, DiscreteActions, EncodeObservation, TurnBudget
+from wrappers.numpy_info import NumpyInfo
+
+__all__ = ["budgeted_env", "masked_env", "require"]
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import ``module``, or raise ``ImportError`` saying which extra brings it.
+
+    >>> require("json", "none").__name__
+    'json'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ImportError(
+            f"{module} is not installed: {install_hint(extra)} ({error})."
+        ) from error
+
+
+def budgeted_env(
+    env_id: str,
+    budget: int | None = None,
+    budgets: Sequence[int] | None = None,
+    weights: Sequence[float] | None = None,
+    visible: bool = False,
+    **make_kwargs: Any,
+) -> TurnBudget:
+    """Return ``gym.make(env_id)`` under a ``TurnBudget(budget)`` or a ``BudgetMix(budgets)``.
+
+    Exactly one of ``budget`` and ``budgets`` is given.
+
+    >>> import agent_envs
+    >>> env = budgeted_env("agent_envs/GuessNumber-v0", budgets=[3, 5], visible=True)
+    >>> type(env).__name__, env.reset(seed=0)[1]["budget"] in (3, 5)
+    ('BudgetMix', True)
+    """
+    if (budget is None) == (budgets is None):
+        raise ValueError("Give exactly one of budget (a turn budget) and budgets (a BudgetMix).")
+    env = gym.make(env_id, **make_kwargs)
+    if budgets is not None:
+        return BudgetMix(env, list(budgets), weights=weights, visible=visible)
+    return TurnBudget(env, budget, visible=visible)
+
+
+def masked_env(
+    env_id: str,
+    budget: int | None = None,
+    budgets: Sequence[int] | None = None,
+    weights: Sequence[float] | None = None,
+    visible: bool = False,
+    encoding: Mapping[str, Any] | None = None,
+) -> gym.Env:
+    """Return the stack RLlib and TorchRL take as it is.
+
+    ``NumpyInfo(EncodeObservation(DiscreteActions(budgeted_env(...)), layout="dict"))``:
+    a ``Dict`` observation with the encoded view (a flat ``Box``) under
+    ``"observations"`` and the admissible actions under ``"action_mask"``,
+    ``Discrete`` actions, and numpy info values.  ``encoding`` holds keyword
+    arguments for ``EncodeObservation`` (default: ``"chars"`` on the env's charset).
+
+    >>> env = masked_env("agent_envs/FrozenLake-v0", budget=8, encoding={"max_length": 20})
+    >>> sorted(env.observation_space.spaces), env.action_space
+    (['action_mask', 'observations'], Discrete(4))
+    """
+    env = budgeted_env(env_id, budget=budget, budgets=budgets, weights=weights, visible=visible)
+    return NumpyInfo(EncodeObservation(DiscreteActions(env), layout="dict", **dict(encoding or {})))
