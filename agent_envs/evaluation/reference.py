@@ -32,15 +32,15 @@ from wrappers.validators import check_int, check_probability
 
 __all__ = ["NoisyOracleAgent", "OracleAgent", "SeededAgent"]
 
-# Streams keep the coin flip and the action pick of one turn independent.
-_PICK, _COIN = 1, 2
-
-
 class SeededAgent:
     """The base of seeded agents: per-turn counter-based draws, or the agent's own generator."""
 
     budget_aware: ClassVar[bool] = False
     required_info: ClassVar[tuple[str, ...]] = ()
+    #: The per-turn streams of :meth:`draw`: they keep the action pick and the
+    #: coin flip of one turn independent (a subclass may add its own numbers).
+    PICK: ClassVar[int] = 1
+    COIN: ClassVar[int] = 2
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = check_int(seed, "seed", 0)
@@ -56,7 +56,7 @@ class SeededAgent:
     def pick(self, info: dict[str, Any], actions: list[str]) -> str:
         """Return one of ``actions``, drawn uniformly for this turn."""
         # An empty list means nothing is legal: send "" (an invalid action).
-        return actions[self.draw(info, _PICK) % len(actions)] if actions else ""
+        return actions[self.draw(info, self.PICK) % len(actions)] if actions else ""
 
     def needs(self, info: dict[str, Any], key: str) -> list[str]:
         """Return ``info[key]``, or say how to get it when it is missing."""
@@ -138,7 +138,7 @@ class NoisyOracleAgent(OracleAgent):
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """Return a random admissible action with probability epsilon, else an optimal one."""
-        coin = (self.draw(info, _COIN) >> 11) / float(1 << 53)
+        coin = (self.draw(info, self.COIN) >> 11) / float(1 << 53)
         oracle = self.needs(info, ORACLE_ACTIONS)
         if coin < self.epsilon or not oracle:
             return self.pick(info, self.needs(info, ADMISSIBLE_ACTIONS))
