@@ -78,6 +78,7 @@ from wrappers.protocol import (
     ActionVocabulary,
     AdmissibleActions,
     BudgetAwareOracle,
+    CompactView,
     Oracle,
     OracleEnv,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "AgentAction",
     "BatchPolicy",
     "BudgetAwareOracle",
+    "CompactView",
     "Oracle",
     "OracleEnv",
     "Policy",

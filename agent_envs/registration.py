@@ -36,6 +36,11 @@ _family(
             {"max_number": 100},
             "Find a secret in 1..100 from higher/lower feedback (bisection).",
         ),
+        "agent_envs/GuessNumber-20-v0": (
+            "agent_envs.envs.guess_number:GuessNumberEnv",
+            {"max_number": 20},
+            "Find a secret in 1..20 from higher/lower feedback (20 distinct tasks).",
+        ),
         "agent_envs/GuessNumber-1000-v0": (
             "agent_envs.envs.guess_number:GuessNumberEnv",
             {"max_number": 1000},

@@ -68,6 +68,8 @@ PROCESS_REWARD_COEF = 0.1
 TRAIN_FIRST = 100_000  # training draws task ids from here up; held-out ids lie below
 ORACLE_SAMPLES = 16
 STEP_QUALITY = 2  # shared reference states per task for the step-quality diagnostic
+#: The reference states are the study's (one set per env), never a training seed's.
+STEP_QUALITY_SEED = 13
 REGIMES = ("warm", "short", "long", "mix", "long+pr")
 #: PPO fine-tuning: a small learning rate and no entropy bonus keep the warm start
 #: (a plan's ``fine_tune`` overrides it).
@@ -248,6 +250,7 @@ def run_job(job: Job) -> dict[str, Any]:
             seed=job.seed,
             out=folder,
             step_quality=STEP_QUALITY,
+            step_quality_seed=STEP_QUALITY_SEED,
         )
     sidecar = read_sidecar(folder / "model.zip")
     return {
@@ -298,24 +301,18 @@ def worst_case(result: Any, shortest: list[int]) -> np.ndarray:
 
 def seed_interval(per_seed_tasks: list[np.ndarray], n_bootstrap: int = 2000) -> tuple:
     """Mean over seeds, and a 95% hierarchical bootstrap interval (seeds, then tasks)."""
-    from agent_envs.evaluation.pass_at_k import percentile_interval
     from agent_envs.evaluation.result import bootstrap_rng
-    from agent_envs.evaluation.seed_stats import hierarchical_bootstrap, task_sampler
+    from agent_envs.evaluation.seed_stats import seed_interval as interval
 
-    samplers = [task_sampler(values[:, None]) for values in per_seed_tasks]
-    draws = hierarchical_bootstrap(samplers, n_bootstrap, bootstrap_rng(0))[:, 0]
-    low, high = percentile_interval(draws)
-    mean = float(np.mean([values.mean() for values in per_seed_tasks]))
-    return mean, float(low), float(high)
+    return interval(per_seed_tasks, bootstrap_rng(0), n_bootstrap)
 
 
 def paired_p(a: list[np.ndarray], b: list[np.ndarray]) -> float:
     """Two-sided paired sign-flip test over seeds of the per-seed task means."""
     from agent_envs.evaluation.result import bootstrap_rng
-    from agent_envs.evaluation.seed_stats import paired_permutation_test
+    from agent_envs.evaluation.seed_stats import seed_paired_test
 
-    differences = np.array([x.mean() - y.mean() for x, y in zip(a, b, strict=True)])
-    return float(paired_permutation_test(differences[:, None], bootstrap_rng(1))[0])
+    return seed_paired_test(a, b, bootstrap_rng(1))
 
 
 def analyse_env(
@@ -359,7 +356,21 @@ def analyse_env(
         value = worst_case(result, shortest).mean()
         record["primary"][name] = {"mean": float(value)}
         lines.append(f"| {name} (reference) | - | {value:.3f} | - |")
-    lines += ["", "Paired sign-flip test over seeds (two-sided p) of the primary metric:", ""]
+    record["results"] = {n: [r.to_dict() for r in results] for n, results in runs.items()}
+    lines += primary_test_lines(worst, record)
+    lines += surface_lines(runs, references, plan, record)
+    lines += diagnostics_lines(runs, record)
+    lines += difference_plots(env_id, runs, plots, record)
+    lines += training_lines(env_id, summaries)
+    return lines, record
+
+
+def primary_test_lines(worst: dict[str, list[np.ndarray]], record: dict) -> list[str]:
+    """Every pairwise paired test of the primary metric: one family, Holm-corrected."""
+    from agent_envs.evaluation.seed_stats import holm
+
+    lines = ["", "Paired sign-flip test over seeds (two-sided p, then Holm over the family of "
+             "every pair) of the primary metric:", ""]  # fmt: skip
     names = list(worst)
     lines += ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for a in names:
@@ -374,12 +385,15 @@ def analyse_env(
                 [x.mean() for x in worst[b]]) else "-"  # fmt: skip
             cells.append(f"{sign} p={p:.3f}")
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    lines += ["", "(`+`: the row's regime scores higher than the column's.)", ""]
-    lines += surface_lines(runs, references, plan, record)
-    lines += diagnostics_lines(runs, record)
-    lines += difference_plots(env_id, runs, plots, record)
-    lines += training_lines(env_id, summaries)
-    return lines, record
+    pairs = sorted({tuple(sorted(key.split(" vs "))) for key in record["p_values"]})
+    raw = np.array([record["p_values"][f"{a} vs {b}"] for a, b in pairs])
+    adjusted = holm(raw) if raw.size else raw
+    holm_p = {f"{a} vs {b}": float(q) for (a, b), q in zip(pairs, adjusted, strict=True)}
+    record["holm_p_values"] = holm_p
+    smallest = ", ".join(f"{k} {q:.3f}" for k, q in sorted(holm_p.items(), key=lambda x: x[1])[:3])
+    lines += ["", "(`+`: the row's regime scores higher than the column's.)  Holm over the "
+              f"{len(pairs)} pairs: smallest adjusted p {smallest}.", ""]  # fmt: skip
+    return lines
 
 
 def surface_lines(runs: dict, references: dict, plan: EnvPlan, record: dict) -> list[str]:
@@ -426,10 +440,13 @@ def surface_lines(runs: dict, references: dict, plan: EnvPlan, record: dict) -> 
 def diagnostics_lines(runs: dict, record: dict) -> list[str]:
     """Per regime: per-error recovery and step quality (issue 11's diagnostics)."""
     lines = [
-        "Diagnostics per regime (mean over seeds).  *Recovery*: of the non-optimal actions "
-        "after which success was still reachable, the share followed by success, at the "
-        "largest T.  *Step quality*: the share of oracle moves on shared reference states "
-        "(all, on the oracle's path, and off it, i.e. after a mistake):",
+        "Diagnostics per regime (mean over seeds).  *Recovery*: of the errors (valid "
+        "non-oracle actions) after which success was still reachable, the share that a later "
+        "turn brought strictly closer to the goal than before the error, by the largest T (a "
+        "wasted turn is no recovery).  *Step quality*: the share of oracle moves on shared "
+        "reference states (the study's seed, so every regime and seed meets the same states; "
+        "states with one legal move left out): all, on the oracle's path, and off it, i.e. "
+        "after a mistake:",
         "",
         "| regime | decision quality | recovery | step quality | on path | off path |",
         "|---|---|---|---|---|---|",
@@ -460,6 +477,7 @@ def diagnostics_lines(runs: dict, record: dict) -> list[str]:
 def difference_plots(env_id: str, runs: dict, out: Path | None, record: dict) -> list[str]:
     """Seed-level ``compare`` of each regime against the warm start; plots and a summary."""
     from agent_envs.evaluation import compare
+    from agent_envs.evaluation.compare import holm_family
 
     if "warm" not in runs:
         return []
@@ -467,10 +485,14 @@ def difference_plots(env_id: str, runs: dict, out: Path | None, record: dict) ->
              "per-seed results: hierarchical bootstrap, paired permutation test), cells of "
              "Pass@(1,T) where the regime differs significantly:", ""]  # fmt: skip
     short_name = env_id.split("/")[-1]
-    for name, results in runs.items():
-        if name == "warm" or len(results) != len(runs["warm"]):
-            continue
-        difference = compare(results, runs["warm"])
+    compared = {
+        name: compare(results, runs["warm"])
+        for name, results in runs.items()
+        if name != "warm" and len(results) == len(runs["warm"])
+    }
+    size = holm_family(list(compared.values()), "secondary", ks=[1])
+    lines[-2] += f" (Holm over the family of all {size} cells)"
+    for name, difference in compared.items():
         record.setdefault("compare_with_warm", {})[name] = difference.to_dict()
         wins = difference.wins()[0]
         marked = [f"T={t}: {w}" for t, w in zip(difference.budgets, wins, strict=True) if w]
@@ -478,6 +500,38 @@ def difference_plots(env_id: str, runs: dict, out: Path | None, record: dict) ->
         if out is not None:
             difference.plot(out / f"{short_name}-{name}-minus-warm.png")
     return [*lines, "", "(A: the regime is higher; B: the warm start is higher.)", ""]
+
+
+def holm_from_committed(out: Path) -> list[str]:
+    """Holm within each env's families, from the p-values a committed results.json stores.
+
+    The v2 study kept per-seed means and seed-level p-values but no per-task
+    counts, so its intervals cannot be recomputed; its p-values can be
+    corrected, and this does it without re-running anything.
+    """
+    from agent_envs.evaluation.seed_stats import holm
+
+    data = json.loads((out / "results.json").read_text())
+    lines = ["# Holm correction of the committed v2 results (no re-run)", ""]
+    for env_id, record in data.items():  # one section per env
+        pairs = sorted({tuple(sorted(key.split(" vs "))) for key in record["p_values"]})
+        raw = np.array([record["p_values"][f"{a} vs {b}"] for a, b in pairs])
+        lines += [f"## {env_id}", "", f"Primary family ({len(pairs)} pairwise tests):", "",
+                  "| pair | p | Holm p |", "|---|---|---|"]  # fmt: skip
+        for (a, b), p, q in zip(pairs, raw, holm(raw), strict=True):
+            lines.append(f"| {a} vs {b} | {p:.3f} | {q:.3f} |")
+        cells = [(name, t, c["p_value"][0][j], c["diff"][0][j], c["ci_low"][0][j],
+                  c["ci_high"][0][j]) for name, c in record["compare_with_warm"].items()
+                 for j, t in enumerate(c["budgets"])]  # fmt: skip
+        adjusted = holm(np.array([cell[2] for cell in cells]))
+        lines += ["", f"Secondary family (every Pass@(1,T) cell of regime - warm, {len(cells)} "
+                  "tests):", "", "| regime - warm | T | difference [95% interval] | p | Holm p |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for (name, t, p, d, low, high), q in zip(cells, adjusted, strict=True):
+            lines.append(f"| {name} | {t} | {d:+.3f} [{low:+.3f}, {high:+.3f}] | {p:.4f} | "
+                         f"{q:.3f}{' (significant)' if q <= 0.05 else ''} |")  # fmt: skip
+        lines.append("")
+    return lines
 
 
 def training_lines(env_id: str, summaries: list[dict]) -> list[str]:
@@ -522,7 +576,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("docs/budgetmix"))
     parser.add_argument("--work", type=Path, default=Path("runs/budgetmix"))
     parser.add_argument("--no-plots", action="store_true", help="skip the difference plots")
+    parser.add_argument(
+        "--holm-only",
+        action="store_true",
+        help="write holm.md: Holm over the p-values of the committed results.json in --out",
+    )
     args = parser.parse_args(argv)
+    if args.holm_only:
+        (args.out / "holm.md").write_text("\n".join(holm_from_committed(args.out)) + "\n")
+        print(f"wrote {args.out / 'holm.md'}")
+        return 0
     if min(args.seeds, args.timesteps or 1, args.workers) < 1:
         parser.error("--seeds, --timesteps and --workers must be >= 1")
     seeds, held_out, samples, oracle_samples = args.seeds, HELD_OUT, SAMPLES, ORACLE_SAMPLES

@@ -1,10 +1,13 @@
 """Check the README's ``train-sb3`` recipe: the stated Pass@(1,T) on held-out tasks, in time.
 
-Runs the recipe exactly as the README prints it (``RECIPE``), times it, and
-evaluates the budget-aware oracle on the same held-out tasks for scale.  It
-prints the figures and exits 1 if the run misses a figure the README states
-(``STATED``).  Not a test: it takes minutes and its time depends on the
-machine (the README says which machine).
+Runs the recipe exactly as the README prints it: ``train-sb3`` with the
+env's tuned defaults (``RECIPE``, without ``--out``), then evaluates the
+saved model as the README's ``agent-envs eval`` line does (greedy, task ids
+0-99, 4 attempts, T = 8, 16, 32), times the training command, and evaluates
+the oracle on the same held-out tasks for scale.  It prints the figures and
+exits 1 if the run misses a figure the README states (``STATED``).  Not a
+test: it takes minutes and its time depends on the machine (the README says
+which machine).
 
     python benchmarks/train_sb3_recipe.py
 """
@@ -18,45 +21,44 @@ import time
 from pathlib import Path
 
 #: The README's recipe, argument for argument (without ``--out``).
-RECIPE = [
-    "agent_envs/FrozenLake-Slippery-v0", "--algo", "maskable_ppo",
-    "--budget-mix", "8,12,16,24,32", "--budget-feature", "--truncation-terminal",
-    "--train-first", "1000", "--bc-episodes", "2500", "--bc-epochs", "15",
-    "--net-arch", "256,256", "--timesteps", "8000",
-    "--algo-kwargs", '{"learning_rate": 0.0001, "ent_coef": 0.0}',
-    "--view-only", "--charset", "FHSG@", "--max-length", "60",
-    "--eval-tasks", "100", "--samples", "4", "--k", "1", "--eval-budgets", "8,16,32",
-]  # fmt: skip
-#: What the README states: Pass@(1,T) at least this on task ids 0..99, within this time.
-#: (Measured: 0.57 [0.50, 0.64] at T=16 and 0.63 [0.56, 0.70] at T=32, in 2.8 min.)
-STATED = {"pass_at_1": {16: 0.5, 32: 0.55}, "minutes": 8.0}
+RECIPE = ["agent_envs/FrozenLake-Slippery-v0"]
+#: The README's evaluation: T values, task ids 0..TASKS-1, attempts per task.
+BUDGETS, TASKS, SAMPLES = (8, 16, 32), 100, 4
+#: What the README states: Pass@(1,T) at least this on task ids 0..99, within this CPU time
+#: (training runs on one thread: on an idle machine, about the wall time).
+#: (Measured: 0.655 [0.587, 0.728] at T=16 and 0.672 [0.608, 0.745] at T=32, 0.3 min of CPU
+#: time, 1.9 min of wall clock at load average 10.8.)
+STATED = {"pass_at_1": {16: 0.6, 32: 0.6}, "cpu_minutes": 5.0}
 
 
 def main() -> int:
     """Run the recipe; print the figures; return 1 if a stated figure is missed."""
     import numpy as np
 
-    from agent_envs.evaluation import EvalResult, evaluate
+    from agent_envs.evaluation import evaluate
+    from baselines.sb3.agent import SB3Agent
     from baselines.sb3.train import main as train_sb3
     from baselines.simple_agents import OracleAgent
 
-    env_id = RECIPE[0]
-    budgets = [int(t) for t in RECIPE[RECIPE.index("--eval-budgets") + 1].split(",")]
+    env_id, budgets, tasks = RECIPE[0], list(BUDGETS), list(range(TASKS))
     with tempfile.TemporaryDirectory() as folder:
         load = os.getloadavg()
-        started = time.perf_counter()
+        cpu, started = time.process_time(), time.perf_counter()
         status = train_sb3([*RECIPE, "--out", folder])
         minutes = (time.perf_counter() - started) / 60
+        cpu_minutes = (time.process_time() - cpu) / 60
         if status != 0:
             print(f"the recipe failed with status {status}")
             return 1
-        result = EvalResult.load(Path(folder) / "result.json")
+        agent = SB3Agent(str(Path(folder) / "model.zip"))  # greedy, as `--agent sb3`
+        result = evaluate(agent, env_id, ks=[1], budgets=budgets, tasks=tasks, samples=SAMPLES)
     oracle = evaluate(
-        OracleAgent(), env_id, ks=[1], budgets=budgets, tasks=result.task_ids,
-        samples=16, visible_budget=True, diagnostics=False,
+        OracleAgent(), env_id, ks=[1], budgets=budgets, tasks=tasks, samples=16,
+        visible_budget=True, diagnostics=False,
     )  # fmt: skip
-    print(f"recipe: {minutes:.1f} min on {os.cpu_count()} CPUs (load average at start {load})")
-    ok = minutes <= STATED["minutes"]
+    print(f"recipe: {minutes:.1f} min ({cpu_minutes:.1f} min of CPU time) on {os.cpu_count()} "
+          f"CPUs (load average at start {load})")  # fmt: skip
+    ok = cpu_minutes <= STATED["cpu_minutes"]
     for t in budgets:
         j = result.budgets.index(t)
         learned = result.surface[0, j]
@@ -69,7 +71,8 @@ def main() -> int:
             f"{verdict}"
         )
         ok &= wanted is None or learned >= wanted
-    print(f"stated time <= {STATED['minutes']} min: {'met' if ok else 'check the figures above'}")
+    print(f"stated: CPU time <= {STATED['cpu_minutes']} min and the Pass@(1,T) above: "
+          f"{'met' if ok else 'check the figures above'}")  # fmt: skip
     return 0 if ok else 1
 
 

@@ -9,9 +9,11 @@ import pytest
 
 from agent_envs.cli import main
 from agent_envs.evaluation import EvalResult, EvalSettings, compare
+from agent_envs.evaluation.compare import holm_family
 from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
 from agent_envs.evaluation.seed_stats import (
     hierarchical_bootstrap,
+    holm,
     min_p_value,
     paired_permutation_test,
     task_sampler,
@@ -106,6 +108,34 @@ def test_six_paired_seeds_that_all_agree_are_significant():
     # Seed 1 of B beating seed 1 of A breaks the all-agree pattern: p = 4/64.
     b[1] = fake([4] * 8, agent="B")
     assert compare(a, b).wins().tolist() == [[""]]
+
+
+def test_holm_adjusts_within_a_family_step_down():
+    # Hand-computed: sorted 0.01, 0.03, 0.04 of m=3 -> 3 x 0.01, max(0.03, 2 x 0.03),
+    # max(0.06, 1 x 0.04); nan is no test and stays nan.
+    adjusted = holm(np.array([[0.01, 0.04], [0.03, np.nan]]))
+    assert adjusted[0].round(6).tolist() == [0.03, 0.06]
+    assert adjusted[1, 0].round(6) == 0.06 and np.isnan(adjusted[1, 1])
+    assert holm(np.array([0.3, 0.45])).tolist() == [0.6, 0.6]  # monotone step-down
+    assert holm(np.array([0.6, 0.2])).tolist() == [0.6, 0.4]
+    assert holm(np.array([0.7, 0.9])).tolist() == [1.0, 1.0]  # capped at 1
+
+
+def test_a_cell_significant_alone_is_not_after_holm_over_its_family():
+    a = seeds([4, 3, 4, 4, 3, 4], "A")
+    b = seeds([0, 1, 0, 1, 0, 0], "B")
+    alone = compare(a, b)
+    assert alone.wins().tolist() == [["A"]]  # p = 2/64 = 0.031
+    # The same cell in a family of two: Holm's smallest adjusted p is 2 x 0.031.
+    family = [compare(a, b), compare(seeds([2] * 6, "C"), seeds([2] * 6, "D"))]
+    assert holm_family(family, "secondary") == 2
+    assert family[0].p_adjusted[0, 0] == pytest.approx(2 * 2 / 64)
+    assert family[0].wins().tolist() == [[""]]
+    assert family[0].to_dict()["family"] == "secondary"
+    assert "Holm-adjusted p-values (family 'secondary', 2 tests" in family[0].table()
+    # Rows outside the family's K are untested: null in JSON, never marked.
+    assert holm_family([alone], "primary", ks=[2]) == 0
+    assert alone.to_dict()["p_adjusted"] == [[None]] and alone.wins().tolist() == [[""]]
 
 
 def test_unequal_seed_counts_use_the_unpaired_test_and_json_round_trips():

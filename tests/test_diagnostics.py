@@ -15,7 +15,7 @@ import pytest
 from agent_envs.core import TextEnv
 from agent_envs.evaluation import evaluate
 from agent_envs.evaluation.rollout import EpisodeRun
-from baselines.simple_agents import NoisyOracleAgent, OracleAgent
+from baselines.simple_agents import IntervalGuesser, NoisyOracleAgent, OracleAgent
 
 GRID = dict(ks=[1], tasks=2, samples=1, n_bootstrap=20, env_name="line")
 
@@ -95,10 +95,11 @@ def test_the_oracle_makes_no_error_and_every_turn_is_optimal():
 
 def test_going_back_to_the_oracle_after_a_mistake_recovers_every_error():
     # left (cell 2 -> 1: distance 3 -> 4) at turn 1, right (back to 3) at turn
-    # 2, right, left at turn 4 (cell 3 -> 2), right at turn 5; solved at turn 7.
-    diagnostics = run(Script("left right right left right"), [1, 2, 4, 10])
-    # Per task, by T=1: one error, not yet recovered; by T=2: recovered in 1
-    # turn; by T=4: a second error, pending; by T=10: both recovered.
+    # 2, right (2: closer than before the error) at turn 3, left at turn 4
+    # (cell 3 -> 2), right at turn 5, right (cell 4) at turn 6; solved at turn 7.
+    diagnostics = run(Script("left right right left right"), [2, 3, 5, 10])
+    # Per task, by T=2: one error, back where it was but not yet closer; by
+    # T=3: recovered in 2 turns; by T=5: a second error, pending; by T=10: both.
     assert recovery(diagnostics) == [
         (2, 0, 0, 0.0),
         (2, 0, 2, 1.0),
@@ -107,9 +108,9 @@ def test_going_back_to_the_oracle_after_a_mistake_recovers_every_error():
     ]
     assert [item["mean_turns_to_recover"] for item in diagnostics["error_recovery"]] == [
         None,
-        1.0,
-        1.0,
-        1.0,
+        2.0,
+        2.0,
+        2.0,
     ]
     # 7 judged turns per task, 5 optimal; every action valid.
     assert diagnostics["decision_quality"] == diagnostics["decision_quality_valid"] == 5 / 7
@@ -150,11 +151,48 @@ def test_the_log_records_each_error_with_its_recovery_turn(tmp_path):
     log = tmp_path / "run.jsonl"
     evaluate(Script("left right right left left"), Line, budgets=[10], log_path=log, **GRID)
     episode = json.loads(log.read_text().splitlines()[1])
-    # Cells 2 1 2 3 2 1 2 3 4 5.  Turn 1 (distance 3 -> 4) is undone at turn 2;
-    # turns 4 (2 -> 3) and 5 (3 -> 4) are pending until turn 6 brings distance
-    # 3 (the second one's) and turn 7 distance 2 (the first one's).
-    assert episode["oracle_errors"] == [[1, 2, False], [4, 7, False], [5, 6, False]]
+    # Cells 2 1 2 3 2 1 2 3 4 5.  Turn 1 (from distance 3) is recovered at turn
+    # 3 (distance 2); turns 4 (from 2) and 5 (from 3) are pending until turn 7
+    # brings distance 2 (below the second one's 3) and turn 8 distance 1.
+    assert episode["oracle_errors"] == [[1, 3, False], [4, 8, False], [5, 7, False]]
     assert episode["judged"] == episode["judged_valid"] == episode["turns"] == 9
+
+
+class WaitingLine(Line):
+    """The line world with a "wait" move: valid, not the oracle's, and it loses no ground."""
+
+    def _parse(self, action):
+        return action if action in ("left", "right", "wait") else None
+
+    def _apply(self, move):
+        if move != "wait":
+            return super()._apply(move)
+        return "You wait.", True
+
+
+def test_a_wasted_turn_is_no_recovery():
+    # wait, wait (distance 3 both times: two errors, nothing lost), then right
+    # (distance 2) at turn 3 recovers both; solved at turn 5.
+    diagnostics = evaluate(Script("wait wait"), WaitingLine, budgets=[2, 3, 10], **GRID).diagnostics
+    assert recovery(diagnostics) == [(4, 0, 0, 0.0), (4, 0, 4, 1.0), (4, 0, 4, 1.0)]
+    assert diagnostics["error_recovery"][-1]["mean_turns_to_recover"] == 1.5
+
+
+def test_recovery_separates_an_interval_guesser_from_a_guesser_that_wastes_turns():
+    # GuessNumber: a guess outside the interval shown loses no ground, so the
+    # old same-turn rule scored both policies about 0.9-1.0.  Counting only a
+    # later turn that gets strictly closer, the guesser that stays inside the
+    # interval recovers almost every error by T=12, and sooner; the noisy
+    # oracle, which guesses anywhere in 1..100 three turns in four, does not.
+    grid = dict(ks=[1], budgets=[7, 12], tasks=20, samples=4, n_bootstrap=10)
+    interval = evaluate(IntervalGuesser(), "agent_envs/GuessNumber-v0", **grid)
+    noisy = evaluate(NoisyOracleAgent(0.75), "agent_envs/GuessNumber-v0", **grid)
+    good, weak = (r.diagnostics["error_recovery"] for r in (interval, noisy))
+    assert good[-1]["rate"] > 0.95 and weak[-1]["rate"] < 0.85
+    assert good[0]["rate"] - weak[0]["rate"] > 0.15
+    assert good[-1]["mean_turns_to_recover"] + 0.3 < weak[-1]["mean_turns_to_recover"]
+    # Both make plenty of errors: the difference is in what follows them.
+    assert min(good[-1]["recoverable"], weak[-1]["recoverable"]) > 200
 
 
 # ----------------------------------------------------- noisy oracle, real envs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -442,6 +443,7 @@ def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_pat
         steps=20,
         learning_rate=1e-3,
         warm_start=0,
+        beta=0.0,  # as measured; the KL anchor has its own test below
     )
     out = train_llm(config, tmp_path / "run", log=lambda line: None)
     after, _, _ = play(out, probe, short, seed=99)
@@ -451,6 +453,47 @@ def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_pat
     sidecar = json.loads((out / "train_llm.json").read_text())
     assert sidecar["config"]["budget"]["budgets"] == [4]
     assert len(sidecar["log"]) == 20
+
+
+def test_the_kl_anchor_is_the_warm_start_and_every_step_logs_its_signal(tmp_path):
+    from baselines.llm.train import LLMTrainConfig, train_llm
+
+    # Warm-started in the same process: TRL would reload the untrained base from
+    # the model's folder as the reference; the anchor must be the warm start.
+    config = LLMTrainConfig(
+        GUESS, T8, tasks=SHORT_TASKS, k=2, tasks_per_step=1, steps=2, warm_start=20,
+        warm_start_episodes=2, beta=0.5, context=512,
+    )  # fmt: skip
+    out = train_llm(config, tmp_path / "run", log=lambda line: None)
+    log = json.loads((out / "train_llm.json").read_text())["log"]
+    assert len(log) == 2
+    # Step 1 samples from the very weights the reference holds: KL ~ 0 (against the
+    # untrained base it was several nats).
+    assert abs(log[0]["kl"]) < 1e-4
+    for entry in log:
+        assert 0 <= entry["invalid"] <= 1 and entry["zero_std"] in (0.0, 1.0)
+
+
+def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_path, tmp_path):
+    from baselines.llm.train import COLLAPSE_WINDOW, LLMTrainConfig, train_llm
+
+    lines = []
+    # The untrained tiny model writes almost nothing but invalid replies.
+    config = LLMTrainConfig(
+        GUESS, BudgetSpec.fixed(3), model=str(tiny_path), tasks=SHORT_TASKS, k=2,
+        tasks_per_step=1, steps=12, warm_start=0, collapse_invalid=0.3,
+    )  # fmt: skip
+    out = train_llm(config, tmp_path / "run", log=lines.append)
+    sidecar = json.loads((out / "train_llm.json").read_text())
+    assert sidecar["stopped"]["step"] == COLLAPSE_WINDOW
+    assert sidecar["stopped"]["invalid_rate"] > 0.3
+    assert len(sidecar["log"]) == COLLAPSE_WINDOW
+    assert any(line.startswith("collapse guard: stopped GRPO at step 5") for line in lines)
+    # Off (1.0), the same run goes the distance.
+    off = train_llm(
+        replace(config, steps=6, collapse_invalid=1.0), tmp_path / "off", log=lambda line: None
+    )
+    assert json.loads((off / "train_llm.json").read_text())["stopped"] is None
 
 
 def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
@@ -475,7 +518,7 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
         ([GUESS, "--budget-mix", "4,x"], "--budget-mix takes"),
         ([GUESS, "--weights", "1,2"], "--weights goes with --budget-mix"),
         ([GUESS, "--tasks", "a:b"], "--tasks takes"),
-        ([GUESS, "--model", "/nonexistent/model"], "is not a folder"),
+        ([GUESS, "--model", "/nonexistent/model"], "never downloaded"),
     ],
 )
 def test_train_llm_bad_input_gives_one_line_errors(argv, message, capsys, tmp_path):

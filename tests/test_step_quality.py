@@ -120,7 +120,7 @@ def test_evaluate_and_the_cli_report_it_and_compare_shows_the_difference(tmp_pat
     oracle.save(tmp_path / "oracle.json")
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "oracle.json"), str(out)]) == 0
-    assert "step quality (optimal-action rate on 20 shared reference states)" in (
+    assert "step quality (optimal-action rate on 20 shared reference states, 0 with one" in (
         capsys.readouterr().out
     )
     json.dumps(difference.to_dict())
@@ -136,3 +136,34 @@ def test_an_env_without_an_oracle_is_refused_with_a_clear_error():
 
     with pytest.raises(ValueError, match="step quality needs an env with an oracle"):
         step_quality(lambda observation: "right", Blind, tasks=2, states_per_task=2)
+
+
+def test_states_with_one_legal_move_are_left_out_and_counted():
+    # Maze dead ends leave one open side: any masked policy plays them right.
+    maze = "agent_envs/Maze-5x5-v0"
+    result = step_quality(RandomAgent(), maze, tasks=6, states_per_task=10)
+    excluded = result["single_move_states_excluded"]
+    assert excluded > 0
+    assert result["states"] + excluded == 60
+    assert sum(row[1] for row in result["per_task"]) == result["states"]
+    # The oracle scores 1 on what is left, and meets the same exclusions.
+    oracle = step_quality(OracleAgent(), maze, tasks=6, states_per_task=10)
+    assert oracle["single_move_states_excluded"] == excluded and oracle["optimal_rate"] == 1.0
+
+
+def test_every_training_seed_is_judged_on_the_same_states_and_compare_differences_them():
+    # The episodes' seed differs per training seed; the step-quality seed is the
+    # study's, so every seed's result shares one state set.
+    grid = dict(ks=[1], budgets=[20], tasks=4, n_bootstrap=50, step_quality=5)
+    runs = {
+        name: [evaluate(agent, SOKOBAN, **grid, seed=seed) for seed in range(5)]
+        for name, agent in (("good", NoisyOracleAgent(0.1)), ("bad", NoisyOracleAgent(0.6)))
+    }
+    sets = {
+        json.dumps(r.diagnostics["step_quality"]["state_set"]) for g in runs.values() for r in g
+    }
+    assert len(sets) == 1
+    step = compare(runs["good"], runs["bad"]).step_quality
+    assert step is not None and step["ci_low"] > 0 and step["diff"] == step["a"] - step["b"]
+    other = evaluate(NoisyOracleAgent(0.1), SOKOBAN, **grid, step_quality_seed=7)
+    assert other.diagnostics["step_quality"]["state_set"]["seed"] == 7

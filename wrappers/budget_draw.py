@@ -24,6 +24,7 @@ from wrappers.validators import check_budget, check_weights
 
 __all__ = ["BudgetDraw"]
 
+
 class BudgetDraw:
     """Draw turn budgets from ``budgets`` with ``weights`` (uniform by default).
 

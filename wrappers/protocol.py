@@ -39,6 +39,7 @@ __all__ = [
     "ActionVocabulary",
     "AdmissibleActions",
     "BudgetAwareOracle",
+    "CompactView",
     "Oracle",
     "OracleEnv",
 ]
@@ -135,6 +136,24 @@ class ActionParser(Protocol):
 
     def parse_action(self, action: str) -> Any | None:
         """Return the move ``action`` means (any comparable value), or ``None``."""
+        ...
+
+
+@runtime_checkable
+class CompactView(Protocol):
+    """An env that names the part of its text an array encoder needs.
+
+    ``compact_view()`` returns ``TextEncoder`` settings for ``mode="chars"``
+    (``view_only``, ``keep``, ``max_length``, ``charset``, ``feedback_length``):
+    the few characters that carry the state (FrozenLake's ``FHSG@``), where
+    they sit, and how long the view can be.  Encoders and training defaults
+    use it instead of the whole printable charset of a long observation, so
+    that a user need not pass a charset.  Optional: an env without it is
+    encoded whole.
+    """
+
+    def compact_view(self) -> dict[str, Any]:
+        """Return the ``TextEncoder`` settings (without ``mode``) of the compact view."""
         ...
 
 

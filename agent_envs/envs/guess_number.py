@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,16 @@ class GuessNumberEnv(TextEnv[int]):
 
     def _view(self) -> str:
         return self._shown  # re-rendered only when the interval changes
+
+    def compact_view(self) -> dict[str, Any]:
+        """Return the encoder settings of the interval line (``CompactView``).
+
+        Only its digits count; the constant words ahead of them keep the low
+        end at fixed positions.
+        """
+        longest = len(f"The secret is between {self.max_number} and {self.max_number}.")
+        return {"view_only": True, "keep": "head", "charset": "0123456789",
+                "max_length": longest}  # fmt: skip
 
     def _parse(self, action: str) -> int | None:
         match = _NUMBER.match(action)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -233,6 +234,14 @@ class HanoiEnv(TextEnv[HanoiTask]):
 
     def _view(self) -> str:
         return "\n".join(self._lines)
+
+    def compact_view(self) -> dict[str, Any]:
+        """Return the encoder settings of the pegs and the goal (``CompactView``)."""
+        tower = len(_peg_line(0, tuple(range(self.n_disks, 0, -1))))
+        line = max(tower, len(_peg_line(0, ())))
+        goal = len(f"Goal: all {self.n_disks} disks on peg 3.")
+        return {"view_only": True, "keep": "head", "charset": "0123456789\n",
+                "max_length": 3 * (line + 1) + goal}  # fmt: skip
 
     def _parse(self, action: str) -> tuple[int, int] | None:
         tokens = _TOKEN.findall(action)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -243,6 +244,20 @@ class MazeEnv(TextEnv[MazeTask]):
             f"You are at row {row}, column {col}. "
             f"{_OPEN_TEXT[self.task.open_sides[self._position]]}"
         )
+
+    def compact_view(self) -> dict[str, Any]:
+        """Return the encoder settings of the walls and the heading (``CompactView``).
+
+        The view left-aligned after the feedback's first 16 characters (``You
+        moved north.``: the heading); letters only, so the coordinates read as
+        "unknown" and a policy cannot hang on one map's layout.  A memoryless
+        policy then sees its heading beside the walls around it, which is all a
+        wall follower needs.
+        """
+        longest = max(len(text) for text in _OPEN_TEXT)
+        position = len(f"You are at row {self.size - 1}, column {self.size - 1}. ")
+        return {"view_only": True, "keep": "head", "max_length": position + longest,
+                "charset": "abcdefghijklmnopqrstuvwxyz", "feedback_length": 16}  # fmt: skip
 
     def _parse(self, action: str) -> int | None:
         return _PARSE.get(action)

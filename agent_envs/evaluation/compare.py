@@ -21,6 +21,7 @@ from agent_envs.evaluation.seed_stats import (
     MIN_SEEDS,
     SeedSampler,
     hierarchical_bootstrap,
+    holm,
     min_p_value,
     paired_permutation_test,
     task_sampler,
@@ -28,7 +29,7 @@ from agent_envs.evaluation.seed_stats import (
 )
 from wrappers import seeding
 
-__all__ = ["CompareResult", "compare"]
+__all__ = ["CompareResult", "compare", "holm_family"]
 
 
 @dataclass
@@ -50,6 +51,11 @@ class CompareResult:
     p-value is at most ``1 - confidence``; with fewer than ``MIN_SEEDS``
     seeds per side, or when ``min_p_value`` (the smallest p-value the test
     can give with these seeds) is above ``1 - confidence``, no cell can be.
+
+    ``p_adjusted``, after :func:`holm_family`: the cell's Holm-adjusted
+    p-value within its ``family`` of ``family_size`` tests (``nan`` for a cell
+    outside the family, which is then never marked); marks then use it
+    instead of ``p_value``.
 
     ``step_quality``, when every result carries one on the same state set:
     the optimal-action rates of A and B and their difference with an interval
@@ -73,6 +79,9 @@ class CompareResult:
     p_value: np.ndarray | None = None
     min_p_value: float | None = None
     step_quality: dict[str, Any] | None = None
+    p_adjusted: np.ndarray | None = None
+    family: str | None = None
+    family_size: int | None = None
 
     @property
     def can_be_significant(self) -> bool:
@@ -88,7 +97,9 @@ class CompareResult:
         if self.unit == "seed":
             if not self.can_be_significant:
                 return marks
-            significant = self.p_value <= 1 - self.confidence
+            p_value = self.p_value if self.p_adjusted is None else self.p_adjusted
+            with np.errstate(invalid="ignore"):
+                significant = p_value <= 1 - self.confidence  # nan (untested) is never
         marks[significant & (self.ci_low > 0)] = "A"
         marks[significant & (self.ci_high < 0)] = "B"
         return marks
@@ -98,7 +109,9 @@ class CompareResult:
         data: dict[str, Any] = {"format": "agent-envs-compare/1"}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
-            data[name] = value.tolist() if isinstance(value, np.ndarray) else value
+            if isinstance(value, np.ndarray):  # nan (a cell outside the family) -> null
+                value = np.where(np.isnan(value), None, value).tolist()
+            data[name] = value
         data["wins"] = self.wins().tolist()
         data["can_be_significant"] = self.can_be_significant
         return data
@@ -128,12 +141,23 @@ class CompareResult:
                     f"T={t}: {self.p_value[i, j]:.3f}" for j, t in enumerate(self.budgets)
                 )
                 lines.append(f"  K={k}  {cells}")
+            if self.p_adjusted is not None:
+                lines.append(
+                    f"Holm-adjusted p-values (family {self.family!r}, {self.family_size} tests; "
+                    "marks use these):"
+                )
+                for i, k in enumerate(self.ks):
+                    cells = "  ".join(
+                        f"T={t}: {self.p_adjusted[i, j]:.3f}" for j, t in enumerate(self.budgets)
+                    )
+                    lines.append(f"  K={k}  {cells}")
             if not self.can_be_significant:
                 lines.append(self._why_nothing_is_significant())
         if self.step_quality:
             sq = self.step_quality
             lines.append(
-                f"step quality (optimal-action rate on {sq['states']} shared reference states"
+                f"step quality (optimal-action rate on {sq['states']} shared reference states, "
+                f"{sq.get('single_move_states_excluded', 0)} with one legal move left out"
                 f"{', privileged oracle' if sq.get('privileged_oracle') else ''}): "
                 f"A {sq['a']:.3f}, B {sq['b']:.3f}, A - B {sq['diff']:+.3f} "
                 f"[{sq['ci_low']:+.3f},{sq['ci_high']:+.3f}]"
@@ -204,6 +228,37 @@ class CompareResult:
             label="Pass@(K,T) of A minus B",
             marks=marks,
         )
+
+
+def holm_family(
+    comparisons: Sequence[CompareResult], family: str, ks: Sequence[int] | None = None
+) -> int:
+    """Holm-correct one family of seed-level tests in place; return the family's size.
+
+    The family is every cell (or, with ``ks``, every cell of those K rows) of
+    every comparison given: declare it before looking at the p-values.  Each
+    comparison gets ``p_adjusted`` (``nan`` outside the family), ``family``
+    and ``family_size``, and :meth:`CompareResult.wins` then marks only cells
+    whose adjusted p is at most ``1 - confidence``.
+    """
+    blocks = []
+    for comparison in comparisons:
+        if comparison.p_value is None:
+            raise ValueError("holm_family needs seed-level comparisons (lists of results).")
+        p_value = np.array(comparison.p_value, dtype=float)
+        if ks is not None:
+            p_value[[i for i, k in enumerate(comparison.ks) if k not in ks]] = np.nan
+        blocks.append(p_value)
+    adjusted = holm(np.concatenate([block.ravel() for block in blocks])) if blocks else []
+    size = int(sum(np.isfinite(block).sum() for block in blocks))
+    start = 0
+    for comparison, block in zip(comparisons, blocks, strict=True):
+        comparison.p_adjusted = np.asarray(adjusted[start : start + block.size]).reshape(
+            block.shape
+        )
+        comparison.family, comparison.family_size = family, size
+        start += block.size
+    return size
 
 
 def _check_compatible(a: EvalResult, b: EvalResult) -> None:
@@ -286,6 +341,7 @@ def _step_quality_difference(
     rate_b = float(np.mean(rates[len(side_a) :]))
     return {
         "states": int(rows[0][:, 1].sum()),
+        "single_move_states_excluded": found[0].get("single_move_states_excluded", 0),
         "privileged_oracle": bool(found[0].get("privileged_oracle")),
         "a": rate_a,
         "b": rate_b,

@@ -106,8 +106,9 @@ def error_recovery(records: Sequence[EpisodeRecord], budget: int) -> dict[str, A
 
     Counts the errors made by turn ``budget`` (see ``EpisodeRecord.oracle_errors``):
     ``fatal`` ones entered a dead end, the others are ``recoverable``, and
-    ``recovered`` those back at their pre-error oracle distance (or solved) by
-    turn ``budget``.  ``rate`` is recovered / recoverable and
+    ``recovered`` those that a later turn, by turn ``budget``, brought strictly
+    closer to the goal than before the error (or solved): a wasted turn,
+    which loses no ground, is not a recovery.  ``rate`` is recovered / recoverable and
     ``mean_turns_to_recover`` the mean of (recovery turn - error turn) over
     the recovered ones.
     """

@@ -160,6 +160,7 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
             f"{_fmt(step['optimal_rate'])} optimal (recovery states "
             f"{_fmt(step['recovery_optimal_rate'])}, n={step['recovery_states']}; on-path "
             f"{_fmt(step['on_path_optimal_rate'])}, n={step['on_path_states']}), "
-            f"{_fmt(step['invalid_rate'])} invalid"
+            f"{_fmt(step['invalid_rate'])} invalid; "
+            f"{step.get('single_move_states_excluded', 0)} states with one legal move left out"
         )
     return lines

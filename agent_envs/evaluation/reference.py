@@ -32,6 +32,7 @@ from wrappers.validators import check_int, check_probability
 
 __all__ = ["NoisyOracleAgent", "OracleAgent", "SeededAgent"]
 
+
 class SeededAgent:
     """The base of seeded agents: per-turn counter-based draws, or the agent's own generator."""
 

@@ -79,11 +79,12 @@ class EpisodeRecord:
         first_non_optimal_turn: the first judged turn whose action was
             invalid or not in ``oracle_actions()``.
         oracle_errors: one ``[turn, recovered_turn, fatal]`` per *error* (a
-            valid judged action not in ``oracle_actions()``): ``fatal`` when
-            it entered a dead end; ``recovered_turn`` is the first turn, from
-            the error's own on, that ended with success or with
-            ``oracle_turns()`` at most its value before the error (``None``
-            if none did, and for a fatal error).
+            valid judged action not in ``oracle_actions()`` that did not win):
+            ``fatal`` when it entered a dead end; ``recovered_turn`` is the
+            first *later* turn that ended with success or with
+            ``oracle_turns()`` strictly below its value before the error
+            (``None`` if none did, and for a fatal error).  A wasted turn,
+            which loses no ground, is not a recovery.
     """
 
     task_id: int
@@ -210,9 +211,10 @@ class EpisodeRun:
         # after every valid move).
         self._distance: int | None = None
         self._exact_oracle = not getattr(base, "stochastic", True)
-        # Unrecovered non-fatal errors: (oracle_turns() before, its record entry).
+        # Unrecovered non-fatal errors: (oracle_turns() before, its record entry);
+        # an error is recovered once oracle_turns() falls below its limit.
         self._pending: list[tuple[int, list[Any]]] = []
-        self._ceiling = -1  # the largest distance limit among the pending errors
+        self._ceiling = -1  # the largest limit among the pending errors
         self._parsed_oracle = options.parsed_oracle
 
     def policy_info(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -285,51 +287,57 @@ class EpisodeRun:
             return  # success was out of reach before the action: nothing to judge
         record = self.record
         record.judged += 1
+        before = self._distance
+        error = False
         if not valid:
             # An invalid action is no error: it leaves the state (and distance) unchanged.
             if record.first_non_optimal_turn is None:
                 record.first_non_optimal_turn = turn
-            return
-        record.judged_valid += 1
-        before = self._distance
-        if action in self._oracle or self.is_oracle_move(action):
-            record.optimal += 1
-            if self._exact_oracle and before is not None:
-                distance = self._distance = before - 1
-            else:
-                distance = self._distance = self.base.oracle_turns()
-            if distance is None or not self._pending:
-                return
         else:
-            if record.first_non_optimal_turn is None:
-                record.first_non_optimal_turn = turn
-            distance = self._distance = self.base.oracle_turns()
-            if distance is None:
-                # Fatal; and nothing pending can be recovered in a dead end.
-                record.oracle_errors.append([turn, None, True])
-                return
-            if success or (before is not None and distance <= before):
-                record.oracle_errors.append([turn, turn, False])  # no ground lost
-            else:
-                entry: list[Any] = [turn, None, False]
-                record.oracle_errors.append(entry)
-                # Without a distance before, only success recovers the error.
-                limit = -1 if before is None else before
-                self._pending.append((limit, entry))
-                if limit > self._ceiling:
-                    self._ceiling = limit
-                # Every pending limit is below `before` (else it was recovered
-                # last turn), so none is recovered now.
-                return
-        if success or distance <= self._ceiling:
-            still, ceiling = [], -1
-            for limit, entry in self._pending:
-                if success or distance <= limit:
-                    entry[1] = turn
+            record.judged_valid += 1
+            if action in self._oracle or self.is_oracle_move(action):
+                record.optimal += 1
+                if self._exact_oracle and before is not None:
+                    self._distance = before - 1
                 else:
-                    still.append((limit, entry))
-                    ceiling = max(ceiling, limit)
-            self._pending, self._ceiling = still, ceiling
+                    self._distance = self.base.oracle_turns()
+            else:
+                if record.first_non_optimal_turn is None:
+                    record.first_non_optimal_turn = turn
+                self._distance = self.base.oracle_turns()
+                error = not success  # a move that wins is no error, whoever names it
+        distance = self._distance
+        # Errors made before this turn are recovered by it when it ends in success
+        # or strictly closer to the goal than before the error; this turn's own
+        # error is added after, so it can only be recovered by a later turn.
+        if self._pending and (success or (distance is not None and distance < self._ceiling)):
+            self._settle(turn, success, distance)
+        if error:
+            self._add_error(turn, before, distance)
+
+    def _add_error(self, turn: int, before: int | None, distance: int | None) -> None:
+        """Record an error at ``turn``: fatal into a dead end, else pending recovery."""
+        if distance is None:
+            # Fatal; and nothing pending can be recovered in a dead end.
+            self.record.oracle_errors.append([turn, None, True])
+            return
+        entry: list[Any] = [turn, None, False]
+        self.record.oracle_errors.append(entry)
+        # Without a distance before, only success recovers the error.
+        limit = -1 if before is None else before
+        self._pending.append((limit, entry))
+        self._ceiling = max(self._ceiling, limit)
+
+    def _settle(self, turn: int, success: bool, distance: int | None) -> None:
+        """Mark recovered at ``turn`` the pending errors its state beats."""
+        still, ceiling = [], -1
+        for limit, entry in self._pending:
+            if success or (distance is not None and distance < limit):
+                entry[1] = turn
+            else:
+                still.append((limit, entry))
+                ceiling = max(ceiling, limit)
+        self._pending, self._ceiling = still, ceiling
 
     def is_oracle_move(self, action: str) -> bool:
         """Return whether ``action`` is one of the oracle's moves, however it is spelled.

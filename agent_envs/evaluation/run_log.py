@@ -34,7 +34,10 @@ __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
 # /2: episodes record every judged turn and the per-error recovery (oracle_errors).
 # /3: the header holds the whole EvalSettings; resuming compares its episode fields.
-LOG_FORMAT = "agent-envs-runlog/3"
+# /4: an error is recovered only by a later turn that gets strictly closer to the
+#     goal (a /3 log counted a wasted turn as recovered at once): its
+#     oracle_errors mean something else, so it is not resumed.
+LOG_FORMAT = "agent-envs-runlog/4"
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -59,7 +62,8 @@ def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
     if old and fmt != LOG_FORMAT:
         raise ValueError(
             f"{path} is an older run log ({fmt}, this version writes "
-            f"{LOG_FORMAT}) whose episodes lack today's diagnostics; pass a new --log path."
+            f"{LOG_FORMAT}) whose episodes' diagnostics were counted differently; "
+            "pass a new --log path."
         )
     if not isinstance(header, dict) or fmt != LOG_FORMAT:
         raise ValueError(

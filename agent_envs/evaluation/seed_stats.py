@@ -19,8 +19,11 @@ from agent_envs.evaluation.pass_at_k import bootstrap_means
 __all__ = [
     "MIN_SEEDS",
     "hierarchical_bootstrap",
+    "holm",
     "min_p_value",
     "paired_permutation_test",
+    "seed_interval",
+    "seed_paired_test",
     "unpaired_permutation_test",
 ]
 
@@ -117,3 +120,60 @@ def unpaired_permutation_test(a: np.ndarray, b: np.ndarray, rng: np.random.Gener
     statistics = member @ flat / first - (1.0 - member) @ flat / (total - first)
     observed = flat[:first].mean(axis=0) - flat[first:].mean(axis=0)
     return _p_value(observed, statistics).reshape(pooled.shape[1:])
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Return Holm's step-down adjusted p-values of one family of tests (any shape).
+
+    The family is every finite entry; ``nan`` entries are not tests and stay
+    ``nan``.  Sorted ascending, the i-th smallest of m p-values becomes
+    ``max over j <= i of min(1, (m - j) * p_(j))``; rejecting where the
+    adjusted p is at most alpha controls the family-wise error rate at alpha.
+
+    >>> holm(np.array([0.01, 0.04, 0.03, np.nan])).round(3).tolist()
+    [0.03, 0.06, 0.06, nan]
+    """
+    p_values = np.asarray(p_values, dtype=float)
+    flat = p_values.ravel()
+    adjusted = np.full(flat.shape, np.nan)
+    tested = np.flatnonzero(np.isfinite(flat))
+    order = tested[np.argsort(flat[tested], kind="stable")]
+    m = order.size
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * flat[index]))
+        adjusted[index] = running
+    return adjusted.reshape(p_values.shape)
+
+
+def seed_interval(
+    per_seed: Sequence[np.ndarray],
+    rng: np.random.Generator,
+    n_bootstrap: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """Return the mean over seeds of a per-task metric and its hierarchical-bootstrap interval.
+
+    ``per_seed[s]`` holds one value per task for training seed ``s`` (a
+    study's primary metric, for example); the interval resamples seeds, then
+    tasks within each seed.
+    """
+    from agent_envs.evaluation.pass_at_k import percentile_interval
+
+    samplers = [task_sampler(np.asarray(values, dtype=float)[:, None]) for values in per_seed]
+    draws = hierarchical_bootstrap(samplers, n_bootstrap, rng)[:, 0]
+    low, high = percentile_interval(draws, confidence)
+    mean = float(np.mean([np.mean(values) for values in per_seed]))
+    return mean, float(low), float(high)
+
+
+def seed_paired_test(
+    a: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.random.Generator
+) -> float:
+    """Return the two-sided paired sign-flip p-value of mean(a) - mean(b) over seeds.
+
+    ``a[s]`` and ``b[s]`` are seed ``s``'s per-task values of two regimes;
+    ``rng`` serves only the Monte Carlo test beyond 14 seeds.
+    """
+    differences = np.array([np.mean(x) - np.mean(y) for x, y in zip(a, b, strict=True)])
+    return float(paired_permutation_test(differences[:, None], rng)[0])

@@ -105,6 +105,9 @@ class EvalSettings:
         progress: show a tqdm progress bar (if tqdm is installed).
         step_quality: reference states per task for the step-quality
             diagnostic (0: off); see :mod:`agent_envs.evaluation.step_quality`.
+        step_quality_seed: seeds the draw of those states.  Keep it fixed per
+            env and study, never the training seed, so that every regime and
+            seed is judged on the same states and ``compare`` differences them.
         backend: where episodes are played: ``"local"`` (this process) or
             ``"ray"`` (Ray actors, the ``[ray]`` extra; ``docs/distributed.md``).
             Like the other fields below ``step_quality``, it changes no
@@ -141,6 +144,7 @@ class EvalSettings:
     confidence: float = _setting(0.95)
     progress: bool = _setting(False)
     step_quality: int = _setting(0)
+    step_quality_seed: int = _setting(0)
     backend: str = _setting("local")
     ray_address: str | None = _setting(None)
     workers: int | None = _setting(None)
@@ -174,6 +178,7 @@ class EvalSettings:
             "seed": check_int(self.seed, "seed", 0),
             "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1),
             "step_quality": check_int(self.step_quality, "step_quality", 0),
+            "step_quality_seed": check_int(self.step_quality_seed, "step_quality_seed", 0),
             "wrappers": tuple(str(wrapper) for wrapper in self.wrappers),
             "batch_size": None
             if self.batch_size is None

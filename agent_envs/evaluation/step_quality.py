@@ -7,7 +7,11 @@ reference policy (by default a noisy oracle, so that the set holds states just
 after mistakes), hands the policy each chosen state with its exact history,
 through the same env stack as ``evaluate``, and scores the one action it
 returns against ``oracle_actions()``.  The state set depends only on the env,
-the reference, ``tasks``, ``states_per_task``, ``max_turns`` and ``seed``.
+the reference, ``tasks``, ``states_per_task``, ``max_turns`` and ``seed``, so
+a study fixes ``seed`` per env and study, never per training seed: then every
+regime and seed is judged on the same states and ``compare`` can difference
+them.  States where the env leaves one legal move are drawn but not judged
+(any masked policy plays them optimally), and their number is reported.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from agent_envs.evaluation.reference import NoisyOracleAgent
 from agent_envs.evaluation.rollout import EpisodeRecord, EpisodeRun, RunOptions, run_sequential
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.evaluation.stack import RunSetup
-from agent_envs.protocol import VALID_ACTION
+from agent_envs.protocol import VALID_ACTION, AdmissibleActions
 from wrappers import seeding
 from wrappers.validators import check_int
 
@@ -46,7 +50,7 @@ def _reference_states(
     candidates: list[tuple[int, tuple[str, ...], bool]] = []
     finished: list[tuple[EpisodeRecord, dict[str, Any] | None]] = []
     for attempt in range(wanted):
-        key = EpisodeKey.attempt(settings.seed, task, attempt, max_turns)
+        key = EpisodeKey.attempt(settings.step_quality_seed, task, attempt, max_turns)
         run_sequential(reference, env, [key], options, lambda *done: finished.append(done))
         record, transcript = finished[-1]
         if record.error is not None:
@@ -54,7 +58,7 @@ def _reference_states(
         candidates += _candidates(key.seed, record, transcript["steps"])
         if len(candidates) >= wanted:
             break
-    rng = seeding.stream(seeding.STEP_QUALITY_STATES, settings.seed, task)
+    rng = seeding.stream(seeding.STEP_QUALITY_STATES, settings.step_quality_seed, task)
     picks = rng.choice(len(candidates), size=min(wanted, len(candidates)), replace=False)
     return [candidates[index] for index in sorted(picks)]
 
@@ -112,7 +116,9 @@ def step_quality(
         batch_size: states per ``act_batch`` call (default 64).
 
     Returns:
-        ``optimal_rate`` (optimal actions / states), ``recovery_optimal_rate``
+        ``optimal_rate`` (optimal actions / states judged), ``states`` (judged),
+        ``single_move_states_excluded`` (drawn states with one legal move,
+        left out of every rate), ``recovery_optimal_rate``
         and ``on_path_optimal_rate`` (the same over *recovery states*, those
         whose last valid reference action was an error, and over the others),
         ``invalid_rate``, the state counts, ``privileged_oracle``, the
@@ -128,7 +134,9 @@ def step_quality(
     check_int(states_per_task, "states_per_task", 1)
     check_int(max_turns, "max_turns", 1)
     grid = dict(ks=(1,), budgets=(max_turns,), tasks=tasks, step_quality=states_per_task)
-    settings = EvalSettings(**grid, seed=seed, visible_budget=visible_budget, batch_size=batch_size)
+    settings = EvalSettings(
+        **grid, step_quality_seed=seed, visible_budget=visible_budget, batch_size=batch_size
+    )
     return judge_steps(RunSetup.resolve(policy, env, settings), reference)
 
 
@@ -136,9 +144,11 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     """Judge a resolved run's policy on its reference states, through the run's own stack.
 
     ``setup.settings.step_quality`` states per task, drawn as
-    :func:`step_quality` describes; the reference (default ``NoisyOracleAgent
-    (epsilon=0.3)``) plays under a hidden budget of max(T), and the policy acts
-    in ``settings.batch_size`` slots.
+    :func:`step_quality` describes with ``settings.step_quality_seed`` (the
+    study's seed, never the episodes' ``seed``, so every training seed meets
+    the same states); the reference (default ``NoisyOracleAgent(epsilon=0.3)``)
+    plays under a hidden budget of max(T), and the policy acts in
+    ``settings.batch_size`` slots.
     """
     settings, adapter, stack = setup.settings, setup.adapter, setup.stack
     if not setup.has_oracle:
@@ -154,7 +164,7 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     slots = settings.batch_size
     envs = [setup.probe] + [stack() for _ in range(slots - 1)]
     options = RunOptions(diagnose=True, hidden_budget=None if stack.visible else BudgetReads())
-    outcomes: list[tuple[bool, bool]] = []
+    outcomes: list[tuple[bool, bool] | None] = []
     for start in range(0, len(states), slots):
         outcomes += _judge(adapter, envs, states[start : start + slots], stack.max_budget, options)
     return _summary(
@@ -166,7 +176,8 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
             "tasks": list(settings.tasks),
             "states_per_task": settings.step_quality,
             "max_turns": stack.max_budget,
-            "seed": settings.seed,
+            "seed": settings.step_quality_seed,
+            "excluded": "single legal move",
         },
         policy=adapter.name,
     )
@@ -178,8 +189,13 @@ def _judge(
     chunk: list[Any],
     max_turns: int,
     options: RunOptions,
-) -> list[tuple[bool, bool]]:
-    """Replay each state of ``chunk`` on its slot, act once; return (optimal, invalid) per state."""
+) -> list[tuple[bool, bool] | None]:
+    """Replay each state of ``chunk`` on its slot, act once; return (optimal, invalid) per state.
+
+    A state where the env leaves one legal move (``admissible_actions()``, the
+    mask of discrete-action agents) gets ``None``: any masked policy plays it
+    optimally, so it says nothing about the policy's steps.
+    """
     runs, observations, infos = [], [], []
     for env_, (task, episode, actions, _) in zip(envs, chunk, strict=False):
         run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
@@ -188,11 +204,19 @@ def _judge(
             observation, _, _, _, info = env_.step(action)
             info = run.policy_info(info)
         run.before_act(info)
-        runs.append(run)
-        observations.append(observation)
-        infos.append(info)
-    outcomes = []
-    for env_, run, action in zip(envs, runs, _act(adapter, observations, infos), strict=False):
+        base = env_.unwrapped
+        forced = isinstance(base, AdmissibleActions) and len(base.admissible_actions()) == 1
+        runs.append(None if forced else run)
+        if not forced:
+            observations.append(observation)
+            infos.append(info)
+    actions = iter(_act(adapter, observations, infos) if observations else [])
+    outcomes: list[tuple[bool, bool] | None] = []
+    for env_, run in zip(envs, runs, strict=False):
+        if run is None:
+            outcomes.append(None)
+            continue
+        action = next(actions)
         if not isinstance(action, str):
             outcomes.append((False, True))
             continue
@@ -224,14 +248,19 @@ def _rate(hits: int, total: int) -> float | None:
 
 def _summary(
     states: list[tuple[int, int, tuple[str, ...], bool]],
-    outcomes: list[tuple[bool, bool]],
+    outcomes: list[tuple[bool, bool] | None],
     *,
     privileged: bool,
     state_set: dict[str, Any],
     policy: str,
 ) -> dict[str, Any]:
     rows: dict[int, list[int]] = {}
-    for (task, _, _, recovery), (optimal, invalid) in zip(states, outcomes, strict=True):
+    excluded = 0
+    for (task, _, _, recovery), outcome in zip(states, outcomes, strict=True):
+        if outcome is None:  # one legal move: excluded
+            excluded += 1
+            continue
+        optimal, invalid = outcome
         row = rows.setdefault(task, [task, 0, 0, 0, 0, 0])
         row[1] += 1
         row[2] += optimal
@@ -244,6 +273,7 @@ def _summary(
     return {
         "policy": policy,
         "states": total,
+        "single_move_states_excluded": excluded,
         "optimal_rate": _rate(optimal, total),
         "recovery_states": recovery,
         "recovery_optimal_rate": _rate(recovery_optimal, recovery),

@@ -63,6 +63,7 @@ from baselines.llm.generation import (
     eos_token_ids,
     generate_replies,
 )
+from baselines.llm.models import resolve_model
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
@@ -91,11 +92,11 @@ class HFAgent:
     """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
 
     Args:
-        model: a local folder or hub name, loaded with
-            ``AutoModelForCausalLM.from_pretrained``, or an already-loaded model
-            (then ``tokenizer`` is required).
-        tokenizer: a tokenizer, or its folder or hub name; by default the
-            model's.
+        model: a local HF folder, a ``.gguf`` file or a short name such as
+            ``"smollm2-135m"`` (see :mod:`baselines.llm.models`; nothing is
+            downloaded), loaded with ``AutoModelForCausalLM.from_pretrained``,
+            or an already-loaded model (then ``tokenizer`` is required).
+        tokenizer: a tokenizer, or its folder; by default the model's.
         system_prompt: put first in every prompt (``None`` for none); a system
             message from ``wrappers.ChatHistory`` takes its place.
         temperature: ``0`` for greedy decoding, else the sampling temperature.
@@ -122,7 +123,7 @@ class HFAgent:
 
     Example::
 
-        agent = HFAgent("Qwen/Qwen2.5-0.5B-Instruct", temperature=0.7, batch_size=32)
+        agent = HFAgent("smollm2-135m", temperature=0.7, batch_size=32)
         action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
     """
 
@@ -278,26 +279,26 @@ def _load(model: Any, tokenizer: Any, device: str | None, dtype: Any, trust_remo
     """Return ``(model, tokenizer, name)``, loading whatever was given by name."""
     if device is not None and not isinstance(device, str):
         raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got {device!r}.")
+    # Local files only: resolve_model refuses hub names at once, and
+    # local_files_only keeps transformers itself from reaching for the hub.
+    local = {"local_files_only": True, "trust_remote_code": trust_remote_code}
     if isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = AutoTokenizer.from_pretrained(
-            os.fspath(tokenizer), padding_side="left", trust_remote_code=trust_remote_code
+            resolve_model(tokenizer), padding_side="left", **local
         )
     if isinstance(model, (str, os.PathLike)):
         name = os.fspath(model)
+        folder = resolve_model(model)
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         torch_dtype = _dtype(dtype, device)
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(
-                name, padding_side="left", trust_remote_code=trust_remote_code
-            )
-        loaded = AutoModelForCausalLM.from_pretrained(
-            name, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
+            tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left", **local)
+        loaded = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, **local)
         return loaded.to(device), tokenizer, name
     if not callable(getattr(model, "generate", None)):
         raise TypeError(
-            "model must be a folder, a hub name or a loaded transformers model with "
+            "model must be a local folder, a .gguf file, a short name or a loaded model with "
             f"generate(), got {type(model).__name__}."
         )
     if tokenizer is None:

@@ -57,6 +57,8 @@ __all__ = [
 # ---------------------------------------------------------------- settings
 #: The first evaluation task id: held-out tasks start far above the training ids.
 EVAL_FIRST_TASK = 10_000
+#: The collapse guard averages the invalid-reply rate over this many GRPO steps.
+COLLAPSE_WINDOW = 5
 #: ``--quick``: just enough of everything to exercise every part once.
 QUICK = {"warm_start": 4, "steps": 2, "tasks": 2, "k": 2, "eval_tasks": 2, "eval_samples": 2}
 
@@ -68,7 +70,8 @@ class LLMTrainConfig:
     Args:
         env_id: a registered env id.
         budget: the turn budgets of training episodes (fixed T or BudgetMix).
-        model: a local model folder; ``None`` builds the tiny model.
+        model: a local HF folder, a .gguf file or a short name such as ``smollm2-135m``
+            (:func:`baselines.llm.models.resolve_model`); ``None`` builds the tiny model.
         tasks: the training task ids.
         k: attempts per task in a GRPO group (``num_generations``).
         tasks_per_step: tasks (groups) per GRPO step; a step plays
@@ -87,6 +90,12 @@ class LLMTrainConfig:
         context: the context length of the built-in tiny model, in tokens
             (ignored with ``model``); a longer budget or a wordier env needs
             more, or its episodes end with ``end_reason="context"``.
+        beta: the KL penalty to the model GRPO starts from (the warm start),
+            TRL's ``beta``.  At 0 the policy may drift anywhere: at lr 1e-3,
+            2 of 3 regimes collapsed to 100% invalid replies within 150 steps.
+        collapse_invalid: the collapse guard.  GRPO stops, and the sidecar
+            says so under ``stopped``, once the invalid-reply rate averaged over
+            the last ``COLLAPSE_WINDOW`` steps exceeds this (1 turns it off).
     """
 
     env_id: str
@@ -107,6 +116,8 @@ class LLMTrainConfig:
     temperature: float = 1.0
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     context: int = 1024
+    beta: float = 0.04
+    collapse_invalid: float = 0.5
 
     def __post_init__(self) -> None:
         for name in ("k", "tasks_per_step", "max_new_tokens", "context"):
@@ -125,8 +136,12 @@ class LLMTrainConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a number > 0, got {value!r}.")
-        if not (math.isfinite(self.process_reward) and self.process_reward >= 0):
-            raise ValueError(f"process_reward must be >= 0, got {self.process_reward!r}.")
+        for name in ("process_reward", "beta"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
+        if not 0 < self.collapse_invalid <= 1:
+            raise ValueError(f"collapse_invalid must be in (0, 1], got {self.collapse_invalid!r}.")
         if not 0 <= self.warm_start_epsilon <= 1:
             raise ValueError(
                 f"warm_start_epsilon must be in [0, 1], got {self.warm_start_epsilon}."
@@ -161,25 +176,24 @@ def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
 
 
 def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
-    """Return ``(model, tokenizer)``: the given folder, or the tiny model built in ``out/base``."""
+    """Return ``(model, tokenizer)``: the given model (folder, ``.gguf`` or short name), or
+    the tiny model built in ``out/base``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = config.model
-    if path is None:
+    if config.model is None:
         from baselines.llm.tiny import build_tiny_model
 
-        path = str(
-            build_tiny_model(out / "base", config.env_id, seed=config.seed, context=config.context)
+        path = build_tiny_model(
+            out / "base", config.env_id, seed=config.seed, context=config.context
         )
-    elif not Path(path).is_dir():
-        raise FileNotFoundError(
-            f"--model {path} is not a folder; give a local model folder (offline) or omit it "
-            "for the built-in tiny model."
-        )
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    else:
+        from baselines.llm.models import resolve_model
+
+        path = resolve_model(config.model)
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left", local_files_only=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
     return model, tokenizer
 
 
@@ -223,6 +237,7 @@ def train_llm(
     model, tokenizer = load_model(config, out)
     timings: dict[str, float] = {}
     history: list[dict[str, Any]] = []
+    stopped: dict[str, Any] = {}  # filled by the collapse guard when it stops GRPO
 
     started = time.perf_counter()
     if config.warm_start:
@@ -262,7 +277,7 @@ def train_llm(
             lr_scheduler_type="constant",
             temperature=config.temperature,
             max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
-            beta=0.0,
+            beta=config.beta,
             save_strategy="no",
             logging_steps=1,
             seed=config.seed,
@@ -276,7 +291,13 @@ def train_llm(
             processing_class=tokenizer,
             rollout_func=rollout,
         )
+        if trainer.ref_model is not None:
+            # TRL reloads the KL reference from the model's folder, which after an
+            # in-process warm start holds the untrained base: anchor it to the
+            # weights GRPO starts from instead.
+            trainer.ref_model.load_state_dict(model.state_dict())
         _quiet(trainer, history, log, config.steps)
+        trainer.add_callback(_collapse_guard(config.collapse_invalid, history, stopped, log))
         trainer.train()
         model = trainer.model
     timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
@@ -288,6 +309,7 @@ def train_llm(
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
         "timings": timings,
+        "stopped": stopped or None,
         "log": history,
         "torch_threads": torch.get_num_threads(),
         "versions": _versions(),
@@ -313,6 +335,9 @@ def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) 
                 "step": state.global_step,
                 SUCCESS: logs.get("episodes/success"),
                 "turns": logs.get("episodes/turns"),
+                "invalid": logs.get("episodes/invalid_rate"),
+                "zero_std": logs.get("frac_reward_zero_std"),  # groups with no signal
+                "kl": logs.get("kl"),
                 "reward": logs.get("reward"),
                 "loss": logs.get("loss"),
                 "seconds": logs.get("step_time"),
@@ -335,6 +360,31 @@ def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) 
                 bar.close()
 
     trainer.add_callback(ShortLog())
+
+
+def _collapse_guard(
+    limit: float, history: list[dict[str, Any]], stopped: dict[str, Any], log: Callable
+) -> Any:
+    """Return a callback that stops GRPO once the recent invalid-reply rate exceeds ``limit``."""
+    from transformers import TrainerCallback
+
+    class CollapseGuard(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            recent = [
+                e["invalid"] for e in history[-COLLAPSE_WINDOW:] if e.get("invalid") is not None
+            ]
+            if stopped or len(recent) < COLLAPSE_WINDOW or limit >= 1:
+                return
+            rate = sum(recent) / len(recent)
+            if rate > limit:
+                stopped.update(step=state.global_step, invalid_rate=round(rate, 4), limit=limit)
+                control.should_training_stop = True
+                log(
+                    f"collapse guard: stopped GRPO at step {state.global_step}: invalid-reply "
+                    f"rate {rate:.2f} over the last {COLLAPSE_WINDOW} steps > {limit}"
+                )
+
+    return CollapseGuard()
 
 
 def _progress(total: int) -> Any:
@@ -393,14 +443,16 @@ def evaluate_model(
     log_path: str | os.PathLike[str] | None = None,
     progress: bool = False,
     step_quality: int = 0,
+    step_quality_seed: int = 0,
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
     The env stack is training's (:func:`wrappers.chat_history.chat_stack` with
     ``record="raw"``) and the agent an ``HFAgent`` with the training settings,
-    so every prompt is built as in training.  ``step_quality`` (where the
-    evaluator has it) also judges the model on that many shared reference
-    states per task.  Returns the :class:`agent_envs.evaluation.EvalResult`.
+    so every prompt is built as in training.  ``step_quality`` also judges the
+    model on that many shared reference states per task, drawn with
+    ``step_quality_seed`` (the study's, never the training seed, so every seed
+    meets the same states).  Returns the :class:`agent_envs.evaluation.EvalResult`.
     """
     import gymnasium as gym
 
@@ -419,7 +471,7 @@ def evaluate_model(
         prefix_cache=True,  # the same samples, several times faster on long histories
     )
     visible = config.budget.visible
-    extra = {"step_quality": step_quality} if step_quality else {}
+    extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
     return evaluate(
         agent,
         lambda: chat_stack(gym.make(config.env_id), max(budgets), visible=visible, record="raw"),
@@ -478,7 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(TRL) under a fixed turn budget or a BudgetMix.",
     )
     parser.add_argument("env_id", help="a registered id, e.g. agent_envs/GuessNumber-v0")
-    parser.add_argument("--model", default=None, help="a local model folder (default: tiny model)")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a local HF folder, a .gguf file or smollm2-135m (default: the tiny model)",
+    )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--budget", type=int, default=None, help="a fixed turn budget T")
     budget.add_argument("--budget-mix", default=None, help="BudgetMix budgets, e.g. 4,6,8,12")
@@ -497,6 +553,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warm-start", type=int, default=300, help="warm-start steps (0: none)")
     parser.add_argument("--steps", type=int, default=150, help="GRPO steps (150)")
     parser.add_argument("--lr", type=float, default=5e-4, help="GRPO learning rate (5e-4)")
+    parser.add_argument(
+        "--beta", type=float, default=0.04, help="KL penalty to the warm start (0.04; 0: none)"
+    )
+    parser.add_argument(
+        "--collapse-invalid",
+        type=float,
+        default=0.5,
+        help="stop GRPO once the invalid-reply rate over 5 steps exceeds this (0.5; 1: never)",
+    )
     parser.add_argument(
         "--process-reward", type=float, default=0.0, help="process-reward coefficient (0: off)"
     )
@@ -545,6 +610,8 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
         seed=args.seed,
         max_new_tokens=args.max_new_tokens,
         context=args.context,
+        beta=args.beta,
+        collapse_invalid=args.collapse_invalid,
     )
     if args.quick:
         config = replace(

@@ -19,7 +19,7 @@ Stable-Baselines3 is imported only when the vector env is built.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -59,12 +59,21 @@ class TrainConfig:
     on the same observation and action spaces).  ``budget_scale`` fixes the
     scale of the budget feature (default: the largest training budget), so
     that runs under different budgets share one observation space.
+
+    Defaults: each setting left at ``None`` (``timesteps``, ``budget``,
+    ``train_first``, ``bc_episodes``, ``bc_epochs``, ``net_arch``,
+    ``encoding``, ``algo_kwargs``) is filled from the tuned entry of
+    ``env_id`` and ``algo`` in :mod:`baselines.sb3.defaults`, or from its
+    generic fallback; ``tuned`` names those taken from the tuned entry.  So
+    ``TrainConfig("agent_envs/FrozenLake-v0")`` trains with the tuned
+    settings, and a setting you give is used as given.  ``encoding="compact"``
+    is the env's compact view.
     """
 
     env_id: str
-    algo: str = "ppo"
-    timesteps: int = 50_000
-    budget: int | None = 20
+    algo: str = "maskable_ppo"
+    timesteps: int | None = None
+    budget: int | None = None
     budget_mix: tuple[int, ...] | None = None
     weights: tuple[float, ...] | None = None
     visible_budget: bool = False
@@ -76,18 +85,22 @@ class TrainConfig:
     n_envs: int = 8
     vec: str = "dummy"
     train_tasks: tuple[int, ...] | None = None
-    train_first: int = 0
-    bc_episodes: int = 0
+    train_first: int | None = None
+    bc_episodes: int | None = None
     bc_epsilon: float = 0.2
-    bc_epochs: int = 10
+    bc_epochs: int | None = None
     init_from: str | None = None
     budget_scale: int | None = None
-    net_arch: tuple[int, ...] = (64, 64)
-    encoding: dict[str, Any] = field(default_factory=lambda: {"mode": "chars"})
-    algo_kwargs: dict[str, Any] = field(default_factory=dict)
+    net_arch: tuple[int, ...] | None = None
+    encoding: dict[str, Any] | str | None = None
+    algo_kwargs: dict[str, Any] | None = None
     threads: int = 1
+    tuned: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        from baselines.sb3.defaults import resolve
+
+        self.tuned = tuple(dict.fromkeys((*self.tuned, *resolve(self))))
         if self.budget_feature and not self.visible_budget:
             raise ValueError(
                 "budget_feature needs visible_budget=True: evaluators give the turns left only "

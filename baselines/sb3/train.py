@@ -35,7 +35,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ import numpy as np
 
 from agent_envs import install_hint
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
+from baselines.sb3.defaults import cli_algo_kwargs, cli_encoding, describe, tuned
 from baselines.sb3.env import TrainConfig, _vec_env, make_env, stack_settings
 from wrappers.encode_observation import MODES
 from wrappers.validators import parse_float_list, parse_int, parse_int_list
@@ -90,17 +91,10 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
     from baselines.sb3.agent import algorithm_class, write_sidecar
 
     torch.set_num_threads(config.threads)
+    for line in describe(config):
+        log(line)
     stack = stack_settings(config)
-    kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
-    if "batch_size" in kwargs and "n_steps" in kwargs:
-        # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
-        kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
-    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
-    if config.algo == "recurrent_ppo":
-        from baselines.sb3.agent import FlattenIntExtractor
-
-        policy_kwargs["lstm_hidden_size"] = 64
-        policy_kwargs["features_extractor_class"] = FlattenIntExtractor
+    kwargs, policy_kwargs = _hyperparameters(config)
     vec_env = _vec_env(config)
     try:
         model = algorithm_class(config.algo)(
@@ -147,6 +141,21 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
         f"{_recent_success(model)}) -> {model_path}"
     )
     return model_path
+
+
+def _hyperparameters(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the algorithm's keyword arguments and its ``policy_kwargs``."""
+    kwargs = {**HYPERPARAMETERS[config.algo], **config.algo_kwargs}
+    if "batch_size" in kwargs and "n_steps" in kwargs:
+        # A PPO minibatch cannot exceed the rollout (n_steps * n_envs).
+        kwargs["batch_size"] = min(kwargs["batch_size"], kwargs["n_steps"] * config.n_envs)
+    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
+    if config.algo == "recurrent_ppo":
+        from baselines.sb3.agent import FlattenIntExtractor
+
+        policy_kwargs["lstm_hidden_size"] = 64
+        policy_kwargs["features_extractor_class"] = FlattenIntExtractor
+    return kwargs, policy_kwargs
 
 
 def _warm_start(
@@ -237,12 +246,15 @@ def evaluate_model(
     seed: int = 0,
     out: Path | None = None,
     step_quality: int = 0,
+    step_quality_seed: int = 0,
 ) -> Any:
     """Evaluate a saved model with the agent_envs evaluator; write ``result.json`` in ``out``.
 
     The episode log goes to ``out/episodes.jsonl``, so a stopped evaluation
     resumes.  ``step_quality`` is the evaluator's option of that name (shared
-    reference states per task).  Returns the
+    reference states per task), drawn with ``step_quality_seed``: the study's
+    seed, not ``seed``, so that every training seed meets the same states.
+    Returns the
     :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.evaluation import evaluate
@@ -261,6 +273,7 @@ def evaluate_model(
         log_path=None if out is None else out / "episodes.jsonl",
         agent_name=f"sb3:{model_path}",
         step_quality=step_quality,
+        step_quality_seed=step_quality_seed,
     )
     if out is not None:
         result.save(out / "result.json")
@@ -316,10 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
         "save it with a JSON sidecar, and evaluate its Pass@(K,T).",
     )
     parser.add_argument("env_id", help="e.g. agent_envs/FrozenLake-8x8-v0")
-    parser.add_argument("--algo", choices=sorted(ALGORITHMS), default="ppo")
-    parser.add_argument("--timesteps", type=_positive, default=50_000)
+    parser.add_argument("--algo", choices=sorted(ALGORITHMS), default="maskable_ppo")
+    parser.add_argument("--timesteps", type=_positive, help="env steps (default: tuned)")
     regime = parser.add_mutually_exclusive_group()
-    regime.add_argument("--budget", type=_positive, help="fixed turn budget T (default 20)")
+    regime.add_argument("--budget", type=_positive, help="fixed turn budget T (default: tuned)")
     regime.add_argument("--budget-mix", type=_int_list, help="BudgetMix budgets, e.g. 5,10,20,40")
     parser.add_argument("--weights", type=_float_list, help="BudgetMix weights, e.g. 1,1,1,1")
     parser.add_argument("--visible-budget", action="store_true", help="show turns left as text")
@@ -346,25 +359,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--train-first",
         type=int,
-        default=0,
-        help="first training task id; without --train-tasks a fresh task every episode from "
-        "this id up (keep the evaluation ids below it)",
+        help="first training task id (default: tuned); without --train-tasks a fresh task "
+        "every episode from this id up (keep the evaluation ids below it)",
     )
     warm = parser.add_argument_group("behaviour-cloning warm start")
     warm.add_argument(
-        "--bc-episodes", type=int, default=0, help="noisy-oracle demonstration episodes (0: none)"
+        "--bc-episodes",
+        type=int,
+        help="noisy-oracle demonstration episodes (0: none; default: tuned)",
     )
     warm.add_argument("--bc-epsilon", type=float, default=0.2, help="demonstrator's noise")
-    warm.add_argument("--bc-epochs", type=_positive, default=10, help="supervised epochs")
-    parser.add_argument("--algo-kwargs", type=_json_object, default={}, help="JSON overrides")
+    warm.add_argument("--bc-epochs", type=_positive, help="supervised epochs (default: tuned)")
+    parser.add_argument("--algo-kwargs", type=_json_object, help="JSON, over the tuned ones")
     parser.add_argument("--threads", type=_positive, default=1, help="torch threads (default 1)")
-    parser.add_argument(
-        "--net-arch", type=_int_list, default=(64, 64), help="hidden layers (default 64,64)"
-    )
-    encoding = parser.add_argument_group("observation encoding")
-    encoding.add_argument("--encoding", choices=MODES, default="chars")
+    parser.add_argument("--net-arch", type=_int_list, help="hidden layers (default: tuned)")
+    encoding = parser.add_argument_group("observation encoding (default: tuned, over it)")
+    encoding.add_argument("--encoding", choices=MODES)
     encoding.add_argument("--max-length", type=_positive, help="characters (tokens) kept")
-    encoding.add_argument("--keep", choices=("tail", "head"), default="tail")
+    encoding.add_argument("--keep", choices=("tail", "head"))
     encoding.add_argument("--view-only", action="store_true", help="encode the view only")
     encoding.add_argument(
         "--feedback-length",
@@ -372,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="chars mode: also encode the feedback's first N characters (e.g. Maze's heading)",
     )
     encoding.add_argument("--charset", help="characters indexed by chars mode (default: env's)")
-    encoding.add_argument("--dim", type=_positive, default=1024, help="hashing dimension")
+    encoding.add_argument("--dim", type=_positive, help="hashing dimension (default 1024)")
     encoding.add_argument("--tokenizer", help="tokenizer name or local path (tokens mode)")
     evaluation = parser.add_argument_group("evaluation")
     evaluation.add_argument("--eval-tasks", type=_positive, default=50)
@@ -380,7 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--samples", type=_positive, default=8, help="attempts per task (n)")
     evaluation.add_argument("--k", type=_int_list, default=(1, 8), help="K values")
     evaluation.add_argument("--eval-budgets", type=_int_list, help="T values (default: spread)")
-    evaluation.add_argument("--greedy", action="store_true", help="act greedily (default: sample)")
+    evaluation.add_argument(
+        "--greedy", action="store_const", const=True, help="act greedily (default: tuned)"
+    )
+    evaluation.add_argument("--sample", dest="greedy", action="store_const", const=False,
+                            help="sample (the default without a tuned entry)")  # fmt: skip
     evaluation.add_argument("--no-eval", action="store_true", help="train and save only")
     parser.add_argument("--out", type=Path, help="run folder (default runs/sb3/<env>-<regime>)")
     parser.add_argument("--quick", action="store_true", help="tiny run that checks the plumbing")
@@ -397,40 +413,25 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         )
     if not 0.0 < args.gamma <= 1.0:
         raise _UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
-    if args.bc_episodes < 0 or not 0.0 <= args.bc_epsilon <= 1.0:
+    if (args.bc_episodes or 0) < 0 or not 0.0 <= args.bc_epsilon <= 1.0:
         raise _UsageError("--bc-episodes must be >= 0 and --bc-epsilon in [0, 1]")
-    if args.train_first < 0:
+    if (args.train_first or 0) < 0:
         raise _UsageError(f"--train-first must be >= 0, got {args.train_first}")
-    encoding: dict[str, Any] = {"mode": args.encoding, "keep": args.keep}
-    if args.view_only:
-        encoding["view_only"] = True
-    if args.max_length is not None:
-        encoding["max_length"] = args.max_length
-    if args.feedback_length is not None:
-        if args.encoding != "chars":
-            raise _UsageError("--feedback-length needs --encoding chars")
-        encoding["feedback_length"] = args.feedback_length
-    if args.encoding == "chars" and args.charset is not None:
-        encoding["charset"] = args.charset.replace("\\n", "\n")
-    if args.encoding == "hashing":
-        encoding["dim"] = args.dim
-    if args.encoding == "tokens":
-        if args.tokenizer is None:
-            raise _UsageError("--encoding tokens needs --tokenizer NAME_OR_PATH")
-        encoding["tokenizer"] = args.tokenizer
-    algo_kwargs = dict(args.algo_kwargs)
+    encoding = _encoding_flags(args)
+    algo_kwargs = cli_algo_kwargs(args.env_id, args.algo, args.algo_kwargs)
     timesteps, n_envs = args.timesteps, args.n_envs
     if args.quick:
         timesteps, n_envs = QUICK["timesteps"], QUICK["n_envs"]
+        algo_kwargs = cli_algo_kwargs(args.env_id, args.algo, algo_kwargs or {})
         if args.algo != "dqn":
             algo_kwargs.setdefault("n_steps", QUICK["n_steps"])
         else:
             algo_kwargs.setdefault("learning_starts", 64)
-    return TrainConfig(
+    config = TrainConfig(
         env_id=args.env_id,
         algo=args.algo,
         timesteps=timesteps,
-        budget=None if args.budget_mix is not None else (args.budget or 20),
+        budget=args.budget,
         budget_mix=args.budget_mix,
         weights=args.weights,
         visible_budget=args.visible_budget or args.budget_feature,
@@ -443,16 +444,36 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
         vec=args.vec,
         train_tasks=None
         if args.train_tasks is None
-        else tuple(range(args.train_first, args.train_first + args.train_tasks)),
+        else tuple(range(args.train_first or 0, (args.train_first or 0) + args.train_tasks)),
         train_first=args.train_first,
-        bc_episodes=QUICK["bc_episodes"] if args.quick and args.bc_episodes else args.bc_episodes,
+        bc_episodes=args.bc_episodes,
         bc_epsilon=args.bc_epsilon,
         bc_epochs=args.bc_epochs,
         encoding=encoding,
         algo_kwargs=algo_kwargs,
         threads=args.threads,
-        net_arch=tuple(args.net_arch),
+        net_arch=None if args.net_arch is None else tuple(args.net_arch),
     )
+    if args.quick and config.bc_episodes:
+        config = replace(config, bc_episodes=min(config.bc_episodes, QUICK["bc_episodes"]))
+    return config
+
+
+def _encoding_flags(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Return the encoding the flags make over the tuned one (``None``: no encoding flag)."""
+    charset = None if args.charset is None else args.charset.replace("\\n", "\n")
+    flags = {"mode": args.encoding, "keep": args.keep, "max_length": args.max_length,
+             "view_only": args.view_only or None, "feedback_length": args.feedback_length,
+             "charset": charset, "dim": args.dim, "tokenizer": args.tokenizer}  # fmt: skip
+    given = {name: value for name, value in flags.items() if value is not None}
+    if not given:
+        return None
+    encoding = cli_encoding(args.env_id, args.algo, given)
+    if "feedback_length" in encoding and encoding["mode"] != "chars":
+        raise _UsageError("--feedback-length needs --encoding chars")
+    if encoding["mode"] == "tokens" and "tokenizer" not in encoding:
+        raise _UsageError("--encoding tokens needs --tokenizer NAME_OR_PATH")
+    return encoding
 
 
 def default_eval_budgets(training: Sequence[int], shortest: int = 1) -> tuple[int, ...]:
@@ -530,10 +551,16 @@ def _main(argv: list[str]) -> int:
         model_path = train(config, out, log=print)
         if args.no_eval:
             continue
+        greedy = tuned(config.env_id, config.algo).get("greedy", False)
+        greedy = greedy if args.greedy is None else args.greedy
         samples = QUICK["samples"] if args.quick else args.samples
         ks = tuple(k for k in args.k if k <= samples) if args.quick else args.k
         count = QUICK["eval_tasks"] if args.quick else args.eval_tasks
         tasks = list(range(args.eval_first, args.eval_first + count))
+        held_out = config.train_tasks is None and config.train_first > tasks[-1]
+        print(f"evaluating task ids {tasks[0]}-{tasks[-1]} ("
+              f"{'held out' if held_out else 'may overlap training'}), acting "
+              f"{'greedily' if greedy else 'by sampling'}")  # fmt: skip
         budgets = args.eval_budgets or default_eval_budgets(
             config.training_budgets(), shortest_oracle_turns(config.env_id, tasks)
         )
@@ -544,7 +571,7 @@ def _main(argv: list[str]) -> int:
             ks=ks or (1,),
             tasks=tasks,
             samples=samples,
-            deterministic=args.greedy,
+            deterministic=greedy,
             seed=config.seed,
             out=out,
         )

@@ -320,6 +320,15 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
         rows.append(f"You are at row {row}, column {col}.")
         return "\n".join(rows)
 
+    def compact_view(self) -> dict[str, Any]:
+        """Return the encoder settings of the map alone (``CompactView``).
+
+        The ``size`` rows of tiles and the ``@`` carry the whole state; the
+        position sentence, the feedback and the intro are dropped.
+        """
+        return {"view_only": True, "keep": "head", "charset": "FHSG@",
+                "max_length": 2 * self.size * self.size - 1}  # fmt: skip
+
     def _parse(self, action: str) -> int | None:
         return _PARSE.get(action)
 

@@ -6,6 +6,8 @@ Room generation and the searches behind the oracle and ``dead_end`` live in
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from agent_envs.core import TextEnv
@@ -164,6 +166,11 @@ class SokobanEnv(TextEnv[SokobanTask]):
 
     def _view(self) -> str:
         return render(self.task, self._boxes, self._player)
+
+    def compact_view(self) -> dict[str, Any]:
+        """Return the encoder settings of the room alone (``CompactView``)."""
+        return {"view_only": True, "keep": "head", "charset": "#_OXVPS",
+                "max_length": self.height * (self.width + 1) - 1}  # fmt: skip
 
     def _parse(self, action: str) -> int | None:
         return _ALIASES.get(action)

