@@ -7,11 +7,17 @@ How a turn goes:
 
 1. The prompt is the dialogue in ``info["messages"]`` (from
    ``wrappers.ChatHistory``) or else the observation alone, with the system
-   prompt first (see :func:`baselines.llm.prompting.build_messages`).  It is
-   rendered with the tokenizer's chat template, or with the plain format of
-   :func:`baselines.llm.prompting.plain_prompt` when there is none.  If it would
-   not leave room for ``max_new_tokens`` in the model's context, the oldest
-   exchanges are dropped; the system prompt, the task statement and the latest
+   prompt first (see :func:`baselines.llm.prompting.build_messages`).  The
+   first turn's is rendered with the tokenizer's chat template, or with the
+   plain format of :func:`baselines.llm.prompting.plain_prompt` when there is
+   none.  Later turns are token-level, as in GRPO training
+   (:class:`baselines.llm.chat_tokens.TokenHistory`): the previous prompt, the
+   reply's tokens as sampled and the template's delta for the env's answer,
+   whenever the dialogue continues the previous turn's
+   (``ChatHistory(record="raw")`` without a sliding window).  Otherwise, and
+   when the token prompt would not leave room for ``max_new_tokens`` in the
+   model's context, the dialogue is rendered from text, the oldest exchanges
+   dropped until it fits; the system prompt, the task statement and the latest
    exchange (last action and current observation) are always kept.
 2. ``act_batch`` left-pads all live episodes and generates them with one
    ``model.generate`` call per micro-batch of ``batch_size`` (longest prompts
@@ -57,6 +63,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
+from baselines.llm.chat_tokens import ChatTokens, TokenHistory
 from baselines.llm.generation import (
     GumbelSampler,
     context_length,
@@ -176,6 +183,7 @@ class HFAgent:
         self.prompts = PromptEncoder(
             self.tokenizer, system_prompt, self.max_context, max_new_tokens
         )
+        self._history = TokenHistory(ChatTokens(self.prompts, self._eos_ids))
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
@@ -202,32 +210,42 @@ class HFAgent:
             raise ValueError(
                 f"act_batch got {len(observations)} observations but {len(infos)} infos."
             )
+        keys = [_episode_key(info, row) for row, info in enumerate(infos)]
+        self._history.retain(keys)
+        if self._decoder is not None:
+            self._decoder.retain(keys)
         prompts = [
-            self.prompt_ids(obs, info) for obs, info in zip(observations, infos, strict=True)
+            self.prompt_ids(obs, info, key)
+            for obs, info, key in zip(observations, infos, keys, strict=True)
         ]
         seeds = [self._sample_seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
         # Batching similar lengths together wastes little padding; the results
         # do not depend on the grouping.
         order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
-        keys = [_episode_key(info, row) for row, info in enumerate(infos)]
-        if self._decoder is not None:
-            self._decoder.retain(keys)
         generations: list[str] = [""] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            texts = self._generate(
+            replies = self._generate(
                 [prompts[row] for row in rows],
                 [seeds[row] for row in rows],
                 [keys[row] for row in rows],
             )
-            for row, text in zip(rows, texts, strict=True):
+            for row, (tokens, text) in zip(rows, replies, strict=True):
                 generations[row] = text
+                self._history.record(keys[row], tokens, text)
         return [to_agent_action(text) for text in generations]
 
     # --------------------------------------------------------------- prompts
-    def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:
-        """Return the token ids of the prompt for one episode, trimmed to fit the context."""
-        return self.prompts.prompt_ids(observation, info)
+    def prompt_ids(self, observation: str, info: dict[str, Any], key: Any = None) -> list[int]:
+        """Return the token ids of the prompt for one episode, trimmed to fit the context.
+
+        With ``key`` (naming the episode across turns) the prompt continues
+        that episode's tokens (see the module docstring); without it the
+        dialogue is rendered from text.
+        """
+        if key is None:
+            return self.prompts.prompt_ids(observation, info)
+        return self._history.prompt_ids(key, observation, info)
 
     def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
         episode_seed = info.get(EPISODE_SEED)
@@ -237,7 +255,10 @@ class HFAgent:
         return seeding.sampling_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     # ------------------------------------------------------------ generation
-    def _generate(self, prompts: list[list[int]], seeds: list[int], keys: list) -> list[str]:
+    def _generate(
+        self, prompts: list[list[int]], seeds: list[int], keys: list
+    ) -> list[tuple[list[int], str]]:
+        """Return each row's reply: its tokens (end token included) and its text."""
         device = self.model.device
         sampler = (
             GumbelSampler(seeds, self.temperature, self.top_p, device)
@@ -254,22 +275,25 @@ class HFAgent:
             new_tokens = generate_replies(
                 self.model, prompts, self._pad_id, self._eos_ids, self.max_new_tokens, sampler
             )
-        texts = []
+        replies = []
         for tokens in new_tokens:
             end = next(
                 (index for index, token in enumerate(tokens) if token in self._eos_ids),
                 len(tokens),
             )
             self.generated_tokens += min(end + 1, len(tokens))
-            texts.append(self.tokenizer.decode(tokens[:end], skip_special_tokens=True))
-        return texts
+            text = self.tokenizer.decode(tokens[:end], skip_special_tokens=True)
+            replies.append((tokens[: end + 1], text))
+        return replies
 
 
 def _episode_key(info: dict[str, Any], row: int) -> Any:
-    """Name an episode across turns for the prefix cache: its seed, or the row of this call.
+    """Name an episode across turns (token history, prefix cache): its seed, or its row.
 
-    A cache is used only while it is a prefix of the prompt, so a key that
-    names another episode costs a prefill, never a wrong reply.
+    A token history is continued only when the dialogue continues its own
+    (see :class:`baselines.llm.chat_tokens.TokenHistory`), and a cache is used
+    only while it is a prefix of the prompt, so a key that names another
+    episode costs a re-rendered prompt or a prefill, never a wrong reply.
     """
     seed = info.get(EPISODE_SEED)
     return ("episode", seed) if seed is not None else ("row", row)

@@ -316,13 +316,21 @@ class PromptEncoder:
 
     def encode(self, messages: list) -> list[int]:
         """Render ``messages`` (chat template, or the plain format) and tokenize them."""
+        text = self.render(messages)
+        if getattr(self.tokenizer, "chat_template", None) is None:
+            return list(self.tokenizer(text)["input_ids"])
+        # The template already holds the special tokens (BOS and role markers).
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def render(self, messages: list) -> str:
+        """Return the prompt text of ``messages``, ending where the assistant's reply starts."""
         tokenizer = self.tokenizer
         if getattr(tokenizer, "chat_template", None) is None:
-            return list(tokenizer(plain_prompt(messages))["input_ids"])
+            return plain_prompt(messages)
         if not self._system_role:
             messages = merge_system_into_user(messages)
         try:
-            text = tokenizer.apply_chat_template(
+            return tokenizer.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=True
             )
         except Exception:
@@ -331,9 +339,7 @@ class PromptEncoder:
             if not self._system_role or messages[0]["role"] != "system":
                 raise
             self._system_role = False
-            return self.encode(messages)
-        # The template already holds the special tokens (BOS and role markers).
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+            return self.render(messages)
 
 
 def turn_of(info: Mapping[str, Any]) -> int:
