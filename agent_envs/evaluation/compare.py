@@ -27,7 +27,9 @@ from agent_envs.evaluation.seed_stats import (
     task_sampler,
     unpaired_permutation_test,
 )
+from agent_envs.evaluation.settings import MAX_BOOTSTRAP
 from wrappers import seeding
+from wrappers.validators import check_int
 
 __all__ = ["CompareResult", "compare", "holm_family"]
 
@@ -449,6 +451,8 @@ def compare(
     side_a, side_b = _sides(a, "a"), _sides(b, "b")
     for other in side_a[1:] + side_b:
         _check_compatible(side_a[0], other)
+    if n_bootstrap is not None:
+        check_int(n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP)
     n_bootstrap = n_bootstrap or max(result.n_bootstrap for result in side_a + side_b)
     return _difference(
         side_a, side_b, seed_level, n_bootstrap, confidence or side_a[0].confidence, seed
