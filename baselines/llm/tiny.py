@@ -92,6 +92,7 @@ def build_tiny_model(
 
     path = Path(folder)
     tokenizer = _train_tokenizer(env_id, vocab_size)
+    tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(path)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -112,7 +113,7 @@ def build_tiny_model(
 
 
 def _train_tokenizer(env_id: str, vocab_size: int) -> Any:
-    """Return a byte-level BPE tokenizer trained on ``env_id``'s text, with the chat template."""
+    """Return a byte-level BPE tokenizer trained on ``env_id``'s texts (one token per digit)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -134,12 +135,10 @@ def _train_tokenizer(env_id: str, vocab_size: int) -> Any:
         show_progress=False,
     )
     bpe.train_from_iterator(env_corpus(env_id), trainer=trainer)
-    tokenizer: Any = PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=bpe,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         bos_token="<|endoftext|>",
         padding_side="left",
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer

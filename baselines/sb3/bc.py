@@ -28,12 +28,10 @@ import numpy as np
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
+from wrappers import seeding
 from wrappers.validators import check_int
 
 __all__ = ["Demonstrations", "behaviour_clone", "collect_demonstrations"]
-
-# Salts the episode seeds of the demonstrations, apart from training's own seeds.
-_DEMO_STREAM = 0xBC
 
 
 @dataclass
@@ -73,7 +71,7 @@ def collect_demonstrations(
     observations, masks, targets, returns = [], [], [], []
     successes = 0
     for episode in range(episodes):
-        episode_seed = int(np.random.default_rng([_DEMO_STREAM, seed, episode]).integers(2**31))
+        episode_seed = int(seeding.stream(seeding.SB3_DEMOS, seed, episode).integers(2**31))
         observation, info = env.reset(seed=episode_seed)
         labelled, rewards = [], []
         for turn in range(10**6):
@@ -140,10 +138,11 @@ def behaviour_clone(
         )
     if len(demonstrations) == 0:
         raise ValueError("No demonstration states to clone.")
+    # MaskablePPO applies the masks, as in training; the others have none.
     masks = demonstrations.masks if type(model).__name__ == "MaskablePPO" else None
     policy.set_training_mode(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    generator = np.random.default_rng([_DEMO_STREAM, seed])
+    generator = seeding.stream(seeding.SB3_DEMOS, seed)
     count = len(demonstrations)
     observations, _ = policy.obs_to_tensor(demonstrations.observations)
     targets = torch.as_tensor(demonstrations.targets)
@@ -175,7 +174,7 @@ def behaviour_clone(
 
 
 def _distribution(policy: Any, observations: Any, masks: np.ndarray | None) -> Any:
-    """Return the policy's action distribution, masked as in training when ``masks`` is given."""
+    """Return the policy's action distribution, masked when ``masks`` is given."""
     if masks is None:
         return policy.get_distribution(observations)
     return policy.get_distribution(observations, action_masks=masks)
