@@ -60,6 +60,16 @@ def bootstrap_rng(seed: int) -> np.random.Generator:
     return seeding.stream(seeding.BOOTSTRAP, seed)
 
 
+def _ints(values: Any, minimum: int) -> bool:
+    """Return whether ``values`` is a list of ints >= ``minimum`` (as validators define ints)."""
+    try:
+        return isinstance(values, list) and all(
+            check_int(value, "value", minimum) is not None for value in values
+        )
+    except (TypeError, ValueError):
+        return False
+
+
 @dataclass
 class EvalResult:
     """The Pass@(K,T) surface of one policy on one env, and how it was measured.
@@ -190,25 +200,17 @@ class EvalResult:
         (which shows the surface) can never disagree.
         """
 
-        def ints(values: Any, minimum: int) -> bool:
-            try:  # an int as wrappers.validators defines it (never a bool)
-                return isinstance(values, list) and all(
-                    check_int(value, "value", minimum) is not None for value in values
-                )
-            except (TypeError, ValueError):
-                return False
-
-        if not (ints(self.ks, 1) and ints(self.budgets, 1) and self.ks and self.budgets):
+        if not (_ints(self.ks, 1) and _ints(self.budgets, 1) and self.ks and self.budgets):
             return "ks and budgets must be non-empty lists of ints >= 1"
         if self.ks != sorted(set(self.ks)) or self.budgets != sorted(set(self.budgets)):
             return "ks and budgets must be sorted and distinct"
-        if not ints(self.task_ids, 0) or not self.task_ids:
+        if not _ints(self.task_ids, 0) or not self.task_ids:
             return "task_ids must be a non-empty list of ints >= 0"
         if len(set(self.task_ids)) != len(self.task_ids):
             return "task_ids must be distinct"
-        if not ints([self.samples], max(self.ks)):
+        if not _ints([self.samples], max(self.ks)):
             return f"samples must be an int >= max(K) = {max(self.ks)}"
-        if not ints([self.episodes, self.errors], 0) or self.errors > self.episodes:
+        if not _ints([self.episodes, self.errors], 0) or self.errors > self.episodes:
             return "episodes and errors must be ints with errors <= episodes"
         for name, kind in (("diagnostics", dict), ("timing", dict), ("version", str)):
             value = getattr(self, name)
@@ -220,7 +222,7 @@ class EvalResult:
         examples = self.error_examples
         if not isinstance(examples, list) or not all(isinstance(text, str) for text in examples):
             return "error_examples must be a list of strings"
-        if not ints(self.error_counts, 0):
+        if not _ints(self.error_counts, 0):
             return "error_counts must be a list of ints >= 0"
         if self.mode not in ("hidden", "visible"):
             return f"mode must be 'hidden' or 'visible', got {self.mode!r}"
