@@ -24,7 +24,14 @@ from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
+from agent_envs.protocol import (
+    ADMISSIBLE_ACTIONS,
+    BUDGET,
+    ENV_ID,
+    ORACLE_ACTIONS,
+    SUCCESS,
+    TASK_ID,
+)
 from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget, resolve_budget
 
@@ -79,7 +86,10 @@ def build_stack(
     env = budget.env
     if wants:
         env = ActionHints(
-            env, admissible=ADMISSIBLE_ACTIONS in wants, oracle=ORACLE_ACTIONS in wants
+            env,
+            admissible=ADMISSIBLE_ACTIONS in wants,
+            oracle=ORACLE_ACTIONS in wants,
+            env_id=ENV_ID in wants,
         )
     return env, budget
 

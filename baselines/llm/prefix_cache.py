@@ -70,12 +70,18 @@ class PrefixCacheDecoder:
 
     @torch.inference_mode()
     def __call__(
-        self, keys: Sequence[Any], prompts: Sequence[Sequence[int]], sample: Sample
+        self,
+        keys: Sequence[Any],
+        prompts: Sequence[Sequence[int]],
+        sample: Sample,
+        stop: Callable[[list[int]], bool] | None = None,
     ) -> list[list[int]]:
         """Return one reply per prompt: its tokens up to and including the end token.
 
         ``keys`` name the rows across calls (one per episode); ``sample`` picks
-        each row's next token from the logits of its last position.
+        each row's next token from the logits of its last position.  A row
+        also ends, on its own, once ``stop(its reply so far)`` is true; the
+        batch decodes until every row has ended.
         """
         cached = [self._usable(key, prompt) for key, prompt in zip(keys, prompts, strict=True)]
         starts = [len(c.tokens) if c else 0 for c in cached]
@@ -95,9 +101,13 @@ class PrefixCacheDecoder:
                 logits_to_keep=1,
             ).logits[:, -1, :]
             tokens = sample(logits).cpu()
-            for row in (~done).nonzero().flatten().tolist():
+            live = (~done).nonzero().flatten().tolist()
+            for row in live:
                 replies[row].append(int(tokens[row]))
             done |= torch.isin(tokens, self.eos_ids)
+            if stop is not None:
+                for row in live:
+                    done[row] |= stop(replies[row])
             if bool(done.all()) or step + 1 == self.max_new_tokens:
                 break
             input_ids = tokens.to(self.device).unsqueeze(1)
