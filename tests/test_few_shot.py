@@ -136,3 +136,21 @@ def test_reply_complete(text, reply_format, complete):
     assert reply_complete(text, reply_format) is complete
     if complete:  # a complete reply already holds its action
         assert parse_action(text) in ("49", "up")
+
+
+def test_the_openai_agent_sends_the_same_examples_and_stops_at_the_line():
+    from baselines.llm.openai_agent import OpenAIChatAgent
+
+    agent = OpenAIChatAgent("http://127.0.0.1:9/v1", "m", few_shot=1)
+    assert agent.required_info == (ENV_ID,)
+    info = {TASK_ID: 4, ENV_ID: "agent_envs/GuessNumber-v0", "episode_seed": 1}
+    body = agent.request_body("The task.", info)
+    examples = list(example_messages("agent_envs/GuessNumber-v0", 1, "action"))
+    assert body["messages"] == [
+        {"role": "system", "content": ACTION_SYSTEM_PROMPT},
+        *examples,
+        {"role": "user", "content": "The task."},
+    ]
+    assert body["stop"] == ["\n"]
+    thinking = OpenAIChatAgent("http://127.0.0.1:9/v1", "m").request_body("The task.", {})
+    assert "stop" not in thinking and thinking["messages"][0]["content"] == DEFAULT_SYSTEM_PROMPT
