@@ -185,3 +185,32 @@ def test_few_shot_episodes_do_not_depend_on_batching(loaded, tmp_path):
     steps = [step for line in logs[0] for step in line["transcript"]["steps"]]
     raws = {step.get("raw", step["action"]) for step in steps}
     assert len(raws) > 1  # sampled replies differ between attempts
+
+
+def test_a_new_episode_reuses_the_prefix_other_episodes_computed(loaded):
+    """The examples every episode shares are computed once, and replies do not change."""
+    model, tokenizer = loaded
+    shared = tokenizer("System prompt and a worked example: 50, lower, 25.")["input_ids"]
+    first = shared + tokenizer(" Task one.")["input_ids"]
+    second = shared + tokenizer(" Another task.")["input_ids"]
+    eos = [tokenizer.eos_token_id]
+    decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 6)
+    widths = []
+    original = model.forward
+
+    def spy(*args, **kwargs):
+        widths.append(kwargs["input_ids"].shape[1])
+        return original(*args, **kwargs)
+
+    greedy = lambda s: s.argmax(-1)  # noqa: E731
+    decoder(["a"], [first], greedy)
+    model.forward = spy
+    try:
+        reply = decoder(["b"], [second], greedy)
+    finally:
+        del model.forward
+    common = next(i for i, (x, y) in enumerate(zip(first, second, strict=False)) if x != y)
+    assert common >= len(shared)
+    assert widths[0] == len(second) - common  # only the tokens after the shared start ran
+    plain = generate_replies(model, [second], tokenizer.pad_token_id, eos, 6)[0]
+    assert reply[0] == plain[: len(reply[0])]

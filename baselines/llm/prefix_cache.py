@@ -17,8 +17,10 @@ decoder-only models with a full (not sliding-window) dynamic cache and
 ``position_ids``: Llama, Qwen2, Mistral, GPT-2 and the like.
 
 A cache entry also holds the tokens it was computed from, and is used only
-while they are a prefix of the row's prompt; otherwise the row is prefilled
-from scratch.  A decoder belongs to one rollout, during which the weights do
+while they are a prefix of the row's prompt.  A row without one (a new
+episode) starts from the longest prefix of its prompt that any other row's
+entry holds, such as the system prompt and few-shot examples every episode
+shares, and computes only the rest.  A decoder belongs to one rollout, during which the weights do
 not change; :meth:`PrefixCacheDecoder.retain` drops the rows that have ended.
 """
 
@@ -127,11 +129,41 @@ class PrefixCacheDecoder:
 
     def _usable(self, key: Any, prompt: Sequence[int]) -> _RowCache | None:
         entry = self._caches.get(key)
-        if entry is None or len(entry.tokens) >= len(prompt):
+        if (
+            entry is not None
+            and len(entry.tokens) < len(prompt)
+            and tuple(prompt[: len(entry.tokens)]) == entry.tokens
+        ):
+            return entry
+        return self._shared_prefix(prompt)
+
+    def _shared_prefix(self, prompt: Sequence[int]) -> _RowCache | None:
+        """Return the longest start of ``prompt`` that another row's cache holds, or ``None``.
+
+        Episodes of one run open alike (the system prompt, few-shot examples,
+        often the same task statement), so a new episode's first turn reuses
+        those keys and values instead of computing them again.  A key or
+        value depends only on the tokens up to its position, so the prefix of
+        another row's cache is exactly this row's.
+        """
+        head = tuple(prompt[:-1])  # at least one token is left to run
+        best, length = None, 0
+        for entry in self._caches.values():
+            common = _common_length(entry.tokens, head)
+            if common > length:
+                best, length = entry, common
+        if best is None:
             return None
-        if tuple(prompt[: len(entry.tokens)]) != entry.tokens:
-            return None
-        return entry
+        layers = tuple((keys[:, :length], values[:, :length]) for keys, values in best.layers)
+        return _RowCache(best.tokens[:length], layers)
+
+
+def _common_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Return how many leading tokens ``a`` and ``b`` share."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
 
 
 class _Batch:
