@@ -55,7 +55,8 @@ class PromptLog:
 
         def record_batch(observations, infos):
             if len(self.calls) < self.turns:
-                self.calls.append([prompt_ids(o, i) for o, i in zip(observations, infos)])
+                pairs = zip(observations, infos, strict=True)
+                self.calls.append([prompt_ids(o, i) for o, i in pairs])
             return act_batch(observations, infos)
 
         agent.act_batch = record_batch

@@ -214,3 +214,31 @@ def test_a_new_episode_reuses_the_prefix_other_episodes_computed(loaded):
     assert widths[0] == len(second) - common  # only the tokens after the shared start ran
     plain = generate_replies(model, [second], tokenizer.pad_token_id, eos, 6)[0]
     assert reply[0] == plain[: len(reply[0])]
+
+
+def test_new_rows_of_one_call_compute_their_shared_opening_once(loaded):
+    model, tokenizer = loaded
+    shared = tokenizer("System prompt and a worked example: 50, lower, 25, higher.")["input_ids"]
+    prompts = [shared + tokenizer(f" Task {name}.")["input_ids"] for name in ("one", "two")]
+    eos = [tokenizer.eos_token_id]
+    decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 5)
+    widths = []
+    original = model.forward
+
+    def spy(*args, **kwargs):
+        widths.append(kwargs["input_ids"].shape[1])
+        return original(*args, **kwargs)
+
+    model.forward = spy
+    try:
+        replies = decoder(["a", "b"], prompts, lambda s: s.argmax(-1))
+    finally:
+        del model.forward
+    common = next(i for i, (x, y) in enumerate(zip(*prompts, strict=False)) if x != y)
+    # One pass over the opening, then each row's own tokens (padded to the longer).
+    assert widths[:2] == [common, max(len(p) for p in prompts) - common]
+    plain = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 5)
+    assert [reply == row[: len(reply)] for reply, row in zip(replies, plain, strict=True)] == [
+        True,
+        True,
+    ]

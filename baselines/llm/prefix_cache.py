@@ -85,6 +85,7 @@ class PrefixCacheDecoder:
         also ends, on its own, once ``stop(its reply so far)`` is true; the
         batch decodes until every row has ended.
         """
+        self._share_opening(keys, prompts)
         cached = [self._usable(key, prompt) for key, prompt in zip(keys, prompts, strict=True)]
         starts = [len(c.tokens) if c else 0 for c in cached]
         batch = _Batch(
@@ -137,6 +138,36 @@ class PrefixCacheDecoder:
             return entry
         return self._shared_prefix(prompt)
 
+    def _share_opening(self, keys: Sequence[Any], prompts: Sequence[Sequence[int]]) -> None:
+        """Compute once the opening that the new rows of this call share (system prompt, examples).
+
+        Rows with a usable cache of their own are left alone.  The opening is
+        kept as one more entry, which :meth:`_shared_prefix` then hands to
+        each new row, and which the next :meth:`retain` drops.
+        """
+        new = [
+            prompt for key, prompt in zip(keys, prompts, strict=True) if key not in self._caches
+        ]
+        if len(new) < 2:
+            return
+        length = min(_common_length(new[0], prompt) for prompt in new[1:])
+        length = min(length, min(len(prompt) for prompt in new) - 1)
+        if length < _MIN_OPENING:
+            return
+        opening = tuple(new[0][:length])
+        if any(_common_length(e.tokens, opening) == length for e in self._caches.values()):
+            return  # another row's cache already holds it
+        cache = DynamicCache()
+        self.model(
+            input_ids=torch.tensor([opening], device=self.device),
+            position_ids=torch.arange(length, device=self.device).unsqueeze(0),
+            **{self._cache_argument: cache},
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        layers = tuple((layer.keys[0], layer.values[0]) for layer in cache.layers)
+        self._caches[("opening", opening)] = _RowCache(opening, layers)
+
     def _shared_prefix(self, prompt: Sequence[int]) -> _RowCache | None:
         """Return the longest start of ``prompt`` that another row's cache holds, or ``None``.
 
@@ -156,6 +187,10 @@ class PrefixCacheDecoder:
             return None
         layers = tuple((keys[:, :length], values[:, :length]) for keys, values in best.layers)
         return _RowCache(best.tokens[:length], layers)
+
+
+#: Shared openings shorter than this are not worth a separate forward pass.
+_MIN_OPENING = 16
 
 
 def _common_length(a: Sequence[int], b: Sequence[int]) -> int:
