@@ -322,11 +322,25 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         hint = f" {self.action_format}" if self.action_format else ""
         return f"Invalid action '{sanitize(action)}'.{hint}"
 
-    def render(self) -> str | None:
-        """Return the current view as text when ``render_mode="ansi"``."""
-        if self.render_mode != "ansi":
-            return None
-        return self._view()
+    def render(self) -> str | np.ndarray | None:
+        """Return the current view: text for ``"ansi"``, an image for ``"rgb_array"``.
+
+        ``"rgb_array"`` is offered by the families that list it in
+        ``metadata["render_modes"]`` (the grid families): an ``(H, W, 3)``
+        ``uint8`` array of fixed shape :meth:`image_shape`, drawn with numpy alone.
+        """
+        if self.render_mode == "ansi":
+            return self._view()
+        if self.render_mode == "rgb_array":
+            return self._rgb_array()
+        return None
+
+    def image_shape(self) -> tuple[int, int, int]:
+        """Return the ``(H, W, 3)`` shape of every ``rgb_array`` frame of this env."""
+        raise NotImplementedError(f"{type(self).__name__} draws no images.")
+
+    def _rgb_array(self) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} draws no images.")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} task_id={self.task_id}>"

@@ -103,7 +103,7 @@ def main() -> None:
 
         started = time.perf_counter()
         episodes = runner.run(
-            tasks, runner.encoder(model, tokenizer), generate, reply_decoder(tokenizer, eos)
+            tasks, runner.chat_tokens(model, tokenizer), generate, reply_decoder(tokenizer, eos)
         )
         timings[name] = time.perf_counter() - started
         generating[name] = spent[0]

@@ -313,9 +313,9 @@ def test_evaluate_with_chat_history_feeds_the_dialogue(loaded):
     agent = agent_for(loaded, max_new_tokens=4)
     original = agent.prompt_ids
 
-    def spy(observation, info):
+    def spy(observation, info, key=None):
         seen.append(len(info.get("messages", ())))
-        return original(observation, info)
+        return original(observation, info, key)
 
     agent.prompt_ids = spy
     result = evaluate(

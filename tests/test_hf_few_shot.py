@@ -99,9 +99,9 @@ def test_the_evaluator_hands_the_env_id_to_a_few_shot_agent(loaded):
     seen = []
     original = agent.prompt_ids
 
-    def spy(observation, info):
+    def spy(observation, info, key=None):
         seen.append(info[ENV_ID])
-        return original(observation, info)
+        return original(observation, info, key)
 
     agent.prompt_ids = spy
     result = evaluate(agent, ENV, ks=[1], budgets=[2], tasks=1, n_bootstrap=10)

@@ -89,7 +89,7 @@ def play(path, tasks, budget=T8, keep_prompts=False, prefix_cache=True, **kwargs
     eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         tasks,
-        runner.encoder(model, tokenizer),
+        runner.chat_tokens(model, tokenizer),
         HFGenerator(model, tokenizer, runner, prefix_cache=prefix_cache),
         reply_decoder(tokenizer, eos),
         keep_prompts=keep_prompts,
@@ -127,7 +127,7 @@ def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_path):
     runner = rollout(spec, seed=5)
     episodes = runner.run(
         list(range(10)),
-        runner.encoder(model, tokenizer),
+        runner.chat_tokens(model, tokenizer),
         OracleReplies(tokenizer, eos[0], 0.0, 0),
         reply_decoder(tokenizer, eos),
     )
@@ -167,7 +167,7 @@ def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
     eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [3] * 4,
-        runner.encoder(model, tokenizer),
+        runner.chat_tokens(model, tokenizer),
         OracleReplies(tokenizer, eos[0], epsilon=0.0, seed=0),
         reply_decoder(tokenizer, eos),
     )
@@ -238,7 +238,7 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
     eos = eos_token_ids(model, tokenizer)
     again = runner.run(
         [7, 7],
-        runner.encoder(model, tokenizer),
+        runner.chat_tokens(model, tokenizer),
         OracleReplies(tokenizer, eos[0], 0.0, 0),
         reply_decoder(tokenizer, eos),
     )
@@ -254,7 +254,7 @@ def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny
         runner = rollout(BudgetSpec((2, 3, 4, 5), shared=shared))
         episodes = runner.run(
             tasks,
-            runner.encoder(model, tokenizer),
+            runner.chat_tokens(model, tokenizer),
             OracleReplies(tokenizer, eos[0], 1.0, 0),  # random guesses: most run out of turns
             reply_decoder(tokenizer, eos),
         )
@@ -279,7 +279,7 @@ def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
     eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [1, 1],
-        runner.encoder(model, tokenizer),
+        runner.chat_tokens(model, tokenizer),
         OracleReplies(tokenizer, eos[0], 1.0, 0),
         reply_decoder(tokenizer, eos),
     )
@@ -290,7 +290,7 @@ def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
     model.config.max_position_embeddings = 20  # not even the first prompt fits
     (episode,) = runner.run(
         [1],
-        runner.encoder(model, tokenizer),
+        runner.chat_tokens(model, tokenizer),
         OracleReplies(tokenizer, eos[0], 1.0, 0),
         reply_decoder(tokenizer, eos),
     )
@@ -373,8 +373,8 @@ def test_training_prompts_equal_hfagent_prompts_in_evaluate(warm_path, tmp_path)
     seen = []
     prompt_ids = agent.prompt_ids
 
-    def spy(observation, info):
-        ids = prompt_ids(observation, info)
+    def spy(observation, info, key=None):
+        ids = prompt_ids(observation, info, key)
         seen.append((info["episode_seed"], info["turn"], ids))
         return ids
 
@@ -413,7 +413,7 @@ def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
         runner = rollout(BudgetSpec.fixed(budget), process_reward=process_reward)
         return runner.run(
             [3, 3],
-            runner.encoder(model, tokenizer),
+            runner.chat_tokens(model, tokenizer),
             OracleReplies(tokenizer, eos[0], 0.0, 0),
             reply_decoder(tokenizer, eos),
         )

@@ -24,6 +24,7 @@ HEAVY = (
         "agent_envs.integrations.rllib",
         "agent_envs.integrations.torchrl",
         "agent_envs.integrations.openenv",
+        "agent_envs.integrations.trl",
         "wrappers",
         "baselines",
     ],

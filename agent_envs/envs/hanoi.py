@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.core import TextEnv
+from agent_envs.envs.common.image import IMAGE_METADATA, Tile, draw_cells, grid_shape
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["PEG_PAIRS", "HanoiEnv", "HanoiTask", "hanoi_plan", "random_start_positions"]
@@ -106,6 +107,24 @@ def _peg_line(peg: int, disks: tuple[int, ...]) -> str:
     return f"Peg {peg + 1}: {' '.join(map(str, disks)) if disks else '(empty)'}"
 
 
+#: How rgb_array draws the towers: background, pole, base, the goal's base, disks a..l.
+TILES: dict[str, Tile] = {
+    ".": ((245, 245, 240), None),
+    "|": ((120, 100, 80), None),
+    "=": ((160, 160, 160), None),
+    "G": ((40, 40, 40), None),
+    # Disks 1..12, smallest first: distinct hues, so neighbours never look alike.
+    **{
+        code: (colour, None)
+        for code, colour in zip("abcdefghijkl", (
+            (230, 90, 60), (240, 170, 50), (120, 180, 60), (60, 160, 200), (110, 90, 200),
+            (200, 80, 160), (150, 100, 60), (60, 140, 120), (220, 130, 120), (90, 120, 170),
+            (180, 170, 90), (140, 140, 140),
+        ), strict=True)
+    },
+}
+
+
 class HanoiEnv(TextEnv[HanoiTask]):
     """Stack ``n`` disks on the target peg, from a full tower or a random legal start.
 
@@ -190,6 +209,8 @@ class HanoiEnv(TextEnv[HanoiTask]):
     # A task is arithmetic on task_id: no generator needs building per reset.
     uses_task_rng = False
 
+    metadata = IMAGE_METADATA
+
     def __init__(
         self, n_disks: int = 3, random_start: bool = False, render_mode: str | None = None
     ) -> None:
@@ -233,6 +254,28 @@ class HanoiEnv(TextEnv[HanoiTask]):
 
     def _view(self) -> str:
         return "\n".join(self._lines)
+
+    def image_shape(self) -> tuple[int, int, int]:
+        return grid_shape(self.n_disks + 1, 3 * (2 * self.n_disks + 1) + 2)
+
+    def _rgb_array(self) -> np.ndarray:
+        """Draw the pegs left to right, disk ``k`` as a bar ``2k + 1`` cells wide."""
+        n, width = self.n_disks, 2 * self.n_disks + 1
+        rows = [["."] * (3 * width + 2) for _ in range(n)]
+        base = ["."] * (3 * width + 2)
+        for peg, stack in enumerate(self._pegs):
+            centre = peg * (width + 1) + n
+            for level in range(n):
+                row = rows[n - 1 - level]
+                if level < len(stack):
+                    disk = stack[level]
+                    row[centre - disk : centre + disk + 1] = [chr(ord("a") + disk - 1)] * (
+                        2 * disk + 1
+                    )
+                else:
+                    row[centre] = "|"
+            base[centre - n : centre + n + 1] = ["G" if peg == self._target else "="] * width
+        return draw_cells([*rows, base], TILES)
 
     def compact_view(self) -> dict[str, Any]:
         """Return the encoder settings of the pegs and the goal (``CompactView``)."""

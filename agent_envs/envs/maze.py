@@ -19,6 +19,7 @@ from agent_envs.envs.common.grid import (
     direction_parser,
     grid_neighbours,
 )
+from agent_envs.envs.common.image import IMAGE_METADATA, Tile, draw_cells, grid_shape
 from wrappers.validators import check_int
 
 __all__ = ["MazeEnv", "MazeTask", "draw_maze", "generate_maze"]
@@ -145,6 +146,15 @@ def draw_maze(task: MazeTask, position: int | None = None) -> str:
     return "\n".join("".join(line) for line in art)
 
 
+#: How rgb_array draws the agent's own view: walls, open sides, the agent, the exit.
+TILES: dict[str, Tile] = {
+    "#": ((70, 70, 78), None),
+    "_": ((214, 196, 150), None),
+    "A": ((214, 196, 150), (40, 90, 220)),
+    "E": ((96, 200, 110), (40, 90, 220)),
+}
+
+
 class MazeEnv(TextEnv[MazeTask]):
     """Find the exit of a maze from the inside, seeing only the walls around you.
 
@@ -215,6 +225,8 @@ class MazeEnv(TextEnv[MazeTask]):
     privileged_oracle = True
     max_action_length = 64
 
+    metadata = IMAGE_METADATA
+
     def __init__(self, size: int = 7, render_mode: str | None = None) -> None:
         self.size = check_int(size, "size", 2, 40)
         # (-1, +size, +1, -size): the cell-index change of each direction.
@@ -244,6 +256,16 @@ class MazeEnv(TextEnv[MazeTask]):
             f"You are at row {row}, column {col}. "
             f"{_OPEN_TEXT[self.task.open_sides[self._position]]}"
         )
+
+    def image_shape(self) -> tuple[int, int, int]:
+        return grid_shape(3, 3)
+
+    def _rgb_array(self) -> np.ndarray:
+        """Draw the agent's own view, never the map: its cell and which sides are open."""
+        sides = self.task.open_sides[self._position]
+        left, down, right, up = ("_" if sides >> move & 1 else "#" for move in range(4))
+        centre = "E" if self._position == self.task.exit else "A"
+        return draw_cells(["#" + up + "#", left + centre + right, "#" + down + "#"], TILES)
 
     def compact_view(self) -> dict[str, Any]:
         """Return the encoder settings of the walls and the heading (``CompactView``).

@@ -6,5 +6,7 @@ one-line error naming the extra to install.
 
 - :mod:`agent_envs.integrations.rllib`: RLlib PPO with action masking (``[rllib]``).
 - :mod:`agent_envs.integrations.torchrl`: a TorchRL env with ``ActionMask`` (``[torchrl]``).
+- :mod:`agent_envs.integrations.openenv`: an OpenEnv server, `agent-envs serve` (``[openenv]``).
+- :mod:`agent_envs.integrations.trl`: TRL `environment_factory` episodes (``[rl]``).
 - :mod:`agent_envs.integrations.common`: the budgeted stack the adapters share.
 """

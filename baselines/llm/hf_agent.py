@@ -7,11 +7,17 @@ How a turn goes:
 
 1. The prompt is the dialogue in ``info["messages"]`` (from
    ``wrappers.ChatHistory``) or else the observation alone, with the system
-   prompt first (see :func:`baselines.llm.prompting.build_messages`).  It is
-   rendered with the tokenizer's chat template, or with the plain format of
-   :func:`baselines.llm.prompting.plain_prompt` when there is none.  If it would
-   not leave room for ``max_new_tokens`` in the model's context, the oldest
-   exchanges are dropped; the system prompt, the task statement and the latest
+   prompt first (see :func:`baselines.llm.prompting.build_messages`).  The
+   first turn's is rendered with the tokenizer's chat template, or with the
+   plain format of :func:`baselines.llm.prompting.plain_prompt` when there is
+   none.  Later turns are token-level, as in GRPO training
+   (:class:`baselines.llm.chat_tokens.TokenHistory`): the previous prompt, the
+   reply's tokens as sampled and the template's delta for the env's answer,
+   whenever the dialogue continues the previous turn's
+   (``ChatHistory(record="raw")`` without a sliding window).  Otherwise, and
+   when the token prompt would not leave room for ``max_new_tokens`` in the
+   model's context, the dialogue is rendered from text, the oldest exchanges
+   dropped until it fits; the system prompt, the task statement and the latest
    exchange (last action and current observation) are always kept.
 2. ``act_batch`` left-pads all live episodes and generates them with one
    ``model.generate`` call per micro-batch of ``batch_size`` (longest prompts
@@ -57,6 +63,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
+from baselines.llm.chat_tokens import ChatTokens, TokenHistory
 from baselines.llm.few_shot import PromptStyle
 from baselines.llm.generation import (
     GumbelSampler,
@@ -198,6 +205,8 @@ class HFAgent:
             self.tokenizer, self.system_prompt, self.max_context, max_new_tokens
         )
         self._encoders: dict[str, PromptEncoder] = {}  # one per env with examples
+        # One token history per prompt builder (the examples differ per env).
+        self._histories: dict[str | None, TokenHistory] = {}
         #: Ends a reply as soon as its action line is complete.
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
         self._episode_rng = np.random.default_rng(seed)
@@ -227,32 +236,43 @@ class HFAgent:
             raise ValueError(
                 f"act_batch got {len(observations)} observations but {len(infos)} infos."
             )
+        keys = [_episode_key(info, row) for row, info in enumerate(infos)]
+        for history in self._histories.values():
+            history.retain(keys)
+        if self._decoder is not None:
+            self._decoder.retain(keys)
         prompts = [
-            self.prompt_ids(obs, info) for obs, info in zip(observations, infos, strict=True)
+            self.prompt_ids(obs, info, key)
+            for obs, info, key in zip(observations, infos, keys, strict=True)
         ]
         seeds = [self._sample_seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
         # Batching similar lengths together wastes little padding; the results
         # do not depend on the grouping.
         order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
-        keys = [_episode_key(info, row) for row, info in enumerate(infos)]
-        if self._decoder is not None:
-            self._decoder.retain(keys)
         generations: list[str] = [""] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            texts = self._generate(
+            replies = self._generate(
                 [prompts[row] for row in rows],
                 [seeds[row] for row in rows],
                 [keys[row] for row in rows],
             )
-            for row, text in zip(rows, texts, strict=True):
+            for row, (tokens, text) in zip(rows, replies, strict=True):
                 generations[row] = text
+                self._history(infos[row]).record(keys[row], tokens, text)
         return [to_agent_action(text) for text in generations]
 
     # --------------------------------------------------------------- prompts
-    def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:
-        """Return the token ids of the prompt for one episode, trimmed to fit the context."""
-        return self._encoder(info).prompt_ids(observation, info)
+    def prompt_ids(self, observation: str, info: dict[str, Any], key: Any = None) -> list[int]:
+        """Return the token ids of the prompt for one episode, trimmed to fit the context.
+
+        With ``key`` (naming the episode across turns) the prompt continues
+        that episode's tokens (see the module docstring); without it the
+        dialogue is rendered from text.  Few-shot examples come first.
+        """
+        if key is None:
+            return self._encoder(info).prompt_ids(observation, info)
+        return self._history(info).prompt_ids(key, observation, info)
 
     def _encoder(self, info: dict[str, Any]) -> PromptEncoder:
         """Return the prompt builder with this episode's few-shot examples (if any)."""
@@ -269,6 +289,13 @@ class HFAgent:
             )
         return self._encoders[env_id]
 
+    def _history(self, info: dict[str, Any]) -> TokenHistory:
+        """Return the token history of the episodes that share this one's prompt builder."""
+        env_id = self.style.example_env(info)
+        if env_id not in self._histories:
+            self._histories[env_id] = TokenHistory(ChatTokens(self._encoder(info), self._eos_ids))
+        return self._histories[env_id]
+
     def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
         episode_seed = info.get(EPISODE_SEED)
         if episode_seed is None:
@@ -277,7 +304,10 @@ class HFAgent:
         return derive_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     # ------------------------------------------------------------ generation
-    def _generate(self, prompts: list[list[int]], seeds: list[int], keys: list) -> list[str]:
+    def _generate(
+        self, prompts: list[list[int]], seeds: list[int], keys: list
+    ) -> list[tuple[list[int], str]]:
+        """Return each row's reply: its tokens (end token included) and its text."""
         device = self.model.device
         sampler = (
             GumbelSampler(seeds, self.temperature, self.top_p, device)
@@ -301,19 +331,24 @@ class HFAgent:
                 sampler,
                 stop=self.stop,
             )
-        texts = []
+        replies = []
         for tokens in new_tokens:
             reply = cut_reply(tokens, self._eos_ids, self.stop)
-            self.generated_tokens += min(len(reply) + 1, len(tokens))
-            texts.append(self.tokenizer.decode(reply, skip_special_tokens=True))
-        return texts
+            # Keep the end token when the reply ended with one (the token history needs it).
+            ended = len(reply) < len(tokens) and tokens[len(reply)] in self._eos_ids
+            kept = tokens[: len(reply) + 1] if ended else reply
+            self.generated_tokens += len(kept)
+            replies.append((kept, self.tokenizer.decode(reply, skip_special_tokens=True)))
+        return replies
 
 
 def _episode_key(info: dict[str, Any], row: int) -> Any:
-    """Name an episode across turns for the prefix cache: its seed, or the row of this call.
+    """Name an episode across turns (token history, prefix cache): its seed, or its row.
 
-    A cache is used only while it is a prefix of the prompt, so a key that
-    names another episode costs a prefill, never a wrong reply.
+    A token history is continued only when the dialogue continues its own
+    (see :class:`baselines.llm.chat_tokens.TokenHistory`), and a cache is used
+    only while it is a prefix of the prompt, so a key that names another
+    episode costs a re-rendered prompt or a prefill, never a wrong reply.
     """
     seed = info.get(EPISODE_SEED)
     return ("episode", seed) if seed is not None else ("row", row)

@@ -66,7 +66,9 @@ class PrefixCacheDecoder:
         self.max_new_tokens = max_new_tokens
         self.layers = model.config.get_text_config().num_hidden_layers
         # transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns).
-        parameters = inspect.signature(model.forward).parameters
+        # A peft model's own forward takes **kwargs; its base model's names the cache.
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        parameters = inspect.signature(base.forward).parameters
         self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._caches: dict[Any, _RowCache] = {}
 

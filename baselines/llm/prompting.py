@@ -465,16 +465,24 @@ class PromptEncoder:
 
     def encode(self, messages: list) -> list[int]:
         """Render ``messages`` after the examples (chat template, or plain format); tokenize."""
+        text = self.render(messages)
+        if getattr(self.tokenizer, "chat_template", None) is None:
+            return list(self.tokenizer(text)["input_ids"])
+        # The template already holds the special tokens (BOS and role markers).
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def render(self, messages: list) -> str:
+        """Return the prompt text of ``messages`` after the examples, up to the reply's start."""
         return self._render(insert_examples(messages, self.examples))
 
-    def _render(self, messages: list) -> list[int]:
+    def _render(self, messages: list) -> str:
         tokenizer = self.tokenizer
         if getattr(tokenizer, "chat_template", None) is None:
-            return list(tokenizer(plain_prompt(messages))["input_ids"])
+            return plain_prompt(messages)
         if not self._system_role:
             messages = merge_system_into_user(messages)
         try:
-            text = tokenizer.apply_chat_template(
+            return tokenizer.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=True
             )
         except Exception:
@@ -484,8 +492,6 @@ class PromptEncoder:
                 raise
             self._system_role = False
             return self._render(messages)
-        # The template already holds the special tokens (BOS and role markers).
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def derive_seed(agent_seed: int, episode_seed: int | None, turn: int, prompt: str) -> int:

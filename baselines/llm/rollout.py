@@ -12,23 +12,22 @@ answer (rendered by the chat template as the next user message), the reply of
 turn 2, and so on, ending with the last reply.  ``env_mask`` is 1 on the
 model's tokens and 0 on the env's, so the loss never trains on env text.
 
-Prompt equality.  Every turn's prompt is built by
+Token in, token out.  The sampled tokens are the truth: an episode's
+sequence is its first prompt (the task, rendered by
 :class:`baselines.llm.prompting.PromptEncoder` from ``info["messages"]`` of a
-``ChatHistory(record="raw")`` stack (:func:`wrappers.chat_history.chat_stack`),
-exactly as :class:`~baselines.llm.hf_agent.HFAgent` builds it in ``evaluate``,
-and the model generates from that prompt.  The episode's sequence is therefore the
-concatenation of those prompts only while each prompt extends the previous
-one; an episode ends early, with its reason recorded, when:
-
-* ``"context"``: the next prompt would not leave ``max_new_tokens`` of room
-  in the model's context (HFAgent would drop old exchanges there; a training
-  sequence cannot), or
-* ``"retokenized"``: the reply does not tokenize back to the sampled tokens
-  (a non-canonical split, or a special token inside the reply), so the next
-  prompt no longer extends the sequence.
-
-The other end reasons are ``"success"``, ``"budget"`` (out of turns) and
-``"failure"`` (the env ended the episode without success).
+``ChatHistory(record="raw")`` stack, :func:`wrappers.chat_history.chat_stack`), then every reply
+exactly as sampled, each followed by the chat template's delta for the env's
+answer (:class:`baselines.llm.chat_tokens.ChatTokens`: the end of the
+assistant turn, the user message, the start of the next assistant turn),
+tokenised once.  Nothing is re-tokenised, so a non-canonical split or a
+special token inside a reply changes nothing.
+:class:`~baselines.llm.hf_agent.HFAgent` builds its prompts the same way
+(:class:`baselines.llm.chat_tokens.TokenHistory`), so ``evaluate`` replays
+the prompts of training.  An episode ends with one of :data:`END_REASONS`:
+``"success"``, ``"budget"`` (out of turns), ``"failure"`` (the env ended it
+without success) or ``"context"`` (the next prompt would not leave
+``max_new_tokens`` of room in the model's context; HFAgent would drop old
+exchanges there, a training sequence cannot).
 
 Generation (:mod:`baselines.llm.generation`) is batched: one batched decode
 per turn for all live episodes of the step.  By default it keeps each
@@ -65,6 +64,7 @@ from agent_envs.protocol import (
     VALID_ACTION,
 )
 from baselines.llm.budget_spec import BudgetSpec
+from baselines.llm.chat_tokens import ChatTokens
 from baselines.llm.generation import (
     Generate,
     Generation,
@@ -95,8 +95,8 @@ __all__ = [
 ]
 
 #: Why an episode ended: solved (``"success"``), out of turns (``"budget"``), ended by
-#: the env without success, cut by the context, or cut by retokenization.
-END_REASONS = (SUCCESS, BUDGET, "failure", "context", "retokenized")
+#: the env without success, or cut by the context.
+END_REASONS = (SUCCESS, BUDGET, "failure", "context")
 # Per-episode fields returned to TRL (and so to the reward functions).
 _FIELDS = (
     TASK_ID,
@@ -148,7 +148,7 @@ class Episode:
 
 def play_episodes(
     episodes: list[Episode],
-    encoder: PromptEncoder,
+    chat: ChatTokens,
     generate: Generate,
     decode: Callable[[list[int]], str],
     keep_prompts: bool = False,
@@ -168,7 +168,7 @@ def play_episodes(
         replies = generate(live, prompts)
         still_live = []
         for episode, reply in zip(live, replies, strict=True):
-            if _step(episode, reply, encoder, decode):
+            if _step(episode, reply, chat, decode):
                 still_live.append(episode)
         live = still_live
     for episode in episodes:
@@ -189,7 +189,7 @@ def _progress(episode: Episode) -> float:
     return (start - end) / start
 
 
-def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -> bool:
+def _step(episode: Episode, reply: Generation, chat: ChatTokens, decode) -> bool:
     """Apply one reply to its episode; return whether the episode goes on."""
     episode.completion_ids += reply.token_ids
     episode.env_mask += [1] * len(reply.token_ids)
@@ -204,15 +204,10 @@ def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -
     if terminated or truncated:
         episode.end_reason = SUCCESS if episode.success else BUDGET if truncated else "failure"
         return False
-    following = encoder.full_ids(observation, info)
-    sequence = episode.sequence
-    if not encoder.fits(following):
+    added = chat.delta(reply.token_ids, observation, info)
+    if not chat.encoder.fits(episode.sequence + added):
         episode.end_reason = "context"
         return False
-    if following[: len(sequence)] != sequence:
-        episode.end_reason = "retokenized"
-        return False
-    added = following[len(sequence) :]
     episode.completion_ids += added
     episode.env_mask += [0] * len(added)
     episode.logprobs += [0.0] * len(added)
@@ -222,7 +217,7 @@ def _step(episode: Episode, reply: Generation, encoder: PromptEncoder, decode) -
 
 def start_episode(
     stack: StackBudget,
-    encoder: PromptEncoder,
+    chat: ChatTokens,
     task_id: int,
     seed: int,
     budget: int,
@@ -240,8 +235,8 @@ def start_episode(
     episode = Episode(task_id, seed, budget, env, observation, info)
     if track_progress:
         episode.start_distance = env.unwrapped.oracle_turns()
-    episode.prompt_ids = encoder.full_ids(observation, info)
-    if not encoder.fits(episode.prompt_ids):
+    episode.prompt_ids = chat.first(observation, info)
+    if not chat.encoder.fits(episode.prompt_ids):
         episode.end_reason = "context"
     return episode
 
@@ -257,9 +252,6 @@ class EpisodeRollout:
         max_new_tokens: the most tokens of one reply (as ``HFAgent``'s).
         temperature: the sampling temperature; must equal the trainer's
             ``temperature``, which TRL uses to recompute log-probs.
-        window: ``ChatHistory``'s window; ``None`` (keep everything) is the
-            only value under which the turns form one sequence, so others
-            end episodes as ``"retokenized"`` once the window slides.
         process_reward: track each episode's progress toward success with the
             env's oracle, as ``process_return`` (for :func:`baselines.llm.rewards.process_reward`).
         batch_size: the most episodes per ``generate`` call (``None``: all
@@ -283,7 +275,6 @@ class EpisodeRollout:
         system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
         max_new_tokens: int = 16,
         temperature: float = 1.0,
-        window: int | None = None,
         process_reward: bool = False,
         batch_size: int | None = None,
     ) -> None:
@@ -297,7 +288,6 @@ class EpisodeRollout:
         self.system_prompt = system_prompt
         self.max_new_tokens = int(max_new_tokens)
         self.temperature = float(temperature)
-        self.window = window
         self.process_reward = process_reward
         self.batch_size = batch_size
         self._budget_rng = budget.draws.generator(self.seed)
@@ -310,13 +300,13 @@ class EpisodeRollout:
         """Play one episode per prompt (K copies in a row per task) and return TRL's dict."""
         tokenizer = trainer.processing_class
         model = trainer.accelerator.unwrap_model(trainer.model)
-        encoder = self.encoder(model, tokenizer)
+        chat = self.chat_tokens(model, tokenizer)
         if getattr(trainer, "use_vllm", False):
             generate: Generate = VLLMGenerator(trainer)
         else:
             generate = HFGenerator(model, tokenizer, self, self.batch_size)
         decode = reply_decoder(tokenizer, eos_token_ids(model, tokenizer))
-        episodes = self.run([task_of(p) for p in prompts], encoder, generate, decode)
+        episodes = self.run([task_of(p) for p in prompts], chat, generate, decode)
         metrics = getattr(trainer, "_metrics", None)
         if isinstance(metrics, dict) and "train" in metrics:
             for key, value in self.last_stats.items():
@@ -326,7 +316,7 @@ class EpisodeRollout:
     def run(
         self,
         task_ids: Sequence[int],
-        encoder: PromptEncoder,
+        chat: ChatTokens,
         generate: Generate,
         decode: Callable[[list[int]], str],
         keep_prompts: bool = False,
@@ -343,16 +333,17 @@ class EpisodeRollout:
             seed = episode_seed(self.seed, task_id, sample)
             stack = self._stack(index)
             episodes.append(
-                start_episode(stack, encoder, task_id, seed, group_budget, self.process_reward)
+                start_episode(stack, chat, task_id, seed, group_budget, self.process_reward)
             )
-        play_episodes(episodes, encoder, generate, decode, keep_prompts)
+        play_episodes(episodes, chat, generate, decode, keep_prompts)
         self.last_stats = summarize(episodes)
         return episodes
 
-    def encoder(self, model: Any, tokenizer: Any) -> PromptEncoder:
-        """Return the prompt encoder for ``model``: ``HFAgent``'s, with the same settings."""
+    def chat_tokens(self, model: Any, tokenizer: Any) -> ChatTokens:
+        """Return the episodes' token builder for ``model``: ``HFAgent``'s, same settings."""
         context = context_length(model, tokenizer)
-        return PromptEncoder(tokenizer, self.system_prompt, context, self.max_new_tokens)
+        encoder = PromptEncoder(tokenizer, self.system_prompt, context, self.max_new_tokens)
+        return ChatTokens(encoder, eos_token_ids(model, tokenizer))
 
     def _stack(self, index: int) -> StackBudget:
         # Envs are reused across steps: building a stack costs more than a reset.
@@ -361,7 +352,6 @@ class EpisodeRollout:
                 gym.make(self.env_id),
                 self.budget.max_budget,
                 visible=self.budget.visible,
-                window=self.window,
                 record="raw",
             )
             self._stacks.append(resolve_budget(env, self.budget.max_budget))
@@ -399,6 +389,5 @@ def summarize(episodes: Sequence[Episode]) -> dict[str, float]:
         "invalid_rate": sum(e.invalid_actions for e in episodes) / max(turns, 1),
     }
     reasons = Counter(e.end_reason for e in episodes)
-    for reason in ("context", "retokenized"):
-        stats[f"ended_{reason}"] = reasons[reason] / count
+    stats["ended_context"] = reasons["context"] / count
     return stats

@@ -41,6 +41,7 @@ from typing import Any
 
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
+from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
 from wrappers.validators import parse_float_list
 
@@ -90,6 +91,11 @@ class LLMTrainConfig:
         context: the context length of the built-in tiny model, in tokens
             (ignored with ``model``); a longer budget or a wordier env needs
             more, or its episodes end with ``end_reason="context"``.
+        lora: train LoRA adapters only (:mod:`baselines.llm.lora`); ``None``:
+            full fine-tuning.
+        micro_batch: episodes per forward and backward pass of the GRPO update
+            (gradients are accumulated over the step's episodes); ``None``:
+            the whole step at once.  It bounds memory, not the result.
         beta: the KL penalty to the model GRPO starts from (the warm start),
             TRL's ``beta``.  At 0 the policy may drift anywhere: at lr 1e-3,
             2 of 3 regimes collapsed to 100% invalid replies within 150 steps.
@@ -116,6 +122,8 @@ class LLMTrainConfig:
     temperature: float = 1.0
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     context: int = 1024
+    lora: LoRASpec | None = None
+    micro_batch: int | None = None
     beta: float = 0.04
     collapse_invalid: float = 0.5
 
@@ -148,6 +156,16 @@ class LLMTrainConfig:
             )
         if not self.tasks:
             raise ValueError("tasks must not be empty.")
+        if self.micro_batch is not None and (
+            isinstance(self.micro_batch, bool)
+            or not isinstance(self.micro_batch, int)
+            or self.micro_batch < 1
+            or (self.k * self.tasks_per_step) % self.micro_batch
+        ):
+            raise ValueError(
+                f"micro_batch must divide the {self.k * self.tasks_per_step} episodes of a "
+                f"step, got {self.micro_batch!r}."
+            )
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict."""
@@ -235,6 +253,8 @@ def train_llm(
     out.mkdir(parents=True, exist_ok=True)
     set_seed(config.seed)
     model, tokenizer = load_model(config, out)
+    if config.lora is not None:
+        model = apply_lora(model, config.lora)
     timings: dict[str, float] = {}
     history: list[dict[str, Any]] = []
     stopped: dict[str, Any] = {}  # filled by the collapse guard when it stops GRPO
@@ -268,11 +288,16 @@ def train_llm(
         if config.process_reward > 0:
             rewards.append(process_reward(config.process_reward))
         dataset = Dataset.from_list([{"prompt": task_prompt(task)} for task in config.tasks])
+        episodes = config.k * config.tasks_per_step
+        micro = config.micro_batch or episodes
         args = grpo_config(
             out / "checkpoints",
             max_steps=config.steps,
             num_generations=config.k,
-            per_device_train_batch_size=config.k * config.tasks_per_step,
+            # One rollout per optimiser step, its episodes scored `micro` at a time.
+            per_device_train_batch_size=micro,
+            gradient_accumulation_steps=episodes // micro,
+            steps_per_generation=episodes // micro,
             learning_rate=config.learning_rate,
             lr_scheduler_type="constant",
             temperature=config.temperature,
@@ -303,7 +328,7 @@ def train_llm(
     timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
 
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # Trainer's output_dir; saves nothing
-    model.save_pretrained(out)
+    model = save_model(model, out)
     tokenizer.save_pretrained(out)
     sidecar = {
         "config": config.to_json(),
@@ -570,6 +595,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--context", type=int, default=1024, help="the tiny model's context in tokens (1024)"
     )
+    parser.add_argument(
+        "--lora",
+        type=int,
+        default=0,
+        metavar="R",
+        help="train LoRA adapters of rank R only (0: full fine-tuning); saved merged",
+    )
+    parser.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (2*R)")
+    parser.add_argument(
+        "--lora-dropout", type=float, default=0.0, help="LoRA dropout, warm start only (0)"
+    )
+    parser.add_argument(
+        "--lora-targets",
+        default=None,
+        help="modules that get adapters, e.g. q_proj,k_proj,v_proj,o_proj "
+        "(default: peft's for the architecture: q_proj,v_proj for Llama/Qwen2)",
+    )
+    parser.add_argument(
+        "--lora-layers",
+        type=int,
+        default=None,
+        help="adapt only the last N layers (default: all); the backward stops there",
+    )
+    parser.add_argument(
+        "--micro-batch",
+        type=int,
+        default=None,
+        help="episodes per forward/backward of the GRPO update (default: the whole step)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="output folder")
     parser.add_argument(
         "--eval-tasks",
@@ -597,6 +651,8 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
     spec = BudgetSpec(budgets, weights, args.visible_budget, not args.independent_budgets)
     tasks = _task_ids(args.tasks, "--tasks")
     config = LLMTrainConfig(
+        lora=_lora_spec(args),
+        micro_batch=args.micro_batch,
         env_id=args.env_id,
         budget=spec,
         model=args.model,
@@ -624,6 +680,21 @@ def config_from_args(args: argparse.Namespace) -> LLMTrainConfig:
             warm_start_episodes=1,
         )
     return config
+
+
+def _lora_spec(args: argparse.Namespace) -> LoRASpec | None:
+    """Return the ``--lora*`` flags as a :class:`LoRASpec` (``None`` without ``--lora``)."""
+    if args.lora == 0:
+        extras = (args.lora_alpha, args.lora_targets, args.lora_layers)
+        if any(value is not None for value in extras) or args.lora_dropout:
+            raise _UsageError(
+                "--lora-alpha, --lora-dropout, --lora-targets and --lora-layers go with --lora R."
+            )
+        return None
+    targets = None
+    if args.lora_targets is not None:
+        targets = tuple(name.strip() for name in args.lora_targets.split(","))
+    return LoRASpec(args.lora, args.lora_alpha, args.lora_dropout, targets, args.lora_layers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

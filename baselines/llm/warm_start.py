@@ -23,7 +23,7 @@ from typing import Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 from baselines.llm.generation import Generation, eos_token_ids, reply_decoder
-from baselines.llm.prompting import PromptEncoder, format_reply
+from baselines.llm.prompting import format_reply
 from baselines.llm.rollout import Episode, EpisodeRollout
 from baselines.simple_agents import NoisyOracleAgent
 
@@ -72,15 +72,14 @@ def demonstrations(
 
     ``rollout`` supplies the env, the budget spec, the system prompt and the
     seeds, exactly as in GRPO; ``model`` only tells the context length.  An
-    episode that ends for ``"context"`` or ``"retokenized"`` keeps what it
-    played up to there.
+    episode that ends for ``"context"`` keeps what it played up to there.
     """
-    encoder: PromptEncoder = rollout.encoder(model, tokenizer)
+    chat = rollout.chat_tokens(model, tokenizer)
     eos_ids = eos_token_ids(model, tokenizer)
     generate = OracleReplies(tokenizer, eos_ids[0], epsilon, rollout.seed)
     decode = reply_decoder(tokenizer, eos_ids)
     tasks = [task for task in task_ids for _ in range(episodes_per_task)]
-    episodes = rollout.run(tasks, encoder, generate, decode)
+    episodes = rollout.run(tasks, chat, generate, decode)
     return [
         {
             "input_ids": episode.prompt_ids + episode.completion_ids,

@@ -15,6 +15,7 @@ from agent_envs.envs.common.grid import (
     direction_parser,
     grid_neighbours,
 )
+from agent_envs.envs.common.image import IMAGE_METADATA, Tile, draw_cells, grid_shape
 from agent_envs.envs.frozen_lake.slippery import (
     BudgetedLake,
     solve_budgeted_lake,
@@ -163,6 +164,16 @@ def budgeted_oracle(task: LakeTask, intended: float = INTENDED_PROBABILITY) -> B
     return task.memo[key]
 
 
+#: How rgb_array draws each tile of the lake (legend ``@SFHG``).
+TILES: dict[str, Tile] = {
+    "F": ((206, 232, 250), None),
+    "S": ((170, 206, 236), None),
+    "H": ((24, 44, 96), None),
+    "G": ((246, 206, 62), None),
+    "@": ((206, 232, 250), (220, 50, 50)),
+}
+
+
 class FrozenLakeEnv(TextEnv[LakeTask]):
     """Cross a frozen lake from the start to the goal without falling into a hole.
 
@@ -276,6 +287,8 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
     action_format = "Reply with one of: left, down, right, up."
     max_action_length = 64
 
+    metadata = IMAGE_METADATA
+
     def __init__(
         self, size: int = 4, slippery: bool = False, render_mode: str | None = None
     ) -> None:
@@ -319,6 +332,13 @@ class FrozenLakeEnv(TextEnv[LakeTask]):
         rows[row] = f"{line[: 2 * col]}@{line[2 * col + 1 :]}"
         rows.append(f"You are at row {row}, column {col}.")
         return "\n".join(rows)
+
+    def image_shape(self) -> tuple[int, int, int]:
+        return grid_shape(self.size, self.size)
+
+    def _rgb_array(self) -> np.ndarray:
+        rows = self._view().splitlines()[: self.size]
+        return draw_cells([row.split(" ") for row in rows], TILES)
 
     def compact_view(self) -> dict[str, Any]:
         """Return the encoder settings of the map alone (``CompactView``).

@@ -12,6 +12,7 @@ import numpy as np
 
 from agent_envs.core import TextEnv
 from agent_envs.envs.common.grid import DOWN, LEFT, RIGHT, UP, direction_parser
+from agent_envs.envs.common.image import IMAGE_METADATA, Tile, draw_cells, grid_shape
 from agent_envs.envs.sokoban.rooms import (
     MAX_SIDE,
     MIN_SIDE,
@@ -42,6 +43,18 @@ _LEGEND = (
     "# wall, _ floor, O target, X box, V box on a target, P you (the player), S you on a target"
 )
 _MAX_BOXES = 4
+
+
+#: How rgb_array draws each character of the view (legend ``#_OXVPS``).
+TILES: dict[str, Tile] = {
+    "#": ((70, 70, 78), None),
+    "_": ((214, 196, 150), None),
+    "O": ((214, 196, 150), (232, 96, 96)),
+    "X": ((214, 196, 150), (150, 92, 36)),
+    "V": ((214, 196, 150), (60, 170, 70)),
+    "P": ((214, 196, 150), (40, 90, 220)),
+    "S": ((232, 96, 96), (40, 90, 220)),
+}
 
 
 class SokobanEnv(TextEnv[SokobanTask]):
@@ -118,7 +131,8 @@ class SokobanEnv(TextEnv[SokobanTask]):
       wall, 5 to 16.
     * ``num_boxes`` (int, default 1): boxes (and targets), 1 to 4, and at most
       a quarter of the interior cells.
-    * ``render_mode`` (``"ansi"`` or ``None``): ``render()`` returns the grid.
+    * ``render_mode`` (``"ansi"``, ``"rgb_array"`` or ``None``): ``render()`` returns the
+      grid as text, or as an image (``docs/rendering.md``).
 
     ## Version History
     * v0: initial version.
@@ -128,6 +142,7 @@ class SokobanEnv(TextEnv[SokobanTask]):
     action_format = "Reply with one of: up, down, left, right."
     max_action_length = 64
     max_observation_length = 2048
+    metadata = IMAGE_METADATA
 
     def __init__(
         self,
@@ -166,6 +181,12 @@ class SokobanEnv(TextEnv[SokobanTask]):
 
     def _view(self) -> str:
         return render(self.task, self._boxes, self._player)
+
+    def image_shape(self) -> tuple[int, int, int]:
+        return grid_shape(self.height, self.width)
+
+    def _rgb_array(self) -> np.ndarray:
+        return draw_cells(self._view().splitlines(), TILES)
 
     def compact_view(self) -> dict[str, Any]:
         """Return the encoder settings of the room alone (``CompactView``)."""
