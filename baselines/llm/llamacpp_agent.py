@@ -16,7 +16,7 @@ with the previous one, so the system prompt and the few-shot examples, which
 every episode shares, are computed once.
 
 Seeds.  ``temperature=0`` is greedy.  Otherwise each reply's sampler is seeded
-with :func:`~baselines.llm.prompting.derive_seed` of the agent's seed, the
+with :func:`wrappers.seeding.sampling_seed` of the agent's seed, the
 episode seed, the turn and the prompt, as in ``HFAgent``; the samples differ
 from ``HFAgent``'s (another sampler, quantised weights) but a rerun repeats
 them and the K attempts of Pass@K stay independent.
@@ -44,10 +44,10 @@ from baselines.llm.prompting import (
     PromptEncoder,
     ReplyStop,
     check_sampling,
-    derive_seed,
     to_agent_action,
     turn_of,
 )
+from wrappers import seeding
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["LlamaCppAgent", "gguf_tokenizer"]
@@ -217,7 +217,8 @@ class LlamaCppAgent:
         episode_seed = info.get(EPISODE_SEED)
         if episode_seed is None:
             episode_seed = int(self._episode_rng.integers(2**62))
-        return derive_seed(self.seed, episode_seed, turn_of(info), ",".join(map(str, prompt)))
+        prompt_key = ",".join(map(str, prompt))
+        return seeding.sampling_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     def _reply(self, prompt: list[int], seed: int) -> str:
         """Decode one reply until an end token, a complete action line or the length limit."""
