@@ -179,16 +179,12 @@ class HFAgent:
         check_int(batch_size, "batch_size", 1)
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        #: What the evaluator must add to ``info`` (the env's id, for few-shot examples).
-        self.required_info = self.style.required_info
+        self.required_info = self.style.required_info  # the env's id, for few-shot examples
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
         self.system_prompt = self.style.system_prompt
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.max_new_tokens = max_new_tokens
-        self.batch_size = batch_size
-        self.seed = seed
+        self.temperature, self.top_p = float(temperature), float(top_p)
+        self.max_new_tokens, self.batch_size, self.seed = max_new_tokens, batch_size, seed
         self._from_files = isinstance(model, (str, os.PathLike))
         self.model, self.tokenizer, self.name = _load(
             model, tokenizer, device, dtype, trust_remote_code
@@ -207,8 +203,8 @@ class HFAgent:
         self.prompts = PromptEncoder(
             self.tokenizer, self.system_prompt, self.max_context, max_new_tokens
         )
-        self._encoders: dict[str, PromptEncoder] = {}  # one per env with examples
-        # One token history per prompt builder (the examples differ per env).
+        # One prompt builder and one token history per env with examples.
+        self._encoders: dict[str, PromptEncoder] = {}
         self._histories: dict[str | None, TokenHistory] = {}
         #: Ends a reply as soon as its action line is complete.
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)

@@ -237,16 +237,14 @@ class OpenAIChatAgent:
         check_int(max_reply_bytes, "max_reply_bytes", 1)
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        #: What the evaluator must add to ``info`` (the env's id, for few-shot examples).
-        self.required_info = self.style.required_info
+        self.required_info = self.style.required_info  # the env's id, for few-shot examples
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError("api_key must be a str or None.")
         self.model = model
         self.system_prompt = self.style.system_prompt
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
+        self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_tokens = max_tokens
         self.timeout = float(timeout)
         self.max_retries = max_retries
