@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,13 +67,13 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict
     output may overwrite an input.  ``--plot`` is checked as the file really
     written (``.png`` added to a bare name).
     """
-    from agent_envs.evaluation.formatting import check_output_path
     from agent_envs.evaluation.plotting import plot_path
+    from agent_envs.files import check_output_path
 
     paths: dict[str, Path] = {}
     for flag in ("--out", "--log", "--plot"):
         value = getattr(args, flag[2:], None)
-        if value:
+        if value is not None:  # "" too: an empty path is refused, not ignored
             check_output_path(value, flag)  # a folder given as --plot is a mistake too
             paths[flag] = (
                 check_output_path(plot_path(value), flag) if flag == "--plot" else Path(value)
@@ -113,9 +114,15 @@ def _write_outputs(result: Any, paths: dict[str, Path]) -> None:
         print(f"wrote {result.plot(paths['--plot'])}", file=sys.stderr)
 
 
+#: The most tasks ``list --tasks`` may sample (each costs a reset of every env id).
+MAX_LIST_TASKS = 1_000
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     import agent_envs
+    from wrappers.validators import check_int
 
+    check_int(args.tasks, "--tasks", 0, MAX_LIST_TASKS)
     width = max((len(env_id) for env_id in agent_envs.env_ids()), default=20)
     print(f"  {'id'.ljust(width)}  {'turns':>7}  description")
     for family, entries in agent_envs.FAMILIES.items():
@@ -154,17 +161,13 @@ def _with_history(
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from agent_envs.plugins import parse_agent_kwargs
-    from agent_envs.redaction import scrub, secret_values
+    from agent_envs.redaction import remember, secret_values
 
     kwargs = parse_agent_kwargs(args.agent_kwargs)
-    secrets = secret_values(kwargs)
-    try:
-        return _run_eval(args, kwargs)
-    except Exception as exc:
-        # Whatever raised (the agent, a library), its message must not show a secret.
-        if any(secret in str(exc) for secret in secrets):
-            raise CLIError(scrub(str(exc), secrets)) from None
-        raise
+    # From here on, whatever is printed or stored (by the agent, a library, the
+    # run log) has these values masked; main() masks error messages too.
+    remember(secret_values(kwargs))
+    return _run_eval(args, kwargs)
 
 
 def _settings(args: argparse.Namespace, agent_name: str) -> Any:
@@ -363,7 +366,8 @@ def _parser() -> argparse.ArgumentParser:
         "--tasks",
         type=int,
         default=20,
-        help="tasks sampled for the oracle-turn range, 0 to skip it (default 20)",
+        help=f"tasks sampled for the oracle-turn range, at most {MAX_LIST_TASKS:,}; 0 to skip "
+        "it (default 20)",
     )
     listing.set_defaults(run=_cmd_list, parser=listing)
 
@@ -544,12 +548,16 @@ class _Say(logging.Handler):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    from agent_envs.redaction import remember, scrubbed_output
+
     library = logging.getLogger("agent_envs")
     handler, level = _Say(logging.INFO), library.level
     library.addHandler(handler)
     library.setLevel(logging.INFO)
+    remember((), environment=True)  # secret-named variables such as $OPENAI_API_KEY
     try:
-        return _main(argv)
+        with scrubbed_output():  # stdout, stderr, warnings, logging and progress bars
+            return _main(argv)
     finally:
         library.removeHandler(handler)
         library.setLevel(level)
@@ -560,26 +568,38 @@ def _main(argv: Sequence[str] | None) -> int:
     show_traceback = "--traceback" in argv[:1]
     if show_traceback:
         argv = argv[1:]
+    # What Ctrl-C leaves behind, truthfully: only eval --log keeps finished episodes.
+    interrupted = "interrupted."
     try:
         from agent_envs.plugins import command_names
 
         if argv[:1] and argv[0] not in _BUILT_IN and argv[0] in command_names():
             return _run_command(argv[0], argv[1:])
         args = _parse(argv)
+        if args.command == "eval":
+            interrupted = (
+                f"interrupted; the finished episodes are in {args.log}: rerun the same "
+                "command to resume."
+                if args.log
+                else "interrupted; nothing was written (pass --log to make a run resumable)."
+            )
         return args.run(args)
     except KeyboardInterrupt:
-        print(f"{_PROG}: interrupted (rerun with the same --log to resume).", file=sys.stderr)
+        print(f"{_PROG}: {interrupted}", file=sys.stderr)
         return 130
     except Exception as exc:
         from agent_envs.evaluation import RunAborted
-        from agent_envs.redaction import redact_url
+        from agent_envs.redaction import scrub
 
         user_error = (CLIError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
         if show_traceback or not isinstance(exc, user_error):
-            raise
+            # A bug, or asked for: the whole trace, with secrets masked all the same.
+            trace = "".join(traceback.format_exception(exc))
+            print(scrub(trace), end="", file=sys.stderr)
+            return 1
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         # One line, even when a policy's or library's message spans several.
-        text = redact_url(" ".join(str(message).split()))
+        text = " ".join(scrub(str(message)).split())  # masked before it is reflowed
         print(f"{_PROG}: error: {text}", file=sys.stderr)
         return 2
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_envs import install_hint
-from agent_envs.redaction import redact_kwargs, scrub, secret_values
+from agent_envs.redaction import redact_kwargs, remember, scrub, secret_values
 
 __all__ = [
     "AGENT_GROUP",
@@ -158,6 +158,8 @@ def parse_agent_kwargs(text: str | None) -> dict[str, Any]:
             f"--agent-kwargs is not valid JSON ({exc.msg} at character {exc.pos + 1}); "
             """pass an object such as '{"epsilon": 0.1}'."""
         ) from None
+    except RecursionError:
+        raise ValueError("--agent-kwargs is nested too deeply to be agent arguments.") from None
     if not isinstance(kwargs, dict):
         raise ValueError(
             '--agent-kwargs must be a JSON object such as {"epsilon": 0.1}, '
@@ -191,14 +193,15 @@ def make_agent(spec: str, kwargs: Mapping[str, Any] | None = None) -> Any:
     Raises:
         ValueError: for a bad spec or arguments the agent refuses.
     """
-    factory = resolve_agent(spec)
     kwargs = dict(kwargs or {})
+    remember(secret_values(kwargs))  # whatever the agent prints or raises is masked from now on
+    factory = resolve_agent(spec)
     try:
         return factory(**kwargs)
     except (TypeError, ValueError) as exc:
         # Neither the arguments nor the agent's own message may show a secret.
         shown = redact_kwargs(kwargs)
-        reason = scrub(str(exc), secret_values(kwargs))
+        reason = scrub(str(exc))
         raise ValueError(f"cannot build agent {spec!r} with {shown}: {reason}") from None
 
 

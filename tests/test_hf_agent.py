@@ -272,6 +272,8 @@ def read_log(path):
 
     with open(path) as handle:
         lines = [json.loads(line) for line in handle]
+    for line in lines:
+        line.pop("run", None)  # the run's fingerprint: the agent's name holds its batch size
     return sorted(lines[1:], key=lambda line: (line["task"], line["sample"], line["budget"]))
 
 

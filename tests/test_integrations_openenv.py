@@ -131,3 +131,35 @@ def test_cli_serve_round_trip_and_usage_errors():
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _documented_remote_episode(url: str) -> type:
+    """The ``RemoteEpisode`` class of docs/integrations.md, pointed at ``url``."""
+    import pathlib
+    import re
+
+    doc = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
+    section = doc.split("### Consuming the server from TRL", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "docs/integrations.md", "exec"), namespace)  # the doc's own code
+    namespace["SERVER"] = url  # the one line a user edits
+    return namespace["RemoteEpisode"]
+
+
+def test_the_documented_trl_class_plays_the_server(url):
+    from transformers.utils import get_json_schema
+
+    episode = _documented_remote_episode(url)()
+    try:
+        assert get_json_schema(episode.act)["function"]["name"] == "act"
+        assert episode.reset(task_id=519).startswith("I am thinking")  # secret 50
+        assert "correct" in episode.act("50") and episode.get_reward() == 1.0
+        assert episode.act("50") == "The episode is over."
+        episode.reset(task_id=3)
+        for _ in range(20):  # the server's budget (20) ends the episode
+            episode.act("not a number")
+        assert episode.over and episode.get_reward() == 0.0
+        assert episode.act("1") == "The episode is over."
+    finally:
+        episode.client.close()

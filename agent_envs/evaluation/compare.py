@@ -27,6 +27,8 @@ from agent_envs.evaluation.seed_stats import (
     task_sampler,
     unpaired_permutation_test,
 )
+from agent_envs.evaluation.settings import MAX_BOOTSTRAP
+from wrappers.validators import check_int
 
 __all__ = ["CompareResult", "compare", "holm_family"]
 
@@ -449,6 +451,8 @@ def compare(
     for other in side_a[1:] + side_b:
         _check_compatible(side_a[0], other)
     first = side_a[0]
+    if n_bootstrap is not None:
+        check_int(n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP)
     n_bootstrap = n_bootstrap or max(result.n_bootstrap for result in side_a + side_b)
     confidence = confidence or first.confidence
     rng = bootstrap_rng(seed)

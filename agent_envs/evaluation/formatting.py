@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from agent_envs.files import atomic_write_text, check_output_path
+from agent_envs.redaction import scrub
 
 __all__ = [
     "check_output_path",
@@ -20,34 +22,8 @@ __all__ = [
 
 
 def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
-    """Write ``data`` as indented JSON, creating the folder; a result is never lost to it."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-
-
-def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
-    """Return ``path`` if a file can be written there, else raise a one-line ``ValueError``.
-
-    Run before the first episode, so that a run is never lost to an output
-    path that fails at the end: the path must not be a folder, the nearest
-    folder that exists above it must be a folder (not a file, as in
-    ``README.md/x.json``) and writable, and an existing file must be
-    writable.  Nothing is created here; the folders are made when writing.
-    """
-    target = Path(path)
-    if target.is_dir():
-        raise ValueError(f"{what} {target} is a directory; give a file path inside it.")
-    ancestor = target.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ValueError(f"{what} {target} cannot be written: {ancestor} is a file, not a folder.")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ValueError(f"{what} {target} cannot be written: the folder {ancestor} is read-only.")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise ValueError(f"{what} {target} cannot be written: the file is read-only.")
-    return target
+    """Write ``data`` as indented JSON, creating the folder; never leaves a cut file."""
+    atomic_write_text(path, scrub(json.dumps(data, indent=1)) + "\n")
 
 
 def error_summary(errors: Iterable[tuple[str, int]], shown: int = 3) -> str:

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from agent_envs.files import atomic_write
+
 __all__ = ["PLOT_SUFFIXES", "build_figure", "plot_grid", "plot_path"]
 
 #: The formats a plot may be written in; a path without a suffix gets ``.png``.
@@ -100,6 +102,4 @@ def plot_grid(path: str | os.PathLike[str], values: np.ndarray, *args: Any, **kw
     """Write :func:`build_figure` to :func:`plot_path` of ``path``; return the path written."""
     target = plot_path(path)
     figure = build_figure(values, *args, **kwargs)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(target, dpi=120)
-    return target
+    return atomic_write(target, lambda temporary: figure.savefig(temporary, dpi=120))

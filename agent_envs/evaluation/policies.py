@@ -18,10 +18,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent_envs import fingerprint
 from agent_envs.plugins import AgentSpec
 from agent_envs.protocol import REQUIRED_INFO_KEYS
+from agent_envs.redaction import scrub
 
-__all__ = ["PerEpisode", "PolicyAdapter", "adapt_policy", "describe_error"]
+__all__ = [
+    "POLICY_ERRORS",
+    "PerEpisode",
+    "PolicyAdapter",
+    "adapt_policy",
+    "describe_error",
+    "safe_repr",
+]
+
+#: What a policy may raise that ends only its episode.  ``SystemExit`` too: an
+#: agent (or a library under it) calling ``sys.exit`` must not end the whole
+#: run silently; ``KeyboardInterrupt`` still stops the run.
+POLICY_ERRORS = (Exception, SystemExit)
 
 Actor = Callable[[str, dict[str, Any]], Any]
 
@@ -49,9 +63,27 @@ class PerEpisode:
         return f"PerEpisode({self.factory!r})"
 
 
+def safe_repr(value: Any, limit: int = 80) -> str:
+    """Return ``repr(value)`` cut to ``limit`` characters, or its type if ``repr`` raises."""
+    try:
+        text = repr(value)
+    except Exception:  # a policy's object: its repr may be broken
+        return f"<{type(value).__name__} whose repr raised>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def describe_error(exc: BaseException, limit: int = 500) -> str:
-    """Return ``"Type: message"`` for ``exc``, cut to ``limit`` characters."""
-    text = f"{type(exc).__name__}: {exc}"
+    """Return ``"Type: message"`` for ``exc``, secrets masked, then cut to ``limit`` characters.
+
+    The secrets go first (:func:`agent_envs.redaction.scrub`), so that a cut
+    never leaves part of one behind; an exception whose ``str`` raises is
+    described by its type.
+    """
+    try:
+        message = str(exc)
+    except Exception:
+        message = "(its message could not be read)"
+    text = scrub(f"{type(exc).__name__}: {message}")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -66,8 +98,11 @@ def _qualified_name(obj: Any) -> str:
     target = obj if named else type(obj)
     module = getattr(target, "__module__", None) or "?"
     if not named and type(obj).__repr__ is not object.__repr__:
-        text = repr(obj)
-        if "\n" not in text and len(text) <= 200:
+        try:
+            text = repr(obj)
+        except Exception:  # a broken repr: the class name still names the policy
+            text = ""
+        if text and "\n" not in text and len(text) <= 200:
             return f"{module}:{text}"
     return f"{module}:{getattr(target, '__qualname__', type(target).__name__)}"
 
@@ -103,6 +138,8 @@ class PolicyAdapter:
 
     Attributes:
         name: ``"module:QualName"`` of the policy, for results and logs.
+        fingerprint: the policy's ``fingerprint`` (a hash of the files that
+            decide what it does, see :mod:`agent_envs.fingerprint`), or ``None``.
         required_info: keys the evaluator must add to ``info``.
         budget_aware: the policy learns the budget other than by the observation.
         visible_budget: the policy reads the turns left in the observation, so
@@ -138,12 +175,24 @@ class PolicyAdapter:
                 f"callable f(observation) -> str, or a class/PerEpisode factory; "
                 f"got {type(policy).__name__}."
             )
+        #: What decides the policy's behaviour beyond its name (its files' hash), or None.
+        self.fingerprint = fingerprint.of(source)
         self.required_info = _required_info(source)
         self.budget_aware = bool(getattr(source, "budget_aware", False))
         self.visible_budget = bool(getattr(source, "visible_budget", False))
         self.batched = self._shared is not None and callable(
             getattr(self._shared, "act_batch", None)
         )
+
+    def recorded_name(self, name: str | None = None) -> str:
+        """Return the name a run records: ``name`` (default: :attr:`name`) and the fingerprint.
+
+        Two models saved to one path share a name but not a fingerprint, so
+        the resume check and the run's fingerprint tell them apart.
+        """
+        name = name or self.name
+        found = self.fingerprint
+        return name if found is None or found in name else f"{name} [{found}]"
 
     def episode_actor(self) -> Actor:
         """Return the ``(observation, info) -> action`` call for a new episode."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ from agent_envs.evaluation.executor import LocalExecutor, PlaySpec
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import adapt_policy, describe_error
 from agent_envs.evaluation.rollout import EpisodeRecord, Finish
+from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.redaction import ScrubbingStream, remember, scrub
 
 __all__ = ["MAX_CHUNK_ATTEMPTS", "EpisodeWorker", "RayExecutor", "chunk_size"]
 
@@ -84,6 +87,10 @@ class EpisodeWorker:
     """The body of one Ray actor: a local executor, built once, that plays chunks of keys."""
 
     def __init__(self, job: _Job) -> None:
+        # Ray keeps a worker's output in log files on disk: scrub it as the CLI
+        # scrubs its own (the agent's secrets are remembered when it is built).
+        remember((), environment=True)
+        sys.stdout, sys.stderr = ScrubbingStream(sys.stdout), ScrubbingStream(sys.stderr)
         # Build an env stack now, so that a worker that cannot fails at creation.
         self._local = LocalExecutor(adapt_policy(job.policy), job.spec, [job.spec.build()])
 
@@ -104,11 +111,11 @@ def _pickle_check(ray: Any, obj: Any, what: str, hint: str) -> None:
         ) from None
 
 
-def _build_failed(exc: BaseException) -> RuntimeError:
+def _build_failed(exc: BaseException) -> RunAborted:
     """Explain an actor that could not build its policy or env (the same in every worker)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    lines = [line.strip() for line in scrub(str(exc)).splitlines() if line.strip()]
     cause = lines[-1] if lines else type(exc).__name__
-    return RuntimeError(
+    return RunAborted(
         f"a Ray worker could not build the policy or the env ({cause}); every node needs "
         "the packages that define them: install them there, or pass ray.init a runtime_env."
     )
@@ -235,10 +242,12 @@ class RayExecutor:
         attempts += 1
         first = chunk[0]
         if attempts >= MAX_CHUNK_ATTEMPTS:
-            raise RuntimeError(
+            # Ray's message spans many lines (the worker's exit details); one line, the cause.
+            cause = " ".join(describe_error(exc, 10_000).split())
+            raise RunAborted(
                 f"a chunk of {len(chunk)} episodes (from task {first.task_id}, sample "
                 f"{first.sample}, budget {first.budget}) lost its Ray worker {attempts} times; "
-                f"last: {describe_error(exc, 300)}. Finished episodes are in the log: rerun "
+                f"last cause: {cause[:300]}. Finished episodes are in the log, if any: rerun "
                 "to resume."
             ) from None
         logger.warning(

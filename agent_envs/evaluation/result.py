@@ -207,6 +207,18 @@ class EvalResult:
             return f"samples must be an int >= max(K) = {max(self.ks)}"
         if not ints([self.episodes, self.errors], 0) or self.errors > self.episodes:
             return "episodes and errors must be ints with errors <= episodes"
+        for name, kind in (("diagnostics", dict), ("timing", dict), ("version", str)):
+            value = getattr(self, name)
+            if not isinstance(value, kind) and not (name == "diagnostics" and value is None):
+                return f"{name} must be a JSON {'object' if kind is dict else 'string'}"
+        step = (self.diagnostics or {}).get("step_quality")
+        if step is not None and not isinstance(step, dict):
+            return "diagnostics.step_quality must be a JSON object"
+        examples = self.error_examples
+        if not isinstance(examples, list) or not all(isinstance(text, str) for text in examples):
+            return "error_examples must be a list of strings"
+        if not ints(self.error_counts, 0):
+            return "error_counts must be a list of ints >= 0"
         if self.mode not in ("hidden", "visible"):
             return f"mode must be 'hidden' or 'visible', got {self.mode!r}"
         grid = (len(self.ks), len(self.budgets))
@@ -258,6 +270,8 @@ class EvalResult:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path} is not JSON ({exc.msg} at line {exc.lineno}).") from None
+        except RecursionError:
+            raise ValueError(f"{path} is not a result: its JSON is nested too deeply.") from None
         try:
             return cls.from_dict(data)
         except ValueError as exc:

@@ -16,7 +16,12 @@ import gymnasium as gym
 from agent_envs.core import normalize_action
 from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
 from agent_envs.evaluation.keys import EpisodeKey
-from agent_envs.evaluation.policies import PolicyAdapter, describe_error
+from agent_envs.evaluation.policies import (
+    POLICY_ERRORS,
+    PolicyAdapter,
+    describe_error,
+    safe_repr,
+)
 from agent_envs.evaluation.settings import VISIBLE, EvalSettings
 from agent_envs.protocol import (
     BUDGET,
@@ -27,6 +32,7 @@ from agent_envs.protocol import (
     TASK_ID,
     VALID_ACTION,
     ActionParser,
+    AgentAction,
 )
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "Finish",
     "RunOptions",
     "clip_text",
+    "plain_action",
     "run_lockstep",
     "run_sequential",
 ]
@@ -378,8 +385,22 @@ class EpisodeRun:
 Finish = Callable[[EpisodeRecord, dict[str, Any] | None], None]
 
 
-def _non_str(action: Any) -> TypeError:
-    return TypeError(f"the policy returned {type(action).__name__} {action!r:.80}, not a str")
+def plain_action(action: Any) -> str:
+    """Return the policy's action as a plain ``str`` (an ``AgentAction`` keeps its raw text).
+
+    A ``str`` subclass may override ``__hash__``, ``__eq__`` or ``__str__``,
+    and raise in them; the env and the judge get a plain copy, made without
+    calling any of its methods.  Raises ``TypeError`` for a non-str action.
+    """
+    if type(action) is str:
+        return action
+    if not isinstance(action, str):
+        raise TypeError(
+            f"the policy returned {type(action).__name__} {safe_repr(action)}, not a str"
+        )
+    raw = getattr(action, "raw", None)
+    text = str.__str__(action)
+    return AgentAction(text, str.__str__(raw)) if isinstance(raw, str) else text
 
 
 def run_sequential(
@@ -399,7 +420,7 @@ def run_sequential(
         observation, info = run.reset(env)
         try:
             act = adapter.episode_actor()
-        except Exception as exc:  # a failing factory is the policy's error
+        except POLICY_ERRORS as exc:  # a failing factory is the policy's error
             run.fail(exc)
             finish(run.record, run.transcript)
             continue
@@ -407,10 +428,8 @@ def run_sequential(
             if diagnose:
                 run.before_act(info)
             try:
-                action = act(observation, info)
-                if not isinstance(action, str):
-                    raise _non_str(action)
-            except Exception as exc:  # the policy's error ends only this episode
+                action = plain_action(act(observation, info))
+            except POLICY_ERRORS as exc:  # the policy's error ends only this episode
                 run.fail(exc)
                 break
             observation, _, terminated, truncated, info = env.step(action)
@@ -449,14 +468,18 @@ def run_lockstep(
             slot[1].before_act(slot[3])
         try:
             actions = adapter.act_batch([slot[2] for slot in live], [slot[3] for slot in live])
-        except Exception as exc:
+        except POLICY_ERRORS as exc:
             actions = [exc] * len(live)
         still_live = []
         freed = []
         for slot, action in zip(live, actions, strict=True):
             env, run = slot[0], slot[1]
-            if isinstance(action, BaseException) or not isinstance(action, str):
-                run.fail(action if isinstance(action, BaseException) else _non_str(action))
+            try:
+                if isinstance(action, BaseException):
+                    raise action
+                action = plain_action(action)
+            except POLICY_ERRORS as exc:
+                run.fail(exc)
                 done = True
             else:
                 observation, _, terminated, truncated, info = env.step(action)

@@ -1,9 +1,14 @@
 """Durable runs: a JSONL log of finished episodes that a rerun resumes from.
 
-The first line is a header with the run's settings; every other line is one
+The first line is a header with the run's settings and fingerprint
+(:meth:`EvalSettings.fingerprint`, a hash of everything that decides the
+episodes, the agent's model files included); every other line is one
 finished episode (:meth:`EpisodeRecord.to_json`, plus ``transcript`` when
-asked).  A line is written in one call and flushed, so a crash leaves at most
-one half-written last line, which the next open drops and the run redoes.
+asked) marked ``"run": <fingerprint>``.  A line with another run's
+fingerprint (pasted in from another log, say) is refused with its line
+number, so a resumed run never counts an episode it did not play.  A line
+is written in one call and flushed, so a crash leaves at most one
+half-written last line, which the next open drops and the run redoes.
 
 One run owns its log.  Design decision: :meth:`RunLog.open` takes an exclusive
 OS lock (``fcntl.flock``) on the log file itself before it reads a byte, and
@@ -29,6 +34,7 @@ from typing import IO, Any
 
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.redaction import scrub
 
 __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
@@ -37,12 +43,15 @@ __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 # /4: an error is recovered only by a later turn that gets strictly closer to the
 #     goal (a /3 log counted a wasted turn as recovered at once): its
 #     oracle_errors mean something else, so it is not resumed.
-LOG_FORMAT = "agent-envs-runlog/4"
+# /5: the header and every episode line carry the run's fingerprint.
+LOG_FORMAT = "agent-envs-runlog/5"
 
 
 def _short(value: Any, limit: int = 100) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    # Both ends: two agent names differ in their fingerprint, at the very end.
+    head = limit // 3
+    return text if len(text) <= limit else f"{text[:head]}...{text[head + 3 - limit :]}"
 
 
 def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -61,9 +70,9 @@ def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
     old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
     if old and fmt != LOG_FORMAT:
         raise ValueError(
-            f"{path} is an older run log ({fmt}, this version writes "
-            f"{LOG_FORMAT}) whose episodes' diagnostics were counted differently; "
-            "pass a new --log path."
+            f"{path} is an older run log ({fmt}; this version writes {LOG_FORMAT}, whose "
+            "lines carry the run's fingerprint and today's diagnostics), so its episodes "
+            "cannot be checked against this run; pass a new --log path."
         )
     if not isinstance(header, dict) or fmt != LOG_FORMAT:
         raise ValueError(
@@ -106,9 +115,13 @@ class RunLog:
     Use :meth:`open`; write finished episodes with :meth:`append`.
     """
 
-    def __init__(self, path: Path, handle: IO[str], records: dict[tuple, EpisodeRecord]) -> None:
+    def __init__(
+        self, path: Path, handle: IO[str], records: dict[tuple, EpisodeRecord], run: str
+    ) -> None:
         self.path = path
         self._handle = handle
+        #: The run's fingerprint, written on every line.
+        self.run = run
         #: Finished episodes by ``(task_id, sample, budget)``; a later line wins.
         self.records = records
 
@@ -122,7 +135,8 @@ class RunLog:
             OSError: the file cannot be read or written.
         """
         path = Path(path)
-        header = {"type": "header", "format": LOG_FORMAT, "version": version}
+        run = settings.fingerprint()
+        header = {"type": "header", "format": LOG_FORMAT, "version": version, "run": run}
         records: dict[tuple, EpisodeRecord] = {}
         if path.is_dir():
             raise ValueError(f"--log {path} is a directory; give a file path such as run.jsonl.")
@@ -135,12 +149,12 @@ class RunLog:
             if path.stat().st_size > 0:
                 records = cls._load(path, settings)
             else:
-                handle.write(json.dumps({**header, "settings": settings.to_json()}) + "\n")
+                handle.write(scrub(json.dumps({**header, "settings": settings.to_json()})) + "\n")
                 handle.flush()
         except BaseException:
             handle.close()
             raise
-        return cls(path, handle, records)
+        return cls(path, handle, records, run)
 
     @staticmethod
     def _load(path: Path, settings: EvalSettings) -> dict[tuple, EpisodeRecord]:
@@ -154,15 +168,16 @@ class RunLog:
         body = lines[:-1]
         try:
             header = json.loads(body[0]) if body else None
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             header = None
         _check_header(path, header, settings)
         records: dict[tuple, EpisodeRecord] = {}
-        budgets, tasks = set(settings.budgets), set(settings.tasks)
+        budgets, tasks, run = set(settings.budgets), set(settings.tasks), settings.fingerprint()
         for number, line in enumerate(body[1:], start=2):
             try:
-                record = EpisodeRecord.from_json(json.loads(line))
-            except (UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError) as exc:
+                data = json.loads(line)
+                record = EpisodeRecord.from_json(data)
+            except (UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
                 if number == len(body):
                     # The last complete line may still be a torn write: redo it.
                     keep -= len(line) + 1
@@ -170,6 +185,12 @@ class RunLog:
                 raise ValueError(
                     f"{path}:{number} is corrupt ({exc}); fix or delete that line."
                 ) from None
+            if data.get("run") != run:
+                raise ValueError(
+                    f"{path}:{number} is an episode of another run (fingerprint "
+                    f"{str(data.get('run'))[:20]!r}, this run's is {run!r}); delete that line, "
+                    "or pass another --log path."
+                )
             task_id, sample, budget = record.ident
             if task_id not in tasks or budget not in budgets or not 0 <= sample < settings.samples:
                 raise ValueError(f"{path}:{number} holds an episode outside this run's plan.")
@@ -181,10 +202,11 @@ class RunLog:
 
     def append(self, record: EpisodeRecord, transcript: dict[str, Any] | None = None) -> None:
         """Write one finished episode as a line and flush it."""
-        line = record.to_json()
+        line = {**record.to_json(), "run": self.run}
         if transcript is not None:
             line["transcript"] = transcript
-        self._handle.write(json.dumps(line) + "\n")
+        # Masked as a whole line: an error or a transcript may hold an echoed secret.
+        self._handle.write(scrub(json.dumps(line)) + "\n")
         self._handle.flush()
 
     def close(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -18,7 +20,15 @@ from wrappers.validators import (
     check_probability,
 )
 
-__all__ = ["HIDDEN", "MAX_EPISODES", "VISIBLE", "EvalSettings", "check_tasks"]
+__all__ = [
+    "HIDDEN",
+    "MAX_BOOTSTRAP",
+    "MAX_EPISODES",
+    "MAX_STEP_QUALITY",
+    "VISIBLE",
+    "EvalSettings",
+    "check_tasks",
+]
 
 #: One run at max(T); first success turns give every T.
 HIDDEN = "hidden"
@@ -31,6 +41,15 @@ VISIBLE = "visible"
 #: ``MemoryError`` or a hang: a million episodes is far beyond any study run
 #: on one machine; split a larger one into runs over task ranges.
 MAX_EPISODES = 1_000_000
+#: The most bootstrap resamples (``n_bootstrap``).  Design decision: the
+#: interval's percentiles are stable to the third decimal long before this, and
+#: the bootstrap's time and memory grow with resamples x tasks, so a typo such
+#: as ``--n-bootstrap 30000000`` fails at once instead of running for hours
+#: after the episodes.
+MAX_BOOTSTRAP = 100_000
+#: The most step-quality reference states per task (``step_quality``): each
+#: costs reference rollouts, and more than this says nothing new about a task.
+MAX_STEP_QUALITY = 1_000
 
 
 def check_tasks(tasks: Any) -> tuple[int, ...]:
@@ -43,8 +62,13 @@ def check_tasks(tasks: Any) -> tuple[int, ...]:
         if count > MAX_EPISODES:
             raise ValueError(f"tasks must be at most {MAX_EPISODES:,} per run, got {count:,}.")
         return tuple(range(count))
-    if len(tasks) > MAX_EPISODES:
-        raise ValueError(f"a run takes at most {MAX_EPISODES:,} task ids, got {len(tasks):,}.")
+    try:
+        size: int | None = len(tasks)
+    except OverflowError:  # a range wider than a machine int, such as 0:99999999999999999999
+        size = None
+    if size is None or size > MAX_EPISODES:
+        shown = "more than a machine int holds" if size is None else f"{size:,}"
+        raise ValueError(f"a run takes at most {MAX_EPISODES:,} task ids, got {shown}.")
     ids = [check_int(task, "every task id", 0) for task in tasks]
     if not ids:
         raise ValueError("tasks must not be empty: pass a count or a list of task ids.")
@@ -176,8 +200,8 @@ class EvalSettings:
             "tasks": check_tasks(self.tasks),
             "samples": samples,
             "seed": check_int(self.seed, "seed", 0),
-            "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1),
-            "step_quality": check_int(self.step_quality, "step_quality", 0),
+            "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP),
+            "step_quality": check_int(self.step_quality, "step_quality", 0, MAX_STEP_QUALITY),
             "step_quality_seed": check_int(self.step_quality_seed, "step_quality_seed", 0),
             "wrappers": tuple(str(wrapper) for wrapper in self.wrappers),
             "batch_size": None
@@ -242,6 +266,16 @@ class EvalSettings:
         """Return the fields that decide the episodes (JSON-ready): the resume check."""
         data = self.to_json()
         return {item.name: data[item.name] for item in fields(self) if item.metadata["episodes"]}
+
+    def fingerprint(self) -> str:
+        """Return a short hash of :meth:`episode_key`: the run every log line belongs to.
+
+        The agent's name holds its own fingerprint (a hash of its model files,
+        when it has one), so this changes with the model as well as with the
+        env, the grid, the seed and the budget's visibility.
+        """
+        text = json.dumps(self.episode_key(), sort_keys=True, default=repr)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict (tuples become lists)."""

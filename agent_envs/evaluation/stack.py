@@ -262,7 +262,7 @@ class RunSetup:
         batch = (settings.batch_size or DEFAULT_BATCH_SIZE) if adapter.batched else 1
         resolved = settings.resolved(
             env_name=name,
-            agent_name=settings.agent_name or adapter.name,
+            agent_name=adapter.recorded_name(settings.agent_name),
             wrappers=describe_wrappers(probe),
             mode=VISIBLE if stack.visible else HIDDEN,
             visible_budget=stack.visible_budget,

@@ -25,8 +25,14 @@ import numpy as np
 
 from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.keys import EpisodeKey
-from agent_envs.evaluation.policies import PolicyAdapter, adapt_policy
-from agent_envs.evaluation.rollout import EpisodeRecord, EpisodeRun, RunOptions, run_sequential
+from agent_envs.evaluation.policies import POLICY_ERRORS, PolicyAdapter, adapt_policy
+from agent_envs.evaluation.rollout import (
+    EpisodeRecord,
+    EpisodeRun,
+    RunOptions,
+    plain_action,
+    run_sequential,
+)
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.evaluation.stack import RunSetup
 from agent_envs.protocol import (
@@ -262,8 +268,9 @@ def _judge(
         if run is None:
             outcomes.append(None)
             continue
-        action = next(actions)
-        if not isinstance(action, str):
+        try:
+            action = plain_action(next(actions))
+        except POLICY_ERRORS:  # an exception in its slot, or no usable str
             outcomes.append((False, True))
             continue
         _, _, _, _, info = env_.step(action)
@@ -277,13 +284,13 @@ def _act(adapter: Any, observations: list[str], infos: list[dict[str, Any]]) -> 
     if adapter.batched:
         try:
             return adapter.act_batch(observations, infos)
-        except Exception as exc:  # the policy's error counts as an invalid action
+        except POLICY_ERRORS as exc:  # the policy's error counts as an invalid action
             return [exc] * len(observations)
     actions: list[Any] = []
     for observation, info in zip(observations, infos, strict=True):
         try:
             actions.append(adapter.episode_actor()(observation, info))
-        except Exception as exc:
+        except POLICY_ERRORS as exc:
             actions.append(exc)
     return actions
 

@@ -48,12 +48,14 @@ This module changes no global torch setting (threads, seeds, defaults).
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 import numpy as np
 
 from agent_envs import install_hint
+from agent_envs.fingerprint import folder_fingerprint
 from agent_envs.protocol import EPISODE_SEED
 
 try:
@@ -166,6 +168,7 @@ class HFAgent:
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
         self.seed = seed
+        self._from_files = isinstance(model, (str, os.PathLike))
         self.model, self.tokenizer, self.name = _load(
             model, tokenizer, device, dtype, trust_remote_code
         )
@@ -192,6 +195,18 @@ class HFAgent:
             if prefix_cache
             else None
         )
+
+    @functools.cached_property
+    def fingerprint(self) -> str | None:
+        """A hash of the model folder's weights, config and tokenizer files (``None`` otherwise).
+
+        The evaluator adds it to the agent's recorded name, so that a model
+        retrained into the same folder never resumes the old model's run log.
+        """
+        if not self._from_files:
+            return None  # a model in memory: its files, if any, may differ from it
+        folder = resolve_model(self.name)  # the folder it was loaded from (cached)
+        return folder_fingerprint(folder) if os.path.isdir(folder) else None
 
     def __repr__(self) -> str:
         return (

@@ -59,13 +59,12 @@ import os
 import re
 import socket
 import threading
-import time
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from agent_envs.protocol import EPISODE_SEED, AgentAction
-from agent_envs.redaction import redact_url
+from agent_envs.redaction import redact_url, remember, scrub, secret_values
 from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     build_messages,
@@ -102,19 +101,26 @@ class ChatCompletionError(RuntimeError):
 
 
 class _Secret:
-    """Hold the API key so that it never prints."""
+    """Hold the API key so that it never prints, and have every text the project writes mask it.
+
+    The key is trimmed: one read from a file often ends in a newline, which
+    ``http.client`` refuses in a header (and quotes, key included).
+    """
 
     __slots__ = ("value",)
 
     def __init__(self, value: str | None) -> None:
-        self.value = value
+        self.value = value.strip() or None if value else None
+        if value:
+            remember([value])
 
     def __repr__(self) -> str:
         return "'***'" if self.value else "None"
 
-    def scrub(self, text: str) -> str:
-        """Return ``text`` with the key (if any) blanked out."""
-        return text.replace(self.value, "***") if self.value else text
+
+def _clip(text: str) -> str:
+    """Mask secrets, then cut to the error-body limit (masking first leaves no part of one)."""
+    return scrub(text)[:_ERROR_BODY_LIMIT]
 
 
 def chat_completions_url(base_url: str) -> str:
@@ -239,13 +245,36 @@ class OpenAIChatAgent:
         # Checked now so that a bad extra_body fails here, not on the first turn.
         json.dumps(self.extra_body)
         self._api_key = _Secret(api_key or os.environ.get("OPENAI_API_KEY") or None)
+        remember(secret_values({"base_url": base_url, "extra_body": self.extra_body}))
+        #: The URL as messages show it (secret query parameters masked).
+        self.shown_url = redact_url(self.url)
         #: Completion tokens the server reported so far (when it reports usage).
         self.completion_tokens = 0
+        self._setup_threads()
+
+    def _setup_threads(self) -> None:
         self._usage_lock = threading.Lock()
+        # Set by interrupt(): no retry starts, and the requests in flight are cut.
+        self._stopped = threading.Event()
+        self._in_flight: set[Any] = set()  # the cut-off callbacks of live requests
+        self._in_flight_lock = threading.Lock()
+
+    def interrupt(self) -> None:
+        """Stop at once: cut every request in flight and send no retry.
+
+        ``act_batch`` calls it when Ctrl-C reaches the main thread, so that its
+        request threads end now instead of waiting out their timeouts and
+        retries; the next ``act_batch`` starts afresh.
+        """
+        self._stopped.set()
+        with self._in_flight_lock:
+            cut = list(self._in_flight)
+        for expire in cut:
+            expire()
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIChatAgent(url={self.url!r}, model={self.model!r}, "
+            f"OpenAIChatAgent(url={self.shown_url!r}, model={self.model!r}, "
             f"temperature={self.temperature}, top_p={self.top_p}, max_tokens={self.max_tokens}, "
             f"concurrency={self.concurrency}, seed={self.seed}, api_key={self._api_key!r})"
         )
@@ -255,12 +284,13 @@ class OpenAIChatAgent:
         # receiving side reads $OPENAI_API_KEY again.
         state = dict(self.__dict__)
         state["_api_key"] = _Secret(None)
-        del state["_usage_lock"]
+        for name in ("_usage_lock", "_stopped", "_in_flight", "_in_flight_lock"):
+            del state[name]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._usage_lock = threading.Lock()
+        self._setup_threads()
         self._api_key = _Secret(os.environ.get("OPENAI_API_KEY") or None)
 
     # ---------------------------------------------------------------- acting
@@ -284,8 +314,16 @@ class OpenAIChatAgent:
         bodies = [
             self.request_body(obs, info) for obs, info in zip(observations, infos, strict=True)
         ]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies))) as pool:
+        self._stopped.clear()
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies)))
+        try:
             futures = [pool.submit(self.complete, body) for body in bodies]
+            wait(futures)
+        except BaseException:  # Ctrl-C in the main thread: the request threads stop too
+            self.interrupt()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return [
             to_agent_action(future.result()) if future.exception() is None else future.exception()
             for future in futures
@@ -321,7 +359,7 @@ class OpenAIChatAgent:
                 exchanges = count_exchanges(messages)
                 if exchanges == 0:
                     raise ChatCompletionError(
-                        f"POST {self.url}: the prompt is too long even without history "
+                        f"POST {self.shown_url}: the prompt is too long even without history "
                         f"(system prompt, task and latest exchange): {failure}"
                     ) from None
                 dropped = (exchanges + 1) // 2
@@ -334,9 +372,10 @@ class OpenAIChatAgent:
             try:
                 reply = self._post(data)
             except _Transient as failure:
-                if attempt == self.max_retries:
+                if attempt == self.max_retries or self._stopped.is_set():
                     raise ChatCompletionError(
-                        f"POST {self.url} failed after {attempt + 1} tries: {failure}"
+                        f"POST {self.shown_url} failed after {attempt + 1} tries: {failure}"
+                        + ("; interrupted, so not retried" if self._stopped.is_set() else "")
                     ) from None
                 wait = self.backoff * 2**attempt
                 if failure.retry_after is not None:
@@ -344,13 +383,16 @@ class OpenAIChatAgent:
                 wait = min(wait, self.max_backoff)
                 logger.warning(
                     "POST %s: %s; retry %d of %d in %.2fs.",
-                    self.url,
+                    self.shown_url,
                     failure,
                     attempt + 1,
                     self.max_retries,
                     wait,
                 )
-                time.sleep(wait)
+                if self._stopped.wait(wait):  # interrupted while waiting: no retry
+                    raise ChatCompletionError(
+                        f"POST {self.shown_url}: interrupted, so not retried: {failure}"
+                    ) from None
                 continue
             return self._content(reply)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -361,27 +403,27 @@ class OpenAIChatAgent:
             headers["Authorization"] = f"Bearer {self._api_key.value}"
         status, reason, reply_headers, payload = self._exchange(data, headers)
         if 300 <= status < 400:
-            location = self._api_key.scrub(redact_url(reply_headers.get("Location") or "nowhere"))
+            location = scrub(reply_headers.get("Location") or "nowhere")
             raise ChatCompletionError(
-                f"POST {self.url} was redirected (HTTP {status}) to {location}; "
+                f"POST {self.shown_url} was redirected (HTTP {status}) to {location}; "
                 "redirects are not followed, so that the API key goes nowhere else: "
                 "set base_url to the server's own address."
             )
         if status >= 400:
-            detail = payload[:_ERROR_BODY_LIMIT].decode("utf-8", "replace").strip()
-            detail = self._api_key.scrub(detail) or "(empty body)"
-            message = f"HTTP {status} {reason}: {detail}"
+            detail = _clip(payload.decode("utf-8", "replace")).strip() or "(empty body)"
+            # The reason phrase too: a server may echo the key anywhere.
+            message = scrub(f"HTTP {status} {reason}: {detail}")
             if status in _TRANSIENT_STATUS:
                 raise _Transient(message, _retry_after(reply_headers.get("Retry-After")))
             if status in _CONTEXT_STATUS and _CONTEXT_ERROR.search(detail):
                 raise _ContextTooLong(message)
-            raise ChatCompletionError(f"POST {self.url} failed with {message}")
+            raise ChatCompletionError(f"POST {self.shown_url} failed with {message}")
         try:
             return json.loads(payload)
         except ValueError:
-            snippet = self._api_key.scrub(payload[:_ERROR_BODY_LIMIT].decode("utf-8", "replace"))
+            snippet = _clip(payload.decode("utf-8", "replace"))
             raise ChatCompletionError(
-                f"POST {self.url} returned a body that is not JSON: {snippet!r}"
+                f"POST {self.shown_url} returned a body that is not JSON: {snippet!r}"
             ) from None
 
     def _exchange(
@@ -410,6 +452,10 @@ class OpenAIChatAgent:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
 
+        if self._stopped.is_set():
+            raise _Transient("interrupted before sending")
+        with self._in_flight_lock:
+            self._in_flight.add(expire)  # interrupt() cuts this request as the deadline would
         timer = threading.Timer(self.timeout, expire)
         timer.daemon = True
         timer.start()
@@ -428,9 +474,12 @@ class OpenAIChatAgent:
         except (OSError, http.client.HTTPException) as error:
             if expired.is_set() or isinstance(error, TimeoutError):
                 raise too_slow from None
-            raise _Transient(f"connection failed: {type(error).__name__}: {error}") from None
+            # A garbage status line or a refused header may quote the key.
+            raise _Transient(scrub(f"connection failed: {type(error).__name__}: {error}")) from None
         finally:
             timer.cancel()
+            with self._in_flight_lock:
+                self._in_flight.discard(expire)
             connection.close()
 
     def _read_capped(self, response: http.client.HTTPResponse) -> bytes:
@@ -451,7 +500,7 @@ class OpenAIChatAgent:
 
     def _too_large(self) -> ChatCompletionError:
         return ChatCompletionError(
-            f"POST {self.url} returned a reply larger than max_reply_bytes="
+            f"POST {self.shown_url} returned a reply larger than max_reply_bytes="
             f"{self.max_reply_bytes}; lower max_tokens or raise max_reply_bytes."
         )
 
@@ -459,9 +508,9 @@ class OpenAIChatAgent:
         try:
             message = reply["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
-            snippet = self._api_key.scrub(json.dumps(reply)[:_ERROR_BODY_LIMIT])
+            snippet = _clip(json.dumps(reply))
             raise ChatCompletionError(
-                f"POST {self.url} returned no choices[0].message: {snippet}"
+                f"POST {self.shown_url} returned no choices[0].message: {snippet}"
             ) from None
         usage = reply.get("usage") if isinstance(reply, dict) else None
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
@@ -470,7 +519,7 @@ class OpenAIChatAgent:
         content = message.get("content") if isinstance(message, dict) else None
         # A reply with only tool calls or a refusal has no content: an empty
         # action, which the env answers as invalid.
-        return self._api_key.scrub(content) if isinstance(content, str) else ""
+        return scrub(content) if isinstance(content, str) else ""
 
 
 class _ContextTooLong(Exception):

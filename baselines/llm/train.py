@@ -33,12 +33,14 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent_envs.files import add_run_folder_flags, atomic_write_text, path_error
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
@@ -328,8 +330,10 @@ def train_llm(
     timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
 
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # Trainer's output_dir; saves nothing
-    model = save_model(model, out)
-    tokenizer.save_pretrained(out)
+    saved: list[Any] = []  # save_model merges a LoRA model: the merged one is kept
+    save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
+    save_folder(out, tokenizer.save_pretrained)
+    model = saved[0]
     sidecar = {
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
@@ -339,9 +343,28 @@ def train_llm(
         "torch_threads": torch.get_num_threads(),
         "versions": _versions(),
     }
-    (out / "train_llm.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
+
+
+def save_folder(out: Path, *savers: Callable[[str], object]) -> None:
+    """Let each of ``savers`` write into a staging folder, then move every file into ``out``.
+
+    ``save_pretrained`` writes several files; staged this way, each file of
+    ``out`` is replaced whole (one atomic rename each), so a crash or a full
+    disk never leaves a cut weight file where a model was.
+    """
+    try:
+        with tempfile.TemporaryDirectory(dir=out, prefix=".saving-") as staging:
+            for save in savers:
+                save(staging)
+            for item in sorted(Path(staging).iterdir()):
+                if item.is_dir() and (out / item.name).is_dir():  # a LoRA adapter folder
+                    shutil.rmtree(out / item.name)
+                os.replace(item, out / item.name)
+    except OSError as exc:
+        raise path_error(exc, out) from None
 
 
 def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) -> None:
@@ -624,7 +647,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="episodes per forward/backward of the GRPO update (default: the whole step)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="output folder")
+    parser.add_argument("--out", default=None, help="output folder")
+    add_run_folder_flags(parser)
     parser.add_argument(
         "--eval-tasks",
         default="100",
@@ -735,11 +759,7 @@ def _main(argv: list[str]) -> int:
             file=sys.stderr,
         )
     budgets = tuple(_ints(args.t, "--t")) if args.t else tuple(sorted(set(config.budget.budgets)))
-    out = args.out or Path("runs/llm") / (
-        f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
-    )
-    if out.exists() and not out.is_dir():
-        raise _UsageError(f"--out {out} is a file; give a folder.")
+    out, trained = _run_folder(args, config)
     import torch
 
     torch.set_num_threads(args.threads)  # 2 threads on 2 shared cores swung 0.45 s to 20 s
@@ -747,17 +767,84 @@ def _main(argv: list[str]) -> int:
         f"training on {config.env_id}, {config.budget.describe()}, {len(config.tasks)} "
         f"training tasks ({_span(config.tasks)}), evaluation tasks {_span(eval_tasks) or 'none'}"
     )
-    train_llm(config, out)
-    if eval_tasks:
-        samples = QUICK["eval_samples"] if args.quick else args.eval_samples
-        result = evaluate_model(
-            out, config, budgets=budgets, tasks=eval_tasks, samples=samples, seed=config.seed
+    try:
+        if not trained:
+            train_llm(config, out)
+        if eval_tasks:
+            samples = QUICK["eval_samples"] if args.quick else args.eval_samples
+            _evaluate_into(out, config, budgets, eval_tasks, samples)
+    except KeyboardInterrupt:
+        print(
+            f"agent-envs train-llm: interrupted. {out} keeps the model if its training "
+            "finished (train_llm.json says so) and the evaluation episodes that finished; "
+            "rerun the same command with --resume to reuse them (training that was cut off "
+            "starts again).",
+            file=sys.stderr,
         )
-        print(result.table())
-        result.save(out / "result.json")
-        print(f"wrote {out / 'result.json'}")
+        return 130
     print(f"evaluate again with:\n  {eval_command(config, out)}")
     return 0
+
+
+def _evaluate_into(
+    out: Path, config: LLMTrainConfig, budgets: Sequence[int], tasks: Sequence[int], samples: int
+) -> None:
+    """Evaluate the model saved in ``out``; its log ``out/episodes.jsonl`` lets --resume go on."""
+    result = evaluate_model(
+        out,
+        config,
+        budgets=budgets,
+        tasks=tasks,
+        samples=samples,
+        seed=config.seed,
+        log_path=out / "episodes.jsonl",
+    )
+    print(result.table())
+    result.save(out / "result.json")
+    print(f"wrote {out / 'result.json'}")
+
+
+#: What train-llm writes in --out besides the model's own files.
+RUN_FILES = ("train_llm.json", "result.json", "episodes.jsonl")
+
+
+def _run_folder(args: argparse.Namespace, config: LLMTrainConfig) -> tuple[Path, bool]:
+    """Check ``--out`` before any work; return it and whether --resume found the model trained.
+
+    A folder that holds files is refused unless ``--resume`` (reuse a model
+    trained with the same settings) or ``--overwrite`` (its run files go
+    first; the model's own files are replaced whole when the new one is saved).
+    """
+    from agent_envs.files import prepare_run_folder
+
+    default = Path("runs/llm") / (
+        f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
+    )
+    try:
+        out = prepare_run_folder(
+            default if args.out is None else args.out,
+            RUN_FILES,
+            resume=args.resume,
+            overwrite=args.overwrite,
+        )
+    except ValueError as error:
+        raise _UsageError(str(error)) from None
+    sidecar = out / "train_llm.json"
+    if not (args.resume and sidecar.is_file()):
+        return out, False
+    try:
+        saved = json.loads(sidecar.read_text(encoding="utf-8")).get("config")
+    except (OSError, ValueError, AttributeError):
+        saved = None
+    wanted = json.loads(json.dumps(config.to_json()))
+    if saved != wanted:
+        changed = sorted(key for key in wanted if (saved or {}).get(key) != wanted[key])
+        raise _UsageError(
+            f"--resume: the model in {out} was trained with other settings "
+            f"({', '.join(changed) or 'unreadable train_llm.json'}); rerun with those "
+            "settings, pass --overwrite to replace it, or use another --out."
+        )
+    return out, True
 
 
 def _span(ids: Sequence[int]) -> str:

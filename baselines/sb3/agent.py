@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from agent_envs import install_hint
+from agent_envs.files import atomic_write_text
+from agent_envs.fingerprint import file_fingerprint
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3.env import StackSettings
 from wrappers.discrete_actions import action_mask
@@ -123,8 +125,7 @@ def write_sidecar(model_path: str | Path, settings: dict[str, Any]) -> Path:
     if missing:
         raise ValueError(f"A sidecar needs the keys {missing}.")
     path = sidecar_path(model_path)
-    path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
-    return path
+    return atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
 def read_sidecar(model_path: str | Path) -> dict[str, Any]:
@@ -284,6 +285,16 @@ class SB3Agent:
         self._rng = np.random.default_rng([_SAMPLING_STREAM, seed])
         self._turns: dict[Any, int] = {}
         self._lstm: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+
+    @functools.cached_property
+    def fingerprint(self) -> str | None:
+        """A hash of ``model.zip`` and its sidecar: two models saved to one path differ here.
+
+        The evaluator adds it to the agent's recorded name, so that a run log
+        written by one model is never resumed with another.  ``None`` for a
+        model in memory (:meth:`from_model`).
+        """
+        return None if self.path is None else file_fingerprint(self.path, sidecar_path(self.path))
 
     @classmethod
     def from_model(

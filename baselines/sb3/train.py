@@ -30,6 +30,7 @@ Needs the ``[sb3]`` extra.
 from __future__ import annotations
 
 import argparse
+import difflib
 import itertools
 import json
 import sys
@@ -43,6 +44,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs import install_hint
+from agent_envs.files import add_run_folder_flags, atomic_write
 from agent_envs.protocol import SUCCESS, TASK_ID, Oracle
 from baselines.sb3.defaults import cli_algo_kwargs, cli_encoding, describe, tuned
 from baselines.sb3.env import TrainConfig, _vec_env, make_env, stack_settings
@@ -198,7 +200,7 @@ def save_model(model: Any, path: Path) -> None:
     weights = [weight for group in saved.param_groups for weight in group["params"]]
     policy.optimizer = policy.optimizer_class(weights, **policy.optimizer_kwargs)
     try:
-        model.save(path)
+        atomic_write(path, model.save)
     finally:
         policy.optimizer = saved
 
@@ -313,7 +315,9 @@ def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({error.msg}): {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not valid JSON ({error.msg}): {text[:80]!r}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError("JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
     return value
@@ -398,9 +402,51 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--sample", dest="greedy", action="store_const", const=False,
                             help="sample (the default without a tuned entry)")  # fmt: skip
     evaluation.add_argument("--no-eval", action="store_true", help="train and save only")
-    parser.add_argument("--out", type=Path, help="run folder (default runs/sb3/<env>-<regime>)")
+    parser.add_argument("--out", help="run folder (default runs/sb3/<env>-<regime>)")
+    add_run_folder_flags(parser)
     parser.add_argument("--quick", action="store_true", help="tiny run that checks the plumbing")
     return parser
+
+
+#: Settings train-sb3 passes to the algorithm itself (its own flags set them).
+_OWN_SETTINGS = frozenset({"policy", "env", "gamma", "seed", "device", "verbose", "policy_kwargs"})
+
+
+def check_algo_kwargs(algo: str, overrides: dict[str, Any]) -> None:
+    """Refuse ``--algo-kwargs`` the algorithm does not take, or of the wrong kind, in one line.
+
+    Checked before any work: SB3 would raise an ``AssertionError`` for
+    ``{"learning_rate": "x"}`` once the model is built, or a ``TypeError``
+    for an unknown name.  A setting whose default is a number must be a
+    number (an int where the default is an int), one whose default is a
+    bool a bool; others (schedules, ``"auto"``) are left to SB3.
+    """
+    import inspect
+
+    from baselines.sb3.agent import algorithm_class
+
+    parameters = inspect.signature(algorithm_class(algo).__init__).parameters
+    for name, value in overrides.items():
+        if name in _OWN_SETTINGS:
+            raise _UsageError(f"--algo-kwargs: {name!r} is set by train-sb3's own flags")
+        if name not in parameters:
+            close = difflib.get_close_matches(name, list(parameters), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise _UsageError(f"--algo-kwargs: {algo} has no setting {name!r}{hint}")
+        default = HYPERPARAMETERS[algo].get(name, parameters[name].default)
+        if isinstance(default, bool):
+            fits = isinstance(value, bool)
+        elif isinstance(default, int):
+            fits = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            continue
+        if not fits:
+            kind = {bool: "true or false", int: "an int"}.get(type(default), "a number")
+            raise _UsageError(
+                f"--algo-kwargs: {name} must be {kind} (default {default!r}), got {value!r:.40}"
+            )
 
 
 def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
@@ -418,6 +464,8 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
     if (args.train_first or 0) < 0:
         raise _UsageError(f"--train-first must be >= 0, got {args.train_first}")
     encoding = _encoding_flags(args)
+    if args.algo_kwargs:
+        check_algo_kwargs(args.algo, args.algo_kwargs)
     algo_kwargs = cli_algo_kwargs(args.env_id, args.algo, args.algo_kwargs)
     timesteps, n_envs = args.timesteps, args.n_envs
     if args.quick:
@@ -532,6 +580,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+#: What train-sb3 writes in a run folder (in ``seed<N>/`` per seed when there are several).
+RUN_FILES = ("model.zip", "model.json", "result.json", "episodes.jsonl")
+
+
+def _run_folder(args: argparse.Namespace, configs: list[TrainConfig]) -> tuple[Path, list[Path]]:
+    """Check ``--out`` and every file the run will write there, before any work."""
+    from agent_envs.files import prepare_run_folder
+
+    first = configs[0]
+    top = (
+        args.out
+        if args.out is not None
+        else Path("runs/sb3") / (f"{first.env_id.split('/')[-1]}-{first.algo}-{first.regime()}")
+    )
+    seeds = [f"seed{config.seed}/" if len(configs) > 1 else "" for config in configs]
+    files = tuple(f"{seed}{name}" for seed in seeds for name in RUN_FILES)
+    try:
+        folder = prepare_run_folder(top, files, resume=args.resume, overwrite=args.overwrite)
+    except ValueError as error:
+        raise _UsageError(str(error)) from None
+    return folder, [folder / seed for seed in seeds]
+
+
+def _saved_model(config: TrainConfig, out: Path) -> Path | None:
+    """With --resume: the model in ``out`` if it was trained with ``config``, else ``None``."""
+    from baselines.sb3.agent import read_sidecar
+
+    model_path = out / "model.zip"
+    if not model_path.is_file():
+        return None
+    saved = read_sidecar(model_path).get("config")
+    wanted = _jsonable(asdict(config))
+    if saved != wanted:
+        changed = sorted(key for key in wanted if (saved or {}).get(key) != wanted[key])
+        raise _UsageError(
+            f"--resume: {model_path} was trained with other settings ({', '.join(changed)}); "
+            "rerun with those settings, pass --overwrite to replace it, or use another --out"
+        )
+    return model_path
+
+
 def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     import agent_envs
@@ -539,16 +628,36 @@ def _main(argv: list[str]) -> int:
     if args.env_id not in agent_envs.env_ids():
         raise _UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
     configs = [config_from_args(args, seed) for seed in args.seed]
+    folder, outs = _run_folder(args, configs)
     # Build one env up front, so that a bad encoding or vocabulary fails in one line, not
     # after the first rollout.
     make_env(configs[0]).close()
-    for config in configs:
-        out = args.out or Path("runs/sb3") / (
-            f"{config.env_id.split('/')[-1]}-{config.algo}-{config.regime()}"
+    saved = [
+        _saved_model(config, out) if args.resume else None
+        for config, out in zip(configs, outs, strict=True)
+    ]
+    try:
+        _run(args, configs, outs, saved)
+    except KeyboardInterrupt:
+        print(
+            f"agent-envs train-sb3: interrupted. {folder} keeps every model saved so far and "
+            "the evaluation episodes that finished; rerun the same command with --resume to "
+            "reuse them (a model whose training was cut off is trained again).",
+            file=sys.stderr,
         )
-        if len(configs) > 1:
-            out = out / f"seed{config.seed}"
-        model_path = train(config, out, log=print)
+        return 130
+    return 0
+
+
+def _run(
+    args: argparse.Namespace,
+    configs: list[TrainConfig],
+    outs: list[Path],
+    saved: list[Path | None],
+) -> None:
+    """Train (or reuse the model --resume found) and evaluate each seed's model."""
+    for config, out, found in zip(configs, outs, saved, strict=True):
+        model_path = found or train(config, out, log=print)
         if args.no_eval:
             continue
         greedy = tuned(config.env_id, config.algo).get("greedy", False)
@@ -577,7 +686,6 @@ def _main(argv: list[str]) -> int:
         )
         print(result.table())
         print(f"wrote {out / 'result.json'}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,172 @@
+"""Write output files whole or not at all, and check output paths before a run.
+
+Every file the project writes (results, comparisons, plots, sidecars, models)
+goes through :func:`atomic_write`: the content is written to a temporary file
+beside the target, flushed to disk, and renamed onto the target.  A rename
+within one folder is atomic, so a crash, a full disk or Ctrl-C leaves either
+the old file or the new one, never a cut one, and no temporary file behind.
+Every ``OSError`` raised here names the path it was about.
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> atomic_write_text(folder / "a" / "b.txt", "hello").read_text()
+'hello'
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = [
+    "add_run_folder_flags",
+    "atomic_write",
+    "atomic_write_text",
+    "check_output_path",
+    "path_error",
+    "prepare_run_folder",
+]
+
+
+def path_error(exc: OSError, path: str | os.PathLike[str], doing: str = "write") -> OSError:
+    """Return ``exc`` as an ``OSError`` whose one-line message names ``path``."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    error = OSError(exc.errno, f"cannot {doing} {os.fspath(path)}: {reason}")
+    error.filename = os.fspath(path)
+    return error
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
+    """Call ``write(temporary_path)``, then rename the temporary file onto ``path``.
+
+    The temporary file lies in ``path``'s folder (created if missing) and keeps
+    ``path``'s suffix, for writers that choose the format by it (matplotlib,
+    Stable-Baselines3's ``.zip``).  On any failure it is removed and ``path``
+    is left as it was.
+
+    Raises:
+        OSError: naming ``path``, when the folder or the file cannot be written.
+    """
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=f".tmp{target.suffix}"
+        )
+        os.close(handle)
+    except OSError as exc:
+        raise path_error(exc, target) from None
+    temporary = Path(name)
+    try:
+        write(temporary)
+        with open(temporary, "rb+") as written:
+            os.fsync(written.fileno())  # on disk before the rename makes it the file
+        os.replace(temporary, target)
+    except OSError as exc:
+        raise path_error(exc, target) from None
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` with :func:`atomic_write`; return the path."""
+    return atomic_write(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
+    """Return ``path`` if a file can be written there, else raise a one-line ``ValueError``.
+
+    Run before the first episode, so that a run is never lost to an output
+    path that fails at the end: the path must not be empty or a folder, an
+    existing file must be a regular file, and the nearest folder that exists
+    above it must be a folder (not a file, as in ``README.md/x.json``) in
+    which a file can really be created: a temporary file is made there and
+    removed, since :func:`atomic_write` writes one there.  That probe, not the
+    permission bits, is what holds for root and for special file systems
+    such as ``/proc``.  Folders are made only when writing.
+    """
+    if not os.fspath(path).strip():
+        raise ValueError(f"{what} is empty; give a file path such as out.json.")
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{what} {target} is a directory; give a file path inside it.")
+    if target.exists() and not target.is_file():
+        raise ValueError(f"{what} {target} is not a regular file; give a file path.")
+    ancestor = target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(f"{what} {target} cannot be written: {ancestor} is a file, not a folder.")
+    try:
+        handle, name = tempfile.mkstemp(dir=ancestor, prefix=".agent-envs-check.")
+        os.close(handle)
+        os.unlink(name)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ValueError(f"{what} {target} cannot be written: in {ancestor}: {reason}.") from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"{what} {target} cannot be written: the file is read-only.")
+    return target
+
+
+def prepare_run_folder(
+    folder: str | os.PathLike[str],
+    outputs: tuple[str, ...],
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    flag: str = "--out",
+) -> Path:
+    """Check a training command's run folder before any work; return it as a ``Path``.
+
+    The folder must be a folder (or creatable), and each of ``outputs`` (file
+    names inside it) writable, as :func:`check_output_path` checks.  A folder
+    that already holds files is another run's: it is refused unless
+    ``resume`` (the command reuses what matches and redoes the rest) or
+    ``overwrite`` (the previous run's ``outputs`` are removed now, so that no
+    old result or log can sit beside a new model).
+
+    Raises:
+        ValueError: one line naming the flag and the path.
+    """
+    if not os.fspath(folder).strip():
+        raise ValueError(f"{flag} is empty; give a folder such as runs/my-run.")
+    target = Path(folder)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{flag} {target} is a file; give a folder.")
+    for name in outputs:
+        check_output_path(target / name, flag)
+    held = sorted(path.name for path in target.iterdir()) if target.is_dir() else []
+    if held and not (resume or overwrite):
+        shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
+        raise ValueError(
+            f"{flag} {target} already holds a run ({shown}); pass --resume to continue it, "
+            f"--overwrite to replace it, or another {flag}."
+        )
+    if overwrite:
+        for name in outputs:
+            with contextlib.suppress(FileNotFoundError):
+                (target / name).unlink()
+    return target
+
+
+def add_run_folder_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--resume`` and ``--overwrite`` (exclusive), which :func:`prepare_run_folder` reads."""
+    existing = parser.add_mutually_exclusive_group()
+    existing.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out: reuse a model trained with the same settings and "
+        "resume its evaluation (training that was cut off starts again)",
+    )
+    existing.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in --out: its result, log and sidecars are removed first",
+    )
