@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import string
-import zlib
 from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium as gym
@@ -19,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+from wrappers import seeding
 from wrappers.text_space import TextSpace
 from wrappers.validators import check_int
 
@@ -155,13 +155,13 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     privileged_oracle: ClassVar[bool] = False
     #: Whether the family overrides ``_is_failure`` or ``_is_dead_end`` (set per subclass).
     _can_fail: ClassVar[bool] = True
-    _task_salt: ClassVar[int] = zlib.crc32(b"TextEnv")
+    _task_salt: ClassVar[int] = seeding.name_salt("TextEnv")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # The family name salts the task stream so that task 7 of two families
         # are unrelated; crc32 is stable across processes, unlike hash().
-        cls._task_salt = zlib.crc32(cls.__name__.encode())
+        cls._task_salt = seeding.name_salt(cls.__name__)
         # A family that keeps the default failure hooks never fails, and step
         # can skip asking: the hooks cost more than the rest of the info dict.
         cls._can_fail = (
@@ -255,7 +255,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         return self._task
 
     def _task_generator(self, task_id: int) -> np.random.Generator:
-        return np.random.default_rng([self._task_salt, task_id])
+        return seeding.stream(self._task_salt, task_id)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -60,7 +60,7 @@ unparsed text it generated; the evaluator stores ``raw`` in the transcript.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from wrappers.protocol import (
     ADMISSIBLE_ACTIONS,
@@ -106,7 +106,6 @@ __all__ = [
     "Oracle",
     "OracleEnv",
     "Policy",
-    "PolicyExtras",
 ]
 
 #: The keys a policy may ask for in ``required_info``.
@@ -125,14 +124,6 @@ class BatchPolicy(Protocol):
     """An agent that acts for many concurrent episodes in one call."""
 
     def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[str]: ...
-
-
-class PolicyExtras(Protocol):
-    """The optional attributes a policy declares (read with ``getattr``, default off)."""
-
-    budget_aware: ClassVar[bool]
-    visible_budget: ClassVar[bool]
-    required_info: ClassVar[tuple[str, ...]]
 
 
 class AgentAction(str):

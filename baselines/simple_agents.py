@@ -1,72 +1,25 @@
 """Reference agents: uniform random, the oracle, an oracle with noise, and a
 GuessNumber guesser that only keeps inside the interval it is shown.
 
-They read the env's action API through ``info``: each declares
-``required_info`` and the evaluator adds those lists with
-``wrappers.ActionHints``.  Outside the evaluator, wrap the env yourself::
-
-    env = ActionHints(TurnBudget(gym.make(env_id), 20), admissible=True, oracle=True)
-
-Randomness.  Inside the evaluator every draw is a counter-based hash
-(SplitMix64, :func:`wrappers.seeding.turn_hash`) of ``(agent seed,
-info["episode_seed"], info["turn"], stream)``, so an episode's actions depend
-only on its own seed and turn: never on batching, episode order, or how many
-episodes ran before.  Without those two
-keys (a plain Gymnasium loop with no ``TurnBudget``) the agent falls back to
-its own ``numpy`` generator seeded with ``seed``.
+The oracle and the noisy oracle are the evaluator's own
+(:mod:`agent_envs.evaluation.reference`, which step quality replays), so every
+noisy oracle in the project is one class; this module adds the uniform random
+agent and the interval guesser, seeded the same way
+(:class:`~agent_envs.evaluation.reference.SeededAgent`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
-from wrappers.seeding import turn_hash
-from wrappers.validators import check_int, check_probability
+from agent_envs.evaluation.reference import NoisyOracleAgent, OracleAgent, SeededAgent
+from agent_envs.protocol import ADMISSIBLE_ACTIONS
 
 __all__ = ["IntervalGuesser", "NoisyOracleAgent", "OracleAgent", "RandomAgent"]
 
-# Streams keep the coin flip and the action pick of one turn independent.
-_PICK, _COIN = 1, 2
 
-
-class _SeededAgent:
-    """Shared seeding: per-episode counter-based draws, or an own generator."""
-
-    budget_aware: ClassVar[bool] = False
-    required_info: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, seed: int = 0) -> None:
-        self.seed = check_int(seed, "seed", 0)
-        self._rng = np.random.default_rng(self.seed)
-
-    def _draw(self, info: dict[str, Any], stream: int) -> int:
-        episode_seed, turn = info.get(EPISODE_SEED), info.get(TURN)
-        if episode_seed is None or turn is None:
-            return int(self._rng.integers(0, 1 << 62))
-        return turn_hash(self.seed, episode_seed, turn, stream)
-
-    def _pick(self, info: dict[str, Any], actions: list[str]) -> str:
-        # An empty list means nothing is legal: send "" (an invalid action).
-        return actions[self._draw(info, _PICK) % len(actions)] if actions else ""
-
-    def _needs(self, info: dict[str, Any], key: str) -> list[str]:
-        try:
-            return info[key]
-        except KeyError:
-            raise KeyError(
-                f"{type(self).__name__} needs info[{key!r}]: run it through "
-                "agent_envs.evaluation.evaluate, or wrap the env in wrappers.ActionHints."
-            ) from None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(seed={self.seed})"
-
-
-class RandomAgent(_SeededAgent):
+class RandomAgent(SeededAgent):
     """Pick uniformly among the admissible actions.
 
     Example:
@@ -80,90 +33,13 @@ class RandomAgent(_SeededAgent):
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """Return a uniformly drawn admissible action."""
-        return self._pick(info, self._needs(info, ADMISSIBLE_ACTIONS))
-
-
-class OracleAgent(_SeededAgent):
-    """Follow the oracle: play an action from ``oracle_actions()``.
-
-    Args:
-        choice: ``"first"`` plays ``oracle_actions()[0]`` (deterministic, the
-            path whose length ``oracle_turns()`` counts); ``"random"`` draws
-            among the optimal actions (seeded like :class:`RandomAgent`).
-        seed: the agent's seed.
-
-    In a dead end the oracle has no action and the agent sends ``""`` (an
-    invalid action): nothing can succeed there any more.
-
-    Example:
-        >>> OracleAgent().act("", {"oracle_actions": ["up", "left"]})
-        'up'
-    """
-
-    required_info = (ORACLE_ACTIONS,)
-
-    def __init__(self, choice: str = "first", seed: int = 0) -> None:
-        if choice not in ("first", "random"):
-            raise ValueError(f"choice must be 'first' or 'random', got {choice!r}.")
-        super().__init__(seed)
-        self.choice = choice
-
-    def _oracle(self, info: dict[str, Any]) -> str:
-        actions = self._needs(info, ORACLE_ACTIONS)
-        if self.choice == "first" or len(actions) < 2:
-            return actions[0] if actions else ""
-        return self._pick(info, actions)
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        """Return an optimal action."""
-        return self._oracle(info)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(choice={self.choice!r}, seed={self.seed})"
-
-
-class NoisyOracleAgent(OracleAgent):
-    """Follow the oracle, but with probability ``epsilon`` take a random admissible action.
-
-    The random action may happen to be optimal too.  As ``epsilon`` grows the
-    single-step decision quality falls, while recovery (what happens after a
-    mistake) stays the oracle's: the diagnostics should tell the two apart.
-
-    Args:
-        epsilon: probability of a random admissible action, in ``[0, 1]``.
-        choice: how to pick among optimal actions (see :class:`OracleAgent`).
-        seed: the agent's seed.
-
-    Example:
-        >>> info = {"oracle_actions": ["up"], "admissible_actions": ["up", "down"]}
-        >>> NoisyOracleAgent(epsilon=0.0).act("", {**info, "episode_seed": 1, "turn": 0})
-        'up'
-    """
-
-    required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)
-
-    def __init__(self, epsilon: float = 0.1, choice: str = "first", seed: int = 0) -> None:
-        epsilon = check_probability(epsilon, "epsilon")
-        super().__init__(choice=choice, seed=seed)
-        self.epsilon = epsilon
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        """Return a random admissible action with probability epsilon, else an optimal one."""
-        coin = (self._draw(info, _COIN) >> 11) / float(1 << 53)
-        oracle = self._needs(info, ORACLE_ACTIONS)
-        if coin < self.epsilon or not oracle:
-            return self._pick(info, self._needs(info, ADMISSIBLE_ACTIONS))
-        return self._oracle(info)
-
-    def __repr__(self) -> str:
-        name = type(self).__name__
-        return f"{name}(epsilon={self.epsilon}, choice={self.choice!r}, seed={self.seed})"
+        return self.pick(info, self.needs(info, ADMISSIBLE_ACTIONS))
 
 
 _INTERVAL = re.compile(r"between (\d+) and (\d+)")
 
 
-class IntervalGuesser(_SeededAgent):
+class IntervalGuesser(SeededAgent):
     """GuessNumber without learning: guess uniformly inside the interval last shown.
 
     The baseline a learned guesser must beat: it never wastes a turn outside
@@ -184,4 +60,4 @@ class IntervalGuesser(_SeededAgent):
         if not found:  # every GuessNumber observation states it
             return ""
         low, high = (int(end) for end in found[-1])
-        return str(low + self._draw(info, _PICK) % max(1, high - low + 1))
+        return str(low + self.draw(info, self.PICK) % max(1, high - low + 1))

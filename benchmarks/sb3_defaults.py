@@ -1,8 +1,9 @@
 """Check that ``agent-envs train-sb3 ENV`` learns with its tuned defaults alone.
 
 For each env, runs the command with no flag but ``--out`` (and ``--timesteps``
-if given here), times it (wall clock and the process's CPU time: training runs
-on one thread, so on an idle machine the CPU time is about the wall time),
+or ``--seed`` if given here, to check other sizes or seeds), times it (wall
+clock and the process's CPU time: training runs on one thread, so on an idle
+machine the CPU time is about the wall time),
 then evaluates the saved model, the oracle and a random agent on the same
 held-out tasks at T = twice the longest oracle path among them.  The target
 (issue 24): trained Pass@(1,T) at least half the oracle's, within 5 minutes
@@ -47,7 +48,7 @@ def longest_oracle_path(env_id: str, tasks: list[int]) -> tuple[int, int | None]
     return longest, env.unwrapped.task_supply
 
 
-def run_env(env_id: str, tasks: list[int], samples: int, timesteps: int | None) -> dict:
+def run_env(env_id: str, tasks: list[int], samples: int, flags: list[str]) -> dict:
     """Train with the defaults, then evaluate trained, oracle and random at T; return a row."""
     from agent_envs.evaluation import evaluate
     from baselines.sb3.agent import SB3Agent, read_sidecar
@@ -57,7 +58,6 @@ def run_env(env_id: str, tasks: list[int], samples: int, timesteps: int | None) 
 
     budget, supply = longest_oracle_path(env_id, tasks)
     budget *= 2
-    flags = [] if timesteps is None else ["--timesteps", str(timesteps)]
     with tempfile.TemporaryDirectory() as folder:
         cpu, wall = time.process_time(), time.perf_counter()
         status = train_sb3([env_id, *flags, "--out", folder])
@@ -92,13 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=100, help="held-out task ids 0..N-1")
     parser.add_argument("--samples", type=int, default=4, help="attempts per task")
     parser.add_argument("--timesteps", type=int, help="override the tuned steps")
+    parser.add_argument("--seed", type=int, help="train-sb3's seed (default: its own, 0)")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     tasks = list(range(args.tasks))
     start_load = os.getloadavg()
     rows = []
     for env_id in args.envs:
-        rows.append(run_env(env_id, tasks, args.samples, args.timesteps))
+        flags = [f"--{name}={value}" for name, value in vars(args).items()
+                 if name in ("timesteps", "seed") and value is not None]  # fmt: skip
+        rows.append(run_env(env_id, tasks, args.samples, flags))
         print(f"done {env_id} (load average {os.getloadavg()[0]:.1f})", flush=True)
     print(f"\n{len(tasks)} held-out task ids 0-{tasks[-1]}, {args.samples} attempts each; "
           f"load average {start_load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the "

@@ -632,3 +632,38 @@ def test_train_llm_refuses_a_used_out_and_overwrite_clears_the_old_result(
     with pytest.raises(NoWork):  # the checks passed: training was about to start
         llm_main(GUESS, "--quick", "--seed", "1", "--overwrite", "--out", str(out))
     assert not (out / "result.json").exists() and not (out / "train_llm.json").exists()
+
+
+def test_a_failed_plot_or_sidecar_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    """Item 7: plots and sidecars too are written beside and renamed, never cut in place."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from baselines.sb3.agent import write_sidecar
+
+    result = evaluate(OracleAgent(), GUESS, ks=[1], budgets=[7], tasks=2, n_bootstrap=10)
+    plot = result.plot(tmp_path / "surface.png")
+    before = plot.read_bytes()
+
+    def full_disk_savefig(self, target, *args, **kwargs):
+        Path(target).write_bytes(b"x" * 4096)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full_disk_savefig)
+    with pytest.raises(OSError, match=r"surface\.png"):
+        result.plot(plot)
+    assert plot.read_bytes() == before
+    sidecar = tmp_path / "model.json"
+    sidecar.write_text('{"old": true}')
+    real_write_text = Path.write_text
+
+    def full_disk_write_text(self, *args, **kwargs):
+        real_write_text(self, "x" * 10)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk_write_text)
+    keys = ("algo", "encoding", "action_vocabulary", "action_masks", "visible_budget")
+    with pytest.raises(OSError):
+        write_sidecar(tmp_path / "model.zip", dict.fromkeys(keys, 0))
+    assert sidecar.read_text() == '{"old": true}'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model.json", "surface.png"]

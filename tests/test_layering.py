@@ -160,9 +160,7 @@ def test_there_is_no_import_cycle():
     ],
     ids=["deferred", "type-checking", "top-level"],
 )
-def test_the_cycle_check_catches_deferred_and_type_checking_imports(
-    tmp_path, monkeypatch, closing
-):
+def test_the_cycle_check_catches_deferred_and_type_checking_imports(tmp_path, monkeypatch, closing):
     fake = tmp_path / "wrappers"
     fake.mkdir()
     (fake / "__init__.py").write_text("")

@@ -7,13 +7,13 @@ import pytest
 
 from baselines.llm.prompting import (
     build_messages,
-    derive_seed,
     drop_oldest_exchanges,
     parse_action,
     plain_prompt,
     turn_of,
 )
 from wrappers.chat_history import ChatHistory
+from wrappers.seeding import sampling_seed
 
 
 # ----------------------------------------------------------- shared parsing
@@ -114,13 +114,13 @@ def test_plain_prompt_format():
     assert plain_prompt(messages) == "System: S\n\nUser: U\n\nAssistant: A\n\nUser: V\n\nAssistant:"
 
 
-def test_derive_seed_depends_on_every_input():
-    base = derive_seed(0, 7, 1, "p")
-    assert base == derive_seed(0, 7, 1, "p")
+def test_sampling_seed_depends_on_every_input():
+    base = sampling_seed(0, 7, 1, "p")
+    assert base == sampling_seed(0, 7, 1, "p")
     assert 0 <= base < 2**31
-    others = {derive_seed(1, 7, 1, "p"), derive_seed(0, 8, 1, "p"), derive_seed(0, 7, 2, "p")}
+    others = {sampling_seed(1, 7, 1, "p"), sampling_seed(0, 8, 1, "p"), sampling_seed(0, 7, 2, "p")}
     assert base not in others and len(others) == 3
-    assert derive_seed(0, 7, 1, "q") != base
+    assert sampling_seed(0, 7, 1, "q") != base
 
 
 def test_turn_of():

@@ -8,9 +8,10 @@ import gymnasium as gym
 import pytest
 
 from agent_envs.cli import main
-from agent_envs.evaluation import EvalResult, NoisyOracleReference, compare, evaluate, step_quality
+from agent_envs.evaluation import EvalResult, compare, evaluate, step_quality
 from agent_envs.protocol import MESSAGES, TURN
 from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
+from tests.test_evaluator import Corridor
 from wrappers import ChatHistory
 
 SOKOBAN = "agent_envs/Sokoban-v0"
@@ -25,7 +26,8 @@ def test_the_oracle_scores_one_on_every_kind_of_state():
     assert result["invalid_rate"] == 0.0
     # The default reference (a noisy oracle) makes mistakes, so recovery states exist.
     assert 0 < result["recovery_states"] < result["states"]
-    assert result["state_set"]["reference"].endswith("NoisyOracleReference(epsilon=0.3, seed=0)")
+    reference = "NoisyOracleAgent(epsilon=0.3, choice='first', seed=0)"
+    assert result["state_set"]["reference"] == f"agent_envs.evaluation.reference:{reference}"
     assert sum(row[1] for row in result["per_task"]) == 20
 
 
@@ -82,7 +84,7 @@ def test_the_policy_gets_the_exact_history_through_the_evaluators_stack():
 
 
 def test_a_custom_reference_and_bad_arguments():
-    perfect = step_quality(OracleAgent(), SOKOBAN, **GRID, reference=NoisyOracleReference(0.0))
+    perfect = step_quality(OracleAgent(), SOKOBAN, **GRID, reference=NoisyOracleAgent(0.0))
     assert perfect["recovery_states"] == 0 and perfect["recovery_optimal_rate"] is None
     with pytest.raises(ValueError, match="states_per_task"):
         step_quality(OracleAgent(), SOKOBAN, tasks=2, states_per_task=0)
@@ -124,9 +126,21 @@ def test_evaluate_and_the_cli_report_it_and_compare_shows_the_difference(tmp_pat
     json.dumps(difference.to_dict())
 
 
+def test_an_env_without_an_oracle_is_refused_with_a_clear_error():
+    class Blind(Corridor):
+        def oracle_actions(self):
+            raise NotImplementedError
+
+        def oracle_turns(self):
+            raise NotImplementedError
+
+    with pytest.raises(ValueError, match="step quality needs an env with an oracle"):
+        step_quality(lambda observation: "right", Blind, tasks=2, states_per_task=2)
+
+
 def test_states_with_one_legal_move_are_left_out_and_counted():
     # Maze dead ends leave one open side: any masked policy plays them right.
-    maze = "agent_envs/Maze-7x7-v0"
+    maze = "agent_envs/Maze-5x5-v0"
     result = step_quality(RandomAgent(), maze, tasks=6, states_per_task=10)
     excluded = result["single_move_states_excluded"]
     assert excluded > 0

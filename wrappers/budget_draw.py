@@ -19,12 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from wrappers import seeding
 from wrappers.validators import check_budget, check_weights
 
 __all__ = ["BudgetDraw"]
-
-# Salts the budget generator so that a seed s does not reuse the env's own stream of s.
-_BUDGET_STREAM = 0x42554447
 
 
 class BudgetDraw:
@@ -67,7 +65,7 @@ class BudgetDraw:
 
         ``None`` starts from fresh OS entropy.
         """
-        return np.random.default_rng(None if seed is None else [_BUDGET_STREAM, seed])
+        return np.random.default_rng() if seed is None else seeding.stream(seeding.BUDGET, seed)
 
     def draw(self, rng: np.random.Generator) -> int:
         """Return one budget drawn from ``rng`` (a fixed budget draws nothing)."""

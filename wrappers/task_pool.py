@@ -8,13 +8,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from wrappers import seeding
 from wrappers.discrete_actions import expose_action_masks
 from wrappers.protocol import TASK_ID
 
 __all__ = ["TaskPool"]
-
-# Salts the pool's generator so that reset(seed=s) does not reuse the env's stream.
-_POOL_STREAM = 0x7A5C
 
 
 class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -56,7 +54,7 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
-            self._rng = np.random.default_rng([_POOL_STREAM, seed])
+            self._rng = seeding.stream(seeding.TASK_POOL, seed)
         if not options or TASK_ID not in options:
             task_id = int(self.task_ids[int(self._rng.integers(len(self.task_ids)))])
             options = {**(options or {}), TASK_ID: task_id}

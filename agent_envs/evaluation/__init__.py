@@ -12,13 +12,14 @@ from __future__ import annotations
 from agent_envs.evaluation.compare import CompareResult, compare
 from agent_envs.evaluation.pass_at_k import pass_at_k
 from agent_envs.evaluation.policies import PerEpisode
+from agent_envs.evaluation.reference import NoisyOracleAgent
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
-from agent_envs.evaluation.step_quality import NoisyOracleReference, step_quality
+from agent_envs.evaluation.step_quality import step_quality
 from wrappers.seeding import episode_seed
 
 __all__ = [
@@ -28,7 +29,7 @@ __all__ = [
     "EpisodeRecord",
     "EvalResult",
     "EvalSettings",
-    "NoisyOracleReference",
+    "NoisyOracleAgent",
     "PerEpisode",
     "RunAborted",
     "RunLogLocked",

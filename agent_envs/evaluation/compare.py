@@ -28,6 +28,7 @@ from agent_envs.evaluation.seed_stats import (
     unpaired_permutation_test,
 )
 from agent_envs.evaluation.settings import MAX_BOOTSTRAP
+from wrappers import seeding
 from wrappers.validators import check_int
 
 __all__ = ["CompareResult", "compare", "holm_family"]
@@ -379,7 +380,7 @@ def _seed_level(
     means_a = np.stack([values.mean(axis=0) for values in values_a])
     means_b = np.stack([values.mean(axis=0) for values in values_b])
     paired = len(side_a) == len(side_b)
-    tests = np.random.default_rng([seed, 0x7E57])
+    tests = seeding.stream(seed, seeding.COMPARE_TESTS)
     if paired:
         samplers = [
             _pair_sampler(va, ra.task_ids, vb, rb.task_ids)
@@ -450,12 +451,24 @@ def compare(
     side_a, side_b = _sides(a, "a"), _sides(b, "b")
     for other in side_a[1:] + side_b:
         _check_compatible(side_a[0], other)
-    first = side_a[0]
     if n_bootstrap is not None:
         check_int(n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP)
     n_bootstrap = n_bootstrap or max(result.n_bootstrap for result in side_a + side_b)
-    confidence = confidence or first.confidence
-    rng = bootstrap_rng(seed)
+    return _difference(
+        side_a, side_b, seed_level, n_bootstrap, confidence or side_a[0].confidence, seed
+    )
+
+
+def _difference(
+    side_a: list[EvalResult],
+    side_b: list[EvalResult],
+    seed_level: bool,
+    n_bootstrap: int,
+    confidence: float,
+    seed: int,
+) -> CompareResult:
+    """Return ``compare``'s result for two checked sides: the mean difference and its interval."""
+    first = side_a[0]
     values_a = [result.per_task_values() for result in side_a]
     values_b = [result.per_task_values() for result in side_b]
     means_a = np.stack([values.mean(axis=0) for values in values_a])
@@ -464,11 +477,11 @@ def compare(
         draws, paired, extra = _seed_level(side_a, side_b, values_a, values_b, n_bootstrap, seed)
     else:
         paired, extra = sorted(first.task_ids) == sorted(side_b[0].task_ids), {}
+        rng = bootstrap_rng(seed)
         draws = _task_level(values_a[0], first, values_b[0], side_b[0], n_bootstrap, rng)
     low, high = percentile_interval(draws, confidence)
-    step = _step_quality_difference(
-        side_a, side_b, paired, n_bootstrap, np.random.default_rng([seed, 0x5739]), confidence
-    )
+    rng = seeding.stream(seed, seeding.COMPARE_BOOTSTRAP)
+    step = _step_quality_difference(side_a, side_b, paired, n_bootstrap, rng, confidence)
     return CompareResult(
         env_id=first.env_id,
         a=first.agent or "A",

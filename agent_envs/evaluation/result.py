@@ -16,14 +16,13 @@ import numpy as np
 from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
 from agent_envs.evaluation.settings import EvalSettings
+from wrappers import seeding
 
 __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
 
 #: /2: the settings are one EvalSettings object, stored under "settings".
 RESULT_FORMAT = "agent-envs-result/2"
 
-# Salts the bootstrap stream so that it never reuses the episodes' seeds.
-_BOOTSTRAP_STREAM = 0xB0075
 _ARRAYS = ("surface", "ci_low", "ci_high")
 
 
@@ -57,7 +56,7 @@ def _from_format_1(data: dict[str, Any]) -> dict[str, Any]:
 
 def bootstrap_rng(seed: int) -> np.random.Generator:
     """Return the generator the bootstrap of a run with base ``seed`` draws from."""
-    return np.random.default_rng([_BOOTSTRAP_STREAM, seed])
+    return seeding.stream(seeding.BOOTSTRAP, seed)
 
 
 @dataclass

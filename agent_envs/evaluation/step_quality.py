@@ -21,11 +21,11 @@ from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import POLICY_ERRORS, PolicyAdapter, adapt_policy
+from agent_envs.evaluation.reference import NoisyOracleAgent
 from agent_envs.evaluation.rollout import (
     EpisodeRecord,
     EpisodeRun,
@@ -35,51 +35,11 @@ from agent_envs.evaluation.rollout import (
 )
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.evaluation.stack import RunSetup
-from agent_envs.protocol import (
-    ADMISSIBLE_ACTIONS,
-    EPISODE_SEED,
-    ORACLE_ACTIONS,
-    TURN,
-    VALID_ACTION,
-    AdmissibleActions,
-)
+from agent_envs.protocol import VALID_ACTION, AdmissibleActions
+from wrappers import seeding
 from wrappers.validators import check_int
 
-__all__ = ["NoisyOracleReference", "judge_steps", "step_quality"]
-
-# Salts the draw of the states so that it never reuses the episodes' seeds.
-_STATE_STREAM = 0x57E9
-
-
-class NoisyOracleReference:
-    """The default reference: the oracle's first action, or with probability ``epsilon`` a
-    uniformly drawn admissible one.
-
-    Each draw comes from ``numpy.random.default_rng([seed, episode_seed, turn])``,
-    so a trajectory depends only on its episode seed.
-
-    >>> NoisyOracleReference(epsilon=0.0).act("", {"oracle_actions": ["up"],
-    ...     "admissible_actions": ["up", "down"], "episode_seed": 1, "turn": 0})
-    'up'
-    """
-
-    required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)
-
-    def __init__(self, epsilon: float = 0.3, seed: int = 0) -> None:
-        if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}.")
-        self.epsilon, self.seed = float(epsilon), seed
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        """Return the oracle's action, or a random admissible one with probability epsilon."""
-        rng = np.random.default_rng([self.seed, info[EPISODE_SEED], info[TURN]])
-        oracle, admissible = info[ORACLE_ACTIONS], info[ADMISSIBLE_ACTIONS]
-        if oracle and rng.random() >= self.epsilon:
-            return oracle[0]
-        return admissible[int(rng.integers(len(admissible)))] if admissible else ""
-
-    def __repr__(self) -> str:
-        return f"NoisyOracleReference(epsilon={self.epsilon}, seed={self.seed})"
+__all__ = ["judge_steps", "step_quality"]
 
 
 def _reference_states(
@@ -104,7 +64,7 @@ def _reference_states(
         candidates += _candidates(key.seed, record, transcript["steps"])
         if len(candidates) >= wanted:
             break
-    rng = np.random.default_rng([_STATE_STREAM, settings.step_quality_seed, task])
+    rng = seeding.stream(seeding.STEP_QUALITY_STATES, settings.step_quality_seed, task)
     picks = rng.choice(len(candidates), size=min(wanted, len(candidates)), replace=False)
     return [candidates[index] for index in sorted(picks)]
 
@@ -154,7 +114,8 @@ def step_quality(
         tasks: a count or a list of task ids.
         states_per_task: states drawn per task (>= 1).
         reference: the policy whose trajectories give the states; default
-            :class:`NoisyOracleReference` ``(epsilon=0.3)``.
+            :class:`~agent_envs.evaluation.reference.NoisyOracleAgent` with
+            ``epsilon=0.3``.
         seed: seeds the reference attempts and the draw of the states.
         max_turns: the budget of the reference attempts.
         visible_budget: show the policy the turns left, as in ``evaluate``.
@@ -171,28 +132,18 @@ def step_quality(
         ``[task, states, optimal, invalid, recovery states, recovery optimal]``.
 
     Example:
-        >>> from agent_envs.evaluation import step_quality
-        >>> oracle = NoisyOracleReference(epsilon=0.0)
+        >>> from agent_envs.evaluation import NoisyOracleAgent, step_quality
+        >>> oracle = NoisyOracleAgent(epsilon=0.0)
         >>> step_quality(oracle, "agent_envs/Sokoban-v0", tasks=2, states_per_task=3)["states"]
         6
     """
     check_int(states_per_task, "states_per_task", 1)
     check_int(max_turns, "max_turns", 1)
+    grid = dict(ks=(1,), budgets=(max_turns,), tasks=tasks, step_quality=states_per_task)
     settings = EvalSettings(
-        ks=(1,),
-        budgets=(max_turns,),
-        tasks=tasks,
-        visible_budget=visible_budget,
-        batch_size=batch_size,
-        step_quality=states_per_task,
-        step_quality_seed=seed,
+        **grid, step_quality_seed=seed, visible_budget=visible_budget, batch_size=batch_size
     )
-    setup = RunSetup.resolve(policy, env, settings)
-    if not setup.has_oracle:
-        raise ValueError(
-            f"step quality needs an env with an oracle; {setup.settings.env_name} has none."
-        )
-    return judge_steps(setup, reference)
+    return judge_steps(RunSetup.resolve(policy, env, settings), reference)
 
 
 def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
@@ -201,12 +152,15 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     ``setup.settings.step_quality`` states per task, drawn as
     :func:`step_quality` describes with ``settings.step_quality_seed`` (the
     study's seed, never the episodes' ``seed``, so every training seed meets
-    the same states); the reference (default
-    :class:`NoisyOracleReference` ``(epsilon=0.3)``) plays under a hidden
-    budget of max(T), and the policy acts in ``settings.batch_size`` slots.
+    the same states); the reference (default ``NoisyOracleAgent(epsilon=0.3)``)
+    plays under a hidden budget of max(T), and the policy acts in
+    ``settings.batch_size`` slots.
     """
     settings, adapter, stack = setup.settings, setup.adapter, setup.stack
-    guide = adapt_policy(NoisyOracleReference() if reference is None else reference)
+    if not setup.has_oracle:
+        raise ValueError(f"step quality needs an env with an oracle; {settings.env_name} has none.")
+    # A noisy default reference, so that the states include some just after mistakes.
+    guide = adapt_policy(NoisyOracleAgent(epsilon=0.3) if reference is None else reference)
     guide_env = replace(stack, wants=guide.required_info, visible=False)()
     states = [
         (task, *state)

@@ -29,7 +29,7 @@ How a turn goes:
 Sampling and seeds.  ``temperature=0`` is greedy decoding, which is
 deterministic.  Otherwise every generation gets its own ``torch.Generator``
 seeded from (``seed``, ``info["episode_seed"]``, the turn, the prompt), see
-:func:`baselines.llm.prompting.derive_seed`.  The evaluator gives every attempt
+:func:`wrappers.seeding.sampling_seed`.  The evaluator gives every attempt
 a different ``episode_seed``, so the K attempts of Pass@K draw independent
 samples, and a rerun draws the same ones.  Sampling is the Gumbel-max trick
 (:class:`baselines.llm.generation.GumbelSampler`, shared with GRPO training):
@@ -79,10 +79,10 @@ from baselines.llm.prompting import (
     PromptEncoder,
     PromptTooLongError,
     check_sampling,
-    derive_seed,
     to_agent_action,
     turn_of,
 )
+from wrappers import seeding
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["HFAgent", "PromptTooLongError"]
@@ -267,7 +267,7 @@ class HFAgent:
         if episode_seed is None:
             episode_seed = int(self._episode_rng.integers(2**62))
         prompt_key = ",".join(map(str, prompt))
-        return derive_seed(self.seed, episode_seed, turn_of(info), prompt_key)
+        return seeding.sampling_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     # ------------------------------------------------------------ generation
     def _generate(

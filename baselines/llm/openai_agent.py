@@ -70,11 +70,11 @@ from baselines.llm.prompting import (
     build_messages,
     check_sampling,
     count_exchanges,
-    derive_seed,
     drop_exchanges,
     to_agent_action,
     turn_of,
 )
+from wrappers import seeding
 from wrappers.validators import check_int, check_number
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "MAX_TIMEOUT", "ChatCompletionError", "OpenAIChatAgent"]
@@ -340,7 +340,9 @@ class OpenAIChatAgent:
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "n": 1,
-            "seed": derive_seed(self.seed, info.get(EPISODE_SEED), turn_of(info), prompt_key),
+            "seed": seeding.sampling_seed(
+                self.seed, info.get(EPISODE_SEED), turn_of(info), prompt_key
+            ),
             **self.extra_body,
         }
 

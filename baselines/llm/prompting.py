@@ -1,11 +1,12 @@
-"""Prompt building, action parsing and sample seeding shared by the LLM agents.
+"""Prompt building and action parsing shared by the LLM agents.
 
 :class:`~baselines.llm.hf_agent.HFAgent` and
 :class:`~baselines.llm.openai_agent.OpenAIChatAgent` differ only in where the
 generation comes from.  Everything else lives here, once: how a prompt is
 assembled from ``info["messages"]`` (or the bare observation), how old
 exchanges are dropped when a prompt is too long, how an action is read out of
-a generation, and how a per-turn sampling seed is derived.
+a generation, and the turn a sampling seed is keyed on (the seed itself is
+:func:`wrappers.seeding.sampling_seed`).
 
 This module imports neither torch nor transformers.
 """
@@ -13,7 +14,6 @@ This module imports neither torch nor transformers.
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +30,6 @@ __all__ = [
     "build_messages",
     "check_sampling",
     "count_exchanges",
-    "derive_seed",
     "drop_exchanges",
     "drop_oldest_exchanges",
     "format_reply",
@@ -341,24 +340,6 @@ class PromptEncoder:
                 raise
             self._system_role = False
             return self.render(messages)
-
-
-def derive_seed(agent_seed: int, episode_seed: int | None, turn: int, prompt: str) -> int:
-    """Return the sampling seed for one generation, in ``[0, 2**31)``.
-
-    It is a hash of the agent's seed, the episode seed the evaluator puts in
-    ``info["episode_seed"]`` (different for every attempt), the turn, and a
-    CRC of the prompt.  Nothing depends on which other episodes share a batch,
-    so batching does not change what an episode samples.
-    """
-    episode = -1 if episode_seed is None else int(episode_seed)
-    entropy = [
-        int(agent_seed) & 0xFFFFFFFFFFFFFFFF,
-        episode & 0xFFFFFFFFFFFFFFFF,
-        int(turn) & 0xFFFFFFFF,
-        zlib.crc32(prompt.encode("utf-8", "replace")),
-    ]
-    return int(np.random.SeedSequence(entropy).generate_state(1)[0] >> 1)
 
 
 def turn_of(info: Mapping[str, Any]) -> int:

@@ -77,13 +77,12 @@ from baselines.llm.generation import (
 from baselines.llm.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     PromptEncoder,
-    derive_seed,
     to_agent_action,
 )
 from baselines.llm.tasks import task_of
+from wrappers import seeding
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.chat_history import chat_stack
-from wrappers.seeding import episode_seed
 
 __all__ = [
     "END_REASONS",
@@ -330,7 +329,7 @@ class EpisodeRollout:
                 group_budget = self.budget.draws.draw(self._budget_rng)
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
-            seed = episode_seed(self.seed, task_id, sample)
+            seed = seeding.episode_seed(self.seed, task_id, sample)
             stack = self._stack(index)
             episodes.append(
                 start_episode(stack, chat, task_id, seed, group_budget, self.process_reward)
@@ -372,7 +371,7 @@ class EpisodeRollout:
 
     def sampling_seed(self, episode: Episode, prompt: list[int]) -> int:
         """Return the seed of one reply, derived as ``HFAgent`` derives it."""
-        return derive_seed(
+        return seeding.sampling_seed(
             self.seed, episode.episode_seed, episode.turns, ",".join(map(str, prompt))
         )
 

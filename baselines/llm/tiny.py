@@ -88,35 +88,10 @@ def build_tiny_model(
     load.  The same ``(env_id, seed, context)`` gives the same model.
     """
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     path = Path(folder)
-    bpe = Tokenizer(models.BPE())
-    # One token per digit, as Qwen and Llama 3 do: a number then has a single
-    # tokenization, so a sampled reply always tokenizes back to the sampled
-    # tokens and the episode's turns stay one sequence (see llm_rollout).
-    bpe.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False),
-        ]
-    )
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=_SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(env_corpus(env_id), trainer=trainer)
-    tokenizer: Any = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        bos_token="<|endoftext|>",
-        padding_side="left",
-    )
+    tokenizer = _train_tokenizer(env_id, vocab_size)
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(path)
     config = LlamaConfig(
@@ -135,3 +110,35 @@ def build_tiny_model(
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(path)
     return path
+
+
+def _train_tokenizer(env_id: str, vocab_size: int) -> Any:
+    """Return a byte-level BPE tokenizer trained on ``env_id``'s texts (one token per digit)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    # One token per digit, as Qwen and Llama 3 do: a number then has a single
+    # tokenization, so a sampled reply always tokenizes back to the sampled
+    # tokens and the episode's turns stay one sequence (see baselines.llm.rollout).
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(env_corpus(env_id), trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token="<|endoftext|>",
+        padding_side="left",
+    )

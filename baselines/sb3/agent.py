@@ -30,6 +30,7 @@ from agent_envs.files import atomic_write_text
 from agent_envs.fingerprint import file_fingerprint
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3.env import StackSettings
+from wrappers import seeding
 from wrappers.discrete_actions import action_mask
 from wrappers.turn_budget import add_budget_line, strip_budget_line
 from wrappers.validators import check_bool, check_int
@@ -64,8 +65,6 @@ _SIDECAR_KEYS = (
     "action_masks",
     "visible_budget",
 )
-# Salts the per-turn sampling generator so it does not reuse an env stream.
-_SAMPLING_STREAM = 0x53423341
 # Per-episode bookkeeping is dropped oldest-first beyond this many episodes.
 _MAX_EPISODES = 4096
 
@@ -282,7 +281,7 @@ class SB3Agent:
         # Trained with the turns-left line: the evaluator shows it, as training did.
         self.visible_budget = stack.visible_budget
         self.required_info: tuple[str, ...] = (ADMISSIBLE_ACTIONS,) if self.masked else ()
-        self._rng = np.random.default_rng([_SAMPLING_STREAM, seed])
+        self._rng = seeding.stream(seeding.SB3_SAMPLING, seed)
         self._turns: dict[Any, int] = {}
         self._lstm: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -445,7 +444,7 @@ class SB3Agent:
         else:
             turn = info.get(TURN, self._turns[key])
             seed = int(info[EPISODE_SEED]) % 2**63
-            rng = np.random.default_rng([_SAMPLING_STREAM, seed, int(turn)])
+            rng = seeding.stream(seeding.SB3_SAMPLING, seed, int(turn))
         weights = probabilities.astype(np.float64)
         return int(rng.choice(len(weights), p=weights / weights.sum()))
 

@@ -28,11 +28,9 @@ import numpy as np
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
+from wrappers import seeding
 
 __all__ = ["Demonstrations", "behaviour_clone", "collect_demonstrations"]
-
-# Salts the episode seeds of the demonstrations, apart from training's own seeds.
-_DEMO_STREAM = 0xBC
 
 
 @dataclass
@@ -73,7 +71,7 @@ def collect_demonstrations(
     observations, masks, targets, returns = [], [], [], []
     successes = 0
     for episode in range(episodes):
-        episode_seed = int(np.random.default_rng([_DEMO_STREAM, seed, episode]).integers(2**31))
+        episode_seed = int(seeding.stream(seeding.SB3_DEMOS, seed, episode).integers(2**31))
         observation, info = env.reset(seed=episode_seed)
         labelled, rewards = [], []
         for turn in range(10**6):
@@ -140,25 +138,22 @@ def behaviour_clone(
         )
     if len(demonstrations) == 0:
         raise ValueError("No demonstration states to clone.")
-    masked = type(model).__name__ == "MaskablePPO"
+    # MaskablePPO applies the masks, as in training; the others have none.
+    masks = demonstrations.masks if type(model).__name__ == "MaskablePPO" else None
     policy.set_training_mode(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    generator = np.random.default_rng([_DEMO_STREAM, seed])
+    generator = seeding.stream(seeding.SB3_DEMOS, seed)
     count = len(demonstrations)
     observations, _ = policy.obs_to_tensor(demonstrations.observations)
     targets = torch.as_tensor(demonstrations.targets)
     returns = torch.as_tensor(demonstrations.returns)
-    masks = demonstrations.masks
     loss_value = accuracy = 0.0
     for _ in range(epochs):
         order = generator.permutation(count)
         for start in range(0, count, batch_size):
             rows = order[start : start + batch_size]
             batch = observations[rows]
-            if masked:
-                distribution = policy.get_distribution(batch, action_masks=masks[rows])
-            else:
-                distribution = policy.get_distribution(batch)
+            distribution = _distribution(policy, batch, None if masks is None else masks[rows])
             log_probs = torch.log_softmax(distribution.distribution.logits, dim=1)
             # Masked actions have a target of 0; clamp keeps 0 * -inf out of the sum.
             cross_entropy = -(targets[rows] * log_probs.clamp(min=-1e4)).sum(dim=1).mean()
@@ -172,10 +167,14 @@ def behaviour_clone(
             loss_value = float(cross_entropy.detach())
     policy.set_training_mode(False)
     with torch.no_grad():
-        if masked:
-            distribution = policy.get_distribution(observations, action_masks=masks)
-        else:
-            distribution = policy.get_distribution(observations)
+        distribution = _distribution(policy, observations, masks)
         chosen = distribution.distribution.probs.argmax(dim=1).numpy()
     accuracy = float(np.mean(demonstrations.targets[np.arange(count), chosen] > 0))
     return {"cross_entropy": round(loss_value, 4), "accuracy": round(accuracy, 4)}
+
+
+def _distribution(policy: Any, observations: Any, masks: np.ndarray | None) -> Any:
+    """Return the policy's action distribution, masked when ``masks`` is given."""
+    if masks is None:
+        return policy.get_distribution(observations)
+    return policy.get_distribution(observations, action_masks=masks)

@@ -470,7 +470,7 @@ def config_from_args(args: argparse.Namespace, seed: int) -> TrainConfig:
     timesteps, n_envs = args.timesteps, args.n_envs
     if args.quick:
         timesteps, n_envs = QUICK["timesteps"], QUICK["n_envs"]
-        algo_kwargs = cli_algo_kwargs(args.env_id, args.algo, algo_kwargs or {})
+        algo_kwargs = cli_algo_kwargs(args.env_id, args.algo, args.algo_kwargs or {})
         if args.algo != "dqn":
             algo_kwargs.setdefault("n_steps", QUICK["n_steps"])
         else:

@@ -34,6 +34,7 @@ moves that tie are not listed).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent_envs.envs.household.world import Home
@@ -95,15 +96,53 @@ def _search(
     opened: list[bool],
     lamp_on: bool,
 ) -> tuple[int, tuple[str, ...]]:
-    targets, need, count = home.targets, home.need, home.count
+    places, classes = _places(home, at, obj_loc, opened)
+    is_goal, moves = _rules(home, places)
+    spot = {rec: i for i, rec in enumerate(places)}
+    need = home.need
+    if held < 0:
+        load = -1
+    elif held in home.targets:
+        load = int(flags[held] & need == need)
+    else:
+        load = -2
+    placed = [g for g in home.targets if obj_loc[g] >= 0]
+    root = (
+        spot[at] if at >= 0 else -1,
+        load,
+        tuple(sorted(2 * spot[obj_loc[g]] + (flags[g] & need == need) for g in placed)),
+        sum(1 << i for i, rec in enumerate(places) if opened[rec]),
+        bool(lamp_on) and home.treatment == "lamp",
+    )
+    if is_goal(root):
+        return 0, ()
+    first = moves(root)
+    depth, winners = _breadth_first(root, first, is_goal, moves)
+    commands = [
+        command
+        for bit, (move, _child) in enumerate(first)
+        if winners >> bit & 1
+        for command in _commands(home, move, places, classes, at, held, obj_loc, flags)
+    ]
+    return depth, tuple(dict.fromkeys(commands))
+
+
+def _places(
+    home: Home, at: int, obj_loc: list[int], opened: list[bool]
+) -> tuple[list[int], list[list[int]]]:
+    """Return the places the search keeps, and the classes of interchangeable destinations.
+
+    The places are the *core* (the agent's receptacle, those holding a target,
+    the appliance and, for lamp tasks, the lamp's) and then one representative
+    of each class.
+    """
     lamp_goal = home.treatment == "lamp"
     core: list[int] = []
-    for rec in (at, *(obj_loc[g] for g in targets), home.tool):
+    for rec in (at, *(obj_loc[g] for g in home.targets), home.tool):
         if rec >= 0 and rec not in core:
             core.append(rec)
     if lamp_goal and home.lamp not in core:
         core.append(home.lamp)
-    # Interchangeable receptacles outside the core: one representative each.
     classes: list[list[int]] = []
     if not lamp_goal:
         for want_open in (True, False):
@@ -114,20 +153,31 @@ def _search(
             ]
             if members:
                 classes.append(members)
-    places = core + [members[0] for members in classes]
-    spot = {rec: i for i, rec in enumerate(places)}
-    size = len(places)
+    return core + [members[0] for members in classes], classes
+
+
+_State = tuple[Any, ...]
+
+
+def _rules(
+    home: Home, places: list[int]
+) -> tuple[Callable[[_State], bool], Callable[[_State], list[tuple[tuple[int, int], _State]]]]:
+    """Return ``is_goal(state)`` and ``moves(state)`` over the abstract states of ``places``.
+
+    A state is (place, load, objects, open bits, lamp).  ``place`` is -1 in
+    the middle of the room.  ``load`` is -1 (nothing), -2 (junk), or the held
+    target's "done" bit (it has the state the goal asks for).  Targets are
+    interchangeable, so ``objects`` is the sorted tuple of ``2 * place +
+    done`` over the targets not held.
+    """
+    lamp_goal, count, size = home.treatment == "lamp", home.count, len(places)
     # Lamp tasks have no destination: a held target is never put down.
     is_dest = [home.is_dest[rec] and not lamp_goal for rec in places]
+    spot = {rec: i for i, rec in enumerate(places)}
     tool = spot.get(home.tool, -1)
     lamp = spot[home.lamp] if lamp_goal else -1
 
-    # A state is (place, load, objects, open bits, lamp).  ``place`` is -1 in
-    # the middle of the room.  ``load`` is -1 (nothing), -2 (junk), or the held
-    # target's "done" bit (it has the state the goal asks for).  Targets are
-    # interchangeable, so ``objects`` is the sorted tuple of ``2 * place +
-    # done`` over the targets not held.
-    def is_goal(state: tuple[Any, ...]) -> bool:
+    def is_goal(state: _State) -> bool:
         a, load, objects, _opens, light = state
         if lamp_goal:
             return load >= 0 and a == lamp and light
@@ -139,7 +189,7 @@ def _search(
                     return True
         return False
 
-    def moves(state: tuple[Any, ...]) -> list[tuple[tuple[int, int], tuple[Any, ...]]]:
+    def moves(state: _State) -> list[tuple[tuple[int, int], _State]]:
         a, load, objects, opens, light = state
         out = [((_GO, i), (i, load, objects, opens, light)) for i in range(size) if i != a]
         if a < 0:
@@ -164,28 +214,23 @@ def _search(
             out.append(((_USE, 0), (a, load, objects, opens, True)))
         return out
 
-    if held < 0:
-        load = -1
-    elif held in targets:
-        load = int(flags[held] & need == need)
-    else:
-        load = -2
-    root = (
-        spot[at] if at >= 0 else -1,
-        load,
-        tuple(
-            sorted(
-                2 * spot[obj_loc[g]] + (flags[g] & need == need) for g in targets if obj_loc[g] >= 0
-            )
-        ),
-        sum(1 << i for i, rec in enumerate(places) if opened[rec]),
-        bool(lamp_on) and lamp_goal,
-    )
-    if is_goal(root):
-        return 0, ()
-    first = moves(root)
-    depth_of: dict[tuple[Any, ...], int] = {root: 0}
-    layer: dict[tuple[Any, ...], int] = {}
+    return is_goal, moves
+
+
+def _breadth_first(
+    root: _State,
+    first: list[tuple[tuple[int, int], _State]],
+    is_goal: Callable[[_State], bool],
+    moves: Callable[[_State], list[tuple[tuple[int, int], _State]]],
+) -> tuple[int, int]:
+    """Return the fewest turns to a goal and the bit set of the first moves that take them.
+
+    Each state of a layer carries the bits of the first moves that reach it in
+    the fewest turns.  ``(-1, 0)`` if no goal is reachable (never, in practice:
+    every goal stays reachable in this family).
+    """
+    depth_of: dict[_State, int] = {root: 0}
+    layer: dict[_State, int] = {}
     for bit, (_move, child) in enumerate(first):
         depth_of[child] = 1
         layer[child] = layer.get(child, 0) | 1 << bit
@@ -196,15 +241,9 @@ def _search(
             if is_goal(state):
                 winners |= label
         if winners:
-            commands: list[str] = []
-            for bit, (move, _child) in enumerate(first):
-                if winners >> bit & 1:
-                    commands.extend(
-                        _commands(home, move, places, classes, at, held, obj_loc, flags)
-                    )
-            return depth, tuple(dict.fromkeys(commands))
+            return depth, winners
         depth += 1
-        following: dict[tuple[Any, ...], int] = {}
+        following: dict[_State, int] = {}
         for state, label in layer.items():
             for _move, child in moves(state):
                 known = depth_of.get(child)
@@ -214,8 +253,7 @@ def _search(
                 elif known == depth:
                     following[child] |= label
         layer = following
-    # Unreachable in practice: every goal stays reachable in this family.
-    return -1, ()
+    return -1, 0
 
 
 def _commands(

@@ -292,60 +292,22 @@ def _label(count: int, treatment: str) -> str:
 def generate_home(size: HomeSize, rng: np.random.Generator) -> Home:
     """Build one home and task from ``rng`` (deterministic in the generator's state)."""
     dice = _Dice(rng)
-    counts = {rtype: dice.between(low, high) for rtype, low, high in size.core}
-    for rtype in dice.shuffled(size.extras)[: dice.between(*size.extra_count)]:
-        counts[rtype] = 1
-    holders = [rtype for rtype in LAMP_HOLDERS if counts.get(rtype)]
-    if not holders:
-        holders = [dice.pick(LAMP_HOLDERS)]
-        counts[holders[0]] = 1
-    lamp_type = dice.pick(holders)
-    rec_types = [rtype for rtype in RECEPTACLE_TYPES for _ in range(counts.get(rtype, 0))]
+    rec_types, lamp_type = _furnish(size, dice)
     rec_names = tuple(
         f"{rtype} {number}"
         for rtype in RECEPTACLE_TYPES
-        for number in range(1, counts.get(rtype, 0) + 1)
+        for number in range(1, rec_types.count(rtype) + 1)
     )
     by_type: dict[str, list[int]] = {}
     for index, rtype in enumerate(rec_types):
         by_type.setdefault(rtype, []).append(index)
-
-    count, treatment = dice.pick(size.tasks)
-    if treatment == "any":
-        treatment = dice.pick(("clean", "heat", "cool"))
-    target = dice.pick(TARGETS[treatment])
-    places = [rtype for rtype in OBJECT_TYPES[target][1] if rtype in by_type] or ["countertop"]
-    dest: str | None = None
-    sources = places
-    if treatment != "lamp":
-        banned = ("garbagecan", APPLIANCE[treatment]) if treatment in APPLIANCE else ()
-        dest = dice.pick([p for p in places if p not in banned] or ["countertop"])
-        # No object of the target type starts in the destination: the goal starts unmet.
-        sources = [p for p in places if p != dest] or [
-            p for p in ("countertop", "cabinet") if p != dest
-        ]
-    low, high = {1: size.single_targets, 2: size.pair_targets}.get(count, (count, count))
-    placed: list[tuple[str, int]] = [
-        (target, dice.pick(by_type[dice.pick(sources)])) for _ in range(dice.between(low, high))
-    ]
-    others = [otype for otype in OBJECT_TYPES if otype != target]
-    used: dict[str, int] = {}
-    for _ in range(dice.between(*size.distractors)):
-        otype = dice.pick(others)
-        used[otype] = used.get(otype, 0) + 1
-        if used[otype] == 2:  # at most two of a distractor type
-            others.remove(otype)
-        spots = [rtype for rtype in OBJECT_TYPES[otype][1] if rtype in by_type] or ["countertop"]
-        placed.append((otype, dice.pick(by_type[dice.pick(spots)])))
-    # Objects are numbered per type in catalogue order.
-    order = {otype: index for index, otype in enumerate(OBJECT_TYPES)}
-    placed.sort(key=lambda item: order[item[0]])
+    count, treatment, target, dest, sources = _choose_task(size, dice, by_type)
+    placed = _place_objects(size, dice, by_type, count, target, sources)
     numbers: dict[str, int] = {}
     obj_names: list[str] = []
     for otype, _rec in placed:
         numbers[otype] = numbers.get(otype, 0) + 1
         obj_names.append(f"{otype} {numbers[otype]}")
-
     all_receptacles, all_objects = names_of(size)
     rec_global = {name: index for index, name in enumerate(all_receptacles)}
     obj_global = {name: index for index, name in enumerate(all_objects)}
@@ -374,3 +336,64 @@ def generate_home(size: HomeSize, rng: np.random.Generator) -> Home:
         room=f"Looking quickly around you, you see {listing(list(phrases))}.",
         obj_phrases=tuple(f"{_article(name)} {name}" for name in obj_names),
     )
+
+
+def _furnish(size: HomeSize, dice: _Dice) -> tuple[list[str], str]:
+    """Draw the receptacles (their types, grouped in catalogue order) and the lamp's holder type."""
+    counts = {rtype: dice.between(low, high) for rtype, low, high in size.core}
+    for rtype in dice.shuffled(size.extras)[: dice.between(*size.extra_count)]:
+        counts[rtype] = 1
+    holders = [rtype for rtype in LAMP_HOLDERS if counts.get(rtype)]
+    if not holders:
+        holders = [dice.pick(LAMP_HOLDERS)]
+        counts[holders[0]] = 1
+    lamp_type = dice.pick(holders)
+    return [rtype for rtype in RECEPTACLE_TYPES for _ in range(counts.get(rtype, 0))], lamp_type
+
+
+def _choose_task(
+    size: HomeSize, dice: _Dice, by_type: dict[str, list[int]]
+) -> tuple[int, str, str, str | None, list[str]]:
+    """Draw the task: count, treatment, target type, destination type, and where targets start."""
+    count, treatment = dice.pick(size.tasks)
+    if treatment == "any":
+        treatment = dice.pick(("clean", "heat", "cool"))
+    target = dice.pick(TARGETS[treatment])
+    places = [rtype for rtype in OBJECT_TYPES[target][1] if rtype in by_type] or ["countertop"]
+    if treatment == "lamp":
+        return count, treatment, target, None, places
+    banned = ("garbagecan", APPLIANCE[treatment]) if treatment in APPLIANCE else ()
+    dest = dice.pick([p for p in places if p not in banned] or ["countertop"])
+    # No object of the target type starts in the destination: the goal starts unmet.
+    sources = [p for p in places if p != dest] or [
+        p for p in ("countertop", "cabinet") if p != dest
+    ]
+    return count, treatment, target, dest, sources
+
+
+def _place_objects(
+    size: HomeSize,
+    dice: _Dice,
+    by_type: dict[str, list[int]],
+    count: int,
+    target: str,
+    sources: list[str],
+) -> list[tuple[str, int]]:
+    """Draw the targets and distractors and their receptacles, in catalogue order of type."""
+    low, high = {1: size.single_targets, 2: size.pair_targets}.get(count, (count, count))
+    placed: list[tuple[str, int]] = [
+        (target, dice.pick(by_type[dice.pick(sources)])) for _ in range(dice.between(low, high))
+    ]
+    others = [otype for otype in OBJECT_TYPES if otype != target]
+    used: dict[str, int] = {}
+    for _ in range(dice.between(*size.distractors)):
+        otype = dice.pick(others)
+        used[otype] = used.get(otype, 0) + 1
+        if used[otype] == 2:  # at most two of a distractor type
+            others.remove(otype)
+        spots = [rtype for rtype in OBJECT_TYPES[otype][1] if rtype in by_type] or ["countertop"]
+        placed.append((otype, dice.pick(by_type[dice.pick(spots)])))
+    # Objects are numbered per type in catalogue order.
+    order = {otype: index for index, otype in enumerate(OBJECT_TYPES)}
+    placed.sort(key=lambda item: order[item[0]])
+    return placed

@@ -8,7 +8,7 @@ query puts it on the first results page (verified at generation).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -171,54 +171,26 @@ def _attempt(draws: Draws, size_range: tuple[int, int]) -> ShopTask | None:
     category = draws.below(len(CATEGORIES))
     noun, pool, option_types, (low, high) = CATEGORIES[category]
     wanted = tuple(draws.sample(pool, draws.between(1, 3)))
-    others = [attribute for attribute in pool if attribute not in wanted]
     wanted_options = tuple((kind, draws.choice(values)) for kind, values in option_types)
     limit = draws.between(low // 10 + 1, high // 10) * 10 * 100
     target_price = draws.between(low, limit // 100 - 1) * 100 + 99
 
-    # (category, attributes, forced option values, banned option values, price or None)
-    specs: list[tuple[int, list[str], dict[str, str], dict[str, str], int | None]] = []
-    extra = draws.sample(others, draws.below(2))
-    specs.append((category, [*wanted, *extra], dict(wanted_options), {}, target_price))
-    # Hard negatives: each misses exactly one constraint.
-    for missing in wanted:
-        swapped = [a for a in wanted if a != missing] + [draws.choice(others)]
-        specs.append((category, swapped, dict(wanted_options), {}, None))
-    over = draws.between(limit // 100, max(limit // 100, high)) * 100 + 99
-    specs.append((category, list(wanted), dict(wanted_options), {}, over))
-    for kind, value in wanted_options:
-        forced = {k: v for k, v in wanted_options if k != kind}
-        specs.append((category, list(wanted), forced, {kind: value}, None))
-    for _ in range(draws.between(3, 6)):
-        specs.append((category, draws.sample(pool, draws.between(2, 4)), {}, {}, None))
+    specs = _specs(draws, category, wanted, wanted_options, limit, target_price)
     size = draws.between(*size_range)
     while len(specs) < size:
         other = draws.below(len(CATEGORIES))
         specs.append((other, draws.sample(CATEGORIES[other][1], draws.between(2, 4)), {}, {}, None))
-
     order = list(range(len(specs)))
     draws.shuffle(order)
-    products: list[Product] = []
     seen_titles: set[tuple[str, ...]] = set()
     seen_ids: set[str] = set()
-    for position in order:
-        spec_category, attributes, forced, banned, price = specs[position]
-        products.append(
-            _product(draws, spec_category, attributes, forced, banned, price, seen_titles, seen_ids)
-        )
+    products = [_product(draws, *specs[position], seen_titles, seen_ids) for position in order]
     target = order.index(0)
     for position, product in enumerate(products):
         if position != target and _satisfies(product, category, wanted, wanted_options, limit):
             # A chance match would make the target ambiguous; price it out.
             over_price = limit + draws.between(0, 20) * 100 + 99
-            products[position] = Product(
-                product.pid,
-                product.category,
-                product.title,
-                product.attributes,
-                product.options,
-                over_price,
-            )
+            products[position] = replace(product, price=over_price)
 
     index = BM25([word_tokens(product.title) for product in products])
     query = f"{' '.join(wanted)} {noun}"
@@ -235,6 +207,38 @@ def _attempt(draws: Draws, size_range: tuple[int, int]) -> ShopTask | None:
     if target not in task.search(query)[:PAGE_SIZE]:
         return None
     return task
+
+
+#: One product to make: category, attributes, forced option values, banned
+#: option values, and its price (``None``: drawn).
+_Spec = tuple[int, list[str], dict[str, str], dict[str, str], int | None]
+
+
+def _specs(
+    draws: Draws,
+    category: int,
+    wanted: tuple[str, ...],
+    wanted_options: tuple[tuple[str, str], ...],
+    limit: int,
+    target_price: int,
+) -> list[_Spec]:
+    """Return the target's spec first, then its hard negatives and some same-category products."""
+    pool, high = CATEGORIES[category][1], CATEGORIES[category][3][1]
+    others = [attribute for attribute in pool if attribute not in wanted]
+    extra = draws.sample(others, draws.below(2))
+    specs: list[_Spec] = [(category, [*wanted, *extra], dict(wanted_options), {}, target_price)]
+    # Hard negatives: each misses exactly one constraint.
+    for missing in wanted:
+        swapped = [a for a in wanted if a != missing] + [draws.choice(others)]
+        specs.append((category, swapped, dict(wanted_options), {}, None))
+    over = draws.between(limit // 100, max(limit // 100, high)) * 100 + 99
+    specs.append((category, list(wanted), dict(wanted_options), {}, over))
+    for kind, value in wanted_options:
+        forced = {k: v for k, v in wanted_options if k != kind}
+        specs.append((category, list(wanted), forced, {kind: value}, None))
+    for _ in range(draws.between(3, 6)):
+        specs.append((category, draws.sample(pool, draws.between(2, 4)), {}, {}, None))
+    return specs
 
 
 def _product(
