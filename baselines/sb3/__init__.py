@@ -4,6 +4,8 @@
   ``StackSettings``, ``make_env``);
 - ``baselines.sb3.agent``: ``SB3Agent``, a saved model as a compliant policy;
 - ``baselines.sb3.bc``: the behaviour-cloning warm start from noisy-oracle play;
+- ``baselines.sb3.defaults``: the tuned per-env settings (``defaults.json``) that
+  ``TrainConfig`` fills in for settings left at ``None``;
 - ``baselines.sb3.train``: ``train`` and the ``agent-envs train-sb3`` command.
 
 Importing this package imports nothing heavy; each module imports its extra.
