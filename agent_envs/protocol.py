@@ -30,7 +30,8 @@ Protocols below state the shape, in the manner of Stable-Baselines3's
 * ``required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)``: the evaluator adds
   those lists to ``info`` (through ``wrappers.ActionHints``).  This is how the
   random and oracle baselines see the env's action API while
-  ``act(observation, info)`` stays the only call.
+  ``act(observation, info)`` stays the only call.  ``ENV_ID`` adds the
+  registered id of the env (LLM agents build few-shot examples from it).
 
 Every ``info`` the evaluator hands a policy also carries :data:`EPISODE_SEED`,
 an int in ``[0, 2**32)`` derived from (base seed, task, attempt), and
@@ -66,6 +67,7 @@ from wrappers.protocol import (
     ADMISSIBLE_ACTIONS,
     BUDGET,
     DEAD_END,
+    ENV_ID,
     EPISODE_SEED,
     MESSAGES,
     ORACLE_ACTIONS,
@@ -87,6 +89,7 @@ __all__ = [
     "ADMISSIBLE_ACTIONS",
     "BUDGET",
     "DEAD_END",
+    "ENV_ID",
     "EPISODE_SEED",
     "MESSAGES",
     "ORACLE_ACTIONS",
@@ -109,7 +112,7 @@ __all__ = [
 ]
 
 #: The keys a policy may ask for in ``required_info``.
-REQUIRED_INFO_KEYS = frozenset({ADMISSIBLE_ACTIONS, ORACLE_ACTIONS})
+REQUIRED_INFO_KEYS = frozenset({ADMISSIBLE_ACTIONS, ORACLE_ACTIONS, ENV_ID})
 
 
 @runtime_checkable

@@ -324,3 +324,34 @@ def test_the_hidden_info_pickles_as_a_plain_dict():
     assert dict(info) == {"turn": 1}
     again = pickle.loads(pickle.dumps(info))
     assert type(again) is dict and again == {"turn": 1}
+
+
+# ------------------------------------------------------------ unparsable rate
+def test_unparsable_replies_are_told_apart_from_forbidden_moves(tmp_path):
+    """'hello' is no guess at all; '500' is a guess the range forbids: both invalid."""
+    from agent_envs.evaluation import compare, evaluate
+
+    replies = iter(["hello", "500", "hello", "50"] * 100)
+    grid = dict(ks=[1], budgets=[4], tasks=3, n_bootstrap=20)
+    log = tmp_path / "run.jsonl"
+    mixed = evaluate(lambda obs: next(replies), "agent_envs/GuessNumber-v0", log_path=log, **grid)
+    assert mixed.diagnostics["invalid_action_rate"] == pytest.approx(9 / 12)
+    assert mixed.diagnostics["unparsable_rate"] == pytest.approx(6 / 12)
+    assert "invalid-action rate: 0.750 (unparsable: 0.500)" in mixed.table()
+    assert mixed.to_dict()["diagnostics"]["unparsable_rate"] == pytest.approx(0.5)
+    clean = evaluate(lambda obs: "50", "agent_envs/GuessNumber-v0", **grid)
+    assert clean.diagnostics["unparsable_rate"] == 0.0
+    difference = compare(clean, mixed)
+    assert difference.reply_rates["b"]["unparsable_rate"] == pytest.approx(0.5)
+    assert "replies (A / B): unparsable 0.000 / 0.500" in difference.table()
+    assert difference.to_dict()["reply_rates"]["a"]["invalid_action_rate"] == 0.0
+
+
+def test_a_log_from_before_the_unparsable_count_still_resumes(tmp_path):
+    from agent_envs.evaluation.rollout import EpisodeRecord
+
+    record = EpisodeRecord(1, 0, 5, 4, turns=4, invalid=2, unparsable=1)
+    line = record.to_json()
+    del line["unparsable"]
+    old = EpisodeRecord.from_json(line)
+    assert old.unparsable is None and old.invalid == 2

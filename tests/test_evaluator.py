@@ -572,7 +572,7 @@ def test_diagnostics_on_a_scripted_corridor():
         diagnostics=False,
         n_bootstrap=20,
     )
-    assert set(off.diagnostics) == {"invalid_action_rate", "dead_end_rate"}
+    assert set(off.diagnostics) == {"invalid_action_rate", "unparsable_rate", "dead_end_rate"}
 
 
 def test_another_spelling_of_an_oracle_move_is_optimal():

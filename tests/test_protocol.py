@@ -108,7 +108,8 @@ def test_protocols_recognise_shapes_not_base_classes():
     assert isinstance(Echo(), protocol.Policy) and not isinstance(Echo(), protocol.BatchPolicy)
     assert isinstance(Batch(), protocol.BatchPolicy) and not isinstance(Batch(), protocol.Policy)
     assert not isinstance(gym.make("CartPole-v1").unwrapped, protocol.Oracle)
-    assert {protocol.ADMISSIBLE_ACTIONS, protocol.ORACLE_ACTIONS} == protocol.REQUIRED_INFO_KEYS
+    wanted = {protocol.ADMISSIBLE_ACTIONS, protocol.ORACLE_ACTIONS, protocol.ENV_ID}
+    assert wanted == protocol.REQUIRED_INFO_KEYS
 
 
 def test_parse_action_compares_spellings_of_one_move():

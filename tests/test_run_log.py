@@ -33,6 +33,7 @@ EPISODE_KEYS = {
     "turns",
     "valid",
     "invalid",
+    "unparsable",
     "dead_end_turn",
     "error",
     "oracle_turns",

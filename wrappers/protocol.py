@@ -27,6 +27,7 @@ __all__ = [
     "ADMISSIBLE_ACTIONS",
     "BUDGET",
     "DEAD_END",
+    "ENV_ID",
     "EPISODE_SEED",
     "MESSAGES",
     "ORACLE_ACTIONS",
@@ -68,6 +69,9 @@ TURNS_LEFT = "turns_left"
 ADMISSIBLE_ACTIONS = "admissible_actions"
 #: list[str]: the actions on some optimal path to success; empty in a dead end.
 ORACLE_ACTIONS = "oracle_actions"
+#: str: the registered id of the env being played (its spec's id), for agents
+#: that prepare per env, such as few-shot examples played by the env's oracle.
+ENV_ID = "registered_id"
 
 # Written by ChatHistory.
 #: list[dict]: the dialogue so far as chat messages (``role``, ``content``).

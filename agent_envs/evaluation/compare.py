@@ -62,6 +62,10 @@ class CompareResult:
     ``step_quality``, when every result carries one on the same state set:
     the optimal-action rates of A and B and their difference with an interval
     (same resampling as the surface, over tasks or seeds then tasks).
+
+    ``reply_rates``: each side's unparsable and invalid-action rates (the mean
+    over its seeds), so a difference in Pass@(K,T) can be read against a
+    difference in well-formed replies; a rate a side lacks is ``None``.
     """
 
     env_id: str
@@ -84,6 +88,7 @@ class CompareResult:
     p_adjusted: np.ndarray | None = None
     family: str | None = None
     family_size: int | None = None
+    reply_rates: dict[str, dict[str, float | None]] | None = None
 
     @property
     def can_be_significant(self) -> bool:
@@ -163,6 +168,15 @@ class CompareResult:
                 f"{', privileged oracle' if sq.get('privileged_oracle') else ''}): "
                 f"A {sq['a']:.3f}, B {sq['b']:.3f}, A - B {sq['diff']:+.3f} "
                 f"[{sq['ci_low']:+.3f},{sq['ci_high']:+.3f}]"
+            )
+        if self.reply_rates:
+            lines.append(
+                "replies (A / B): "
+                + ", ".join(
+                    f"{label} {_rate_text(self.reply_rates['a'][key])} / "
+                    f"{_rate_text(self.reply_rates['b'][key])}"
+                    for key, label in _REPLY_RATES
+                )
             )
         for side in ("A", "B"):
             cells = [
@@ -261,6 +275,22 @@ def holm_family(
         comparison.family, comparison.family_size = family, size
         start += block.size
     return size
+#: The diagnostics ``reply_rates`` holds, with their labels in the table.
+_REPLY_RATES = (("unparsable_rate", "unparsable"), ("invalid_action_rate", "invalid-action rate"))
+
+
+def _rate_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _reply_rates(side: Sequence[EvalResult]) -> dict[str, float | None]:
+    """Return the mean over ``side``'s results of each reply rate (``None`` if any lacks it)."""
+    rates: dict[str, float | None] = {}
+    for key, _ in _REPLY_RATES:
+        values = [(result.diagnostics or {}).get(key) for result in side]
+        numbers = [v for v in values if isinstance(v, (int, float))]
+        rates[key] = float(np.mean(numbers)) if numbers and len(numbers) == len(values) else None
+    return rates
 
 
 def _check_compatible(a: EvalResult, b: EvalResult) -> None:
@@ -495,5 +525,6 @@ def _difference(
         confidence=confidence,
         n_bootstrap=n_bootstrap,
         step_quality=step,
+        reply_rates={"a": _reply_rates(side_a), "b": _reply_rates(side_b)},
         **extra,
     )

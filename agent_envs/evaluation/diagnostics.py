@@ -6,16 +6,19 @@ They separate "better single steps" from "better recovery" (see
 the same diagnostics as an uninterrupted one.
 
 Always computed (free, from ``info``):
-    ``invalid_action_rate``, ``dead_end_rate`` (per T).
+    ``invalid_action_rate``, ``unparsable_rate`` (the share of turns whose
+    text the env's ``parse_action`` cannot read: not an action at all, as
+    opposed to a move the state forbids; ``None`` for envs without
+    ``parse_action``), ``dead_end_rate`` (per T).
 With the oracle (``diagnostics=True`` and an env with ``oracle_actions()``):
     ``decision_quality``, ``decision_quality_valid``, ``error_recovery`` (per
     T), ``success_after_error`` (per T), ``by_horizon``, ``turns`` and
     ``privileged_oracle``.
 
 Per-T figures read each T off the episodes that serve it.  The others
-(``invalid_action_rate``, ``decision_quality``, ``turns``) count the episodes
-played at max(T): every episode in hidden mode, the max(T) runs in visible
-mode.  Pooling every T's runs instead would count the early turns of an
+(``invalid_action_rate``, ``unparsable_rate``, ``decision_quality``,
+``turns``) count the episodes played at max(T): every episode in hidden mode,
+the max(T) runs in visible mode.  Pooling every T's runs instead would count the early turns of an
 attempt once per T, so that the figures would depend on the T grid and differ
 between the modes for the same budget-unaware policy.
 """
@@ -78,6 +81,7 @@ def summarize(
     turns = sum(r.turns for r in longest)
     result: dict[str, Any] = {
         "invalid_action_rate": _rate(sum(r.invalid for r in longest), turns),
+        "unparsable_rate": _unparsable_rate(longest),
         "dead_end_rate": [
             _rate(sum(_within(r.dead_end_turn, t) for r in group), len(group))
             for t, group in per_budget
@@ -99,6 +103,12 @@ def summarize(
     result["by_horizon"] = _by_horizon(per_budget)
     result["turns"] = _turns(longest)
     return result
+
+
+def _unparsable_rate(records: Sequence[EpisodeRecord]) -> float | None:
+    """Return unparsable turns over all turns, of the episodes that counted them."""
+    counted = [r for r in records if r.unparsable is not None]
+    return _rate(sum(r.unparsable for r in counted), sum(r.turns for r in counted))
 
 
 def error_recovery(records: Sequence[EpisodeRecord], budget: int) -> dict[str, Any]:

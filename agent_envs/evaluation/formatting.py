@@ -93,7 +93,10 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
     """Return the diagnostics as a few readable lines."""
     per_t = "  ".join(f"T={t}" for t in budgets)
     lines = ["Diagnostics:"]
-    lines.append(f"  invalid-action rate: {_fmt(diagnostics.get('invalid_action_rate'))}")
+    lines.append(
+        f"  invalid-action rate: {_fmt(diagnostics.get('invalid_action_rate'))}"
+        f" (unparsable: {_fmt(diagnostics.get('unparsable_rate'))})"
+    )
     dead = diagnostics.get("dead_end_rate") or []
     lines.append(f"  dead-end rate ({per_t}): " + "  ".join(_fmt(value) for value in dead))
     if "decision_quality" in diagnostics:

@@ -76,6 +76,10 @@ class EpisodeRecord:
         first_success_turn: the turn that solved it, or ``None``.
         turns: turns played.
         valid, invalid: counts of valid and invalid actions.
+        unparsable: those of ``invalid`` whose text the env's
+            ``parse_action`` cannot read at all (not an action, as opposed to
+            a legal-looking move the state forbids); ``None`` for an env
+            without ``parse_action`` and in logs written before it existed.
         dead_end_turn: the first turn after which success was unreachable.
         error: ``"Type: message"`` if the policy raised, else ``None``.
         oracle_turns: ``oracle_turns()`` at reset.
@@ -103,6 +107,7 @@ class EpisodeRecord:
     turns: int = 0
     valid: int = 0
     invalid: int = 0
+    unparsable: int | None = None
     dead_end_turn: int | None = None
     error: str | None = None
     oracle_turns: int | None = None
@@ -122,6 +127,7 @@ class EpisodeRecord:
         ("turns", "turns"),
         ("valid", "valid"),
         ("invalid", "invalid"),
+        ("unparsable", "unparsable"),
         ("dead_end_turn", "dead_end_turn"),
         ("error", "error"),
         ("oracle_turns", "oracle_turns"),
@@ -145,9 +151,11 @@ class EpisodeRecord:
     def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
         """Build a record from :meth:`to_json` output; ``ValueError`` if fields are missing."""
         missing = [name for name, _ in cls._JSON_KEYS if name not in data]
+        # Logs written before the unparsable count existed still resume.
+        missing = [name for name in missing if name != "unparsable"]
         if missing:
             raise ValueError(f"episode line lacks {missing}")
-        return cls(**{attr: data[name] for name, attr in cls._JSON_KEYS})
+        return cls(**{attr: data.get(name) for name, attr in cls._JSON_KEYS})
 
 
 @dataclass(frozen=True)
@@ -204,14 +212,15 @@ class EpisodeRun:
         self.diagnose = options.diagnose
         self.budget_reads = options.hidden_budget
         self.record = EpisodeRecord(key.task_id, key.sample, key.seed, key.budget)
+        # Unparsable replies are counted wherever the env can parse, diagnostics or not.
+        self._parse = base.parse_action if isinstance(base, ActionParser) else None
+        if self._parse is not None:
+            self.record.unparsable = 0
         if self.diagnose:
             self.record.judged = self.record.judged_valid = self.record.optimal = 0
             self.record.oracle_errors = []
         self.transcript: dict[str, Any] | None = {} if options.transcripts else None
         self._oracle: Sequence[str] = ()
-        self._parse = (
-            base.parse_action if self.diagnose and isinstance(base, ActionParser) else None
-        )
         # oracle_turns() of the current state; in a deterministic env an
         # oracle move lowers it by exactly one, so it is asked for only after
         # other moves (an env that does not say it is deterministic is asked
@@ -266,6 +275,8 @@ class EpisodeRun:
             record.valid += 1
         else:
             record.invalid += 1
+            if self._parse is not None and self._parse(action) is None:
+                record.unparsable += 1
         if info[SUCCESS] and record.first_success_turn is None:
             record.first_success_turn = turn
             record.success = True

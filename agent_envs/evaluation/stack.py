@@ -21,7 +21,14 @@ import gymnasium as gym
 
 from agent_envs.evaluation.policies import PolicyAdapter, adapt_policy
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, ORACLE_ACTIONS, SUCCESS, TASK_ID
+from agent_envs.protocol import (
+    ADMISSIBLE_ACTIONS,
+    BUDGET,
+    ENV_ID,
+    ORACLE_ACTIONS,
+    SUCCESS,
+    TASK_ID,
+)
 from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget, resolve_budget
 
@@ -84,7 +91,10 @@ def build_stack(
     env = budget.env
     if wants:
         env = ActionHints(
-            env, admissible=ADMISSIBLE_ACTIONS in wants, oracle=ORACLE_ACTIONS in wants
+            env,
+            admissible=ADMISSIBLE_ACTIONS in wants,
+            oracle=ORACLE_ACTIONS in wants,
+            env_id=ENV_ID in wants,
         )
     return env, budget
 

@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
-from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
+from transformers import (
+    GenerationConfig,
+    LogitsProcessor,
+    LogitsProcessorList,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
 
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from wrappers.validators import check_int
@@ -137,12 +143,14 @@ def generate_replies(
     eos_ids: Sequence[int],
     max_new_tokens: int,
     sampler: LogitsProcessor | None = None,
+    stop: Callable[[list[int]], bool] | None = None,
 ) -> list[list[int]]:
     """Left-pad ``prompts``, call ``model.generate`` once, return each row's new tokens.
 
     Decoding is greedy over ``sampler``'s noisy logits (a seeded sample), or
-    plain greedy without one.  Rows keep their tokens after the end token;
-    callers cut there.
+    plain greedy without one.  A row ends at an end token or once
+    ``stop(its new tokens)`` is true (each row on its own); rows keep padding
+    after that, so callers cut there.
     """
     input_ids, attention_mask = left_pad(prompts, pad_id)
     config = GenerationConfig(
@@ -164,8 +172,23 @@ def generate_replies(
             attention_mask=attention_mask.to(model.device),
             generation_config=config,
             logits_processor=LogitsProcessorList([sampler] if sampler is not None else []),
+            stopping_criteria=StoppingCriteriaList(
+                [_RowStop(stop, input_ids.shape[1])] if stop is not None else []
+            ),
         )
     return output[:, input_ids.shape[1] :].tolist()
+
+
+class _RowStop(StoppingCriteria):
+    """``generate``'s per-row stopping criterion from ``stop(new tokens) -> bool``."""
+
+    def __init__(self, stop: Callable[[list[int]], bool], prompt_width: int) -> None:
+        self.stop = stop
+        self.prompt_width = prompt_width
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor, **kwargs) -> Any:
+        rows = input_ids[:, self.prompt_width :].tolist()
+        return torch.tensor([self.stop(row) for row in rows], device=input_ids.device)
 
 
 @dataclass(frozen=True)

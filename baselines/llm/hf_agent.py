@@ -66,6 +66,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from agent_envs.protocol import AgentAction
 from baselines.llm.chat_tokens import ChatTokens, TokenHistory
+from baselines.llm.few_shot import PromptStyle
 from baselines.llm.generation import (
     GumbelSampler,
     context_length,
@@ -75,10 +76,12 @@ from baselines.llm.generation import (
 from baselines.llm.models import resolve_model
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.prompting import (
-    DEFAULT_SYSTEM_PROMPT,
+    FORMAT_PROMPT,
     PromptEncoder,
     PromptTooLongError,
+    ReplyStop,
     check_sampling,
+    cut_reply,
     to_agent_action,
     turn_of,
 )
@@ -107,8 +110,21 @@ class HFAgent:
             or an already-loaded model (then ``tokenizer`` is required).
         tokenizer: a tokenizer, or its folder; by default the model's.
         system_prompt: put first in every prompt (``None`` for none); a system
-            message from ``wrappers.ChatHistory`` takes its place.
+            message from ``wrappers.ChatHistory`` takes its place.  By default
+            the reply format's own (:data:`~baselines.llm.prompting.SYSTEM_PROMPTS`).
+        few_shot: put that many episodes played by the env's oracle before
+            the real one, as earlier turns of the chat
+            (:mod:`baselines.llm.few_shot`).  0 by default.
+        reply_format: ``"action"`` (the bare action; decoding stops at the end
+            of the first line) or ``"think"`` (free text, then an
+            ``Action: ...`` line, where decoding stops).  By default
+            ``"action"`` with ``few_shot`` and ``"think"`` without.
+        env_id: the env the few-shot examples come from; by default the
+            evaluator's ``info["registered_id"]``.
         temperature: ``0`` for greedy decoding, else the sampling temperature.
+            The default 1.0 with ``top_p`` 1.0 samples the model's own
+            distribution, the policy that RL trains and that Pass@K is an
+            estimate for; use 0 for one deterministic attempt.
         top_p: nucleus sampling threshold in ``(0, 1]``.
         max_new_tokens: the most tokens generated per turn.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; by default CUDA when
@@ -126,9 +142,10 @@ class HFAgent:
             the next (:mod:`baselines.llm.prefix_cache`), so that a turn runs
             only the tokens added since the last one.  The prompts and the
             samples are the same; multi-turn episodes with a history generate
-            several times faster.  Off by default: it needs a decoder-only
+            several times faster.  On by default; it needs a decoder-only
             model that takes ``position_ids`` and a full dynamic cache (Llama,
-            Qwen2, Mistral without a sliding window, GPT-2, ...).
+            Qwen2, Mistral without a sliding window, GPT-2, ...): turn it off
+            for others.
 
     Example::
 
@@ -143,7 +160,10 @@ class HFAgent:
         model: Any,
         *,
         tokenizer: Any = None,
-        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        system_prompt: str | None = FORMAT_PROMPT,
+        few_shot: int = 0,
+        reply_format: str | None = None,
+        env_id: str | None = None,
         temperature: float = 1.0,
         top_p: float = 1.0,
         max_new_tokens: int = 256,
@@ -153,21 +173,18 @@ class HFAgent:
         seed: int = 0,
         max_context: int | None = None,
         trust_remote_code: bool = False,
-        prefix_cache: bool = False,
+        prefix_cache: bool = True,
     ) -> None:
         check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
         check_int(batch_size, "batch_size", 1)
         check_int(seed, "seed")
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
+        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
+        self.required_info = self.style.required_info  # the env's id, for few-shot examples
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
-        self.system_prompt = system_prompt
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.max_new_tokens = max_new_tokens
-        self.batch_size = batch_size
-        self.seed = seed
+        self.system_prompt = self.style.system_prompt
+        self.temperature, self.top_p = float(temperature), float(top_p)
+        self.max_new_tokens, self.batch_size, self.seed = max_new_tokens, batch_size, seed
         self._from_files = isinstance(model, (str, os.PathLike))
         self.model, self.tokenizer, self.name = _load(
             model, tokenizer, device, dtype, trust_remote_code
@@ -184,9 +201,13 @@ class HFAgent:
         self._pad_id = pad if pad is not None else self._eos_ids[0]
         #: Builds every prompt; the GRPO rollout builds its prompts with the same class.
         self.prompts = PromptEncoder(
-            self.tokenizer, system_prompt, self.max_context, max_new_tokens
+            self.tokenizer, self.system_prompt, self.max_context, max_new_tokens
         )
-        self._history = TokenHistory(ChatTokens(self.prompts, self._eos_ids))
+        # One prompt builder and one token history per env with examples.
+        self._encoders: dict[str, PromptEncoder] = {}
+        self._histories: dict[str | None, TokenHistory] = {}
+        #: Ends a reply as soon as its action line is complete.
+        self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
@@ -211,7 +232,8 @@ class HFAgent:
     def __repr__(self) -> str:
         return (
             f"HFAgent(model={self.name!r}, temperature={self.temperature}, top_p={self.top_p}, "
-            f"max_new_tokens={self.max_new_tokens}, batch_size={self.batch_size}, seed={self.seed})"
+            f"max_new_tokens={self.max_new_tokens}, batch_size={self.batch_size}, "
+            f"seed={self.seed}, {self.style!r})"
         )
 
     # ---------------------------------------------------------------- acting
@@ -226,7 +248,8 @@ class HFAgent:
                 f"act_batch got {len(observations)} observations but {len(infos)} infos."
             )
         keys = [_episode_key(info, row) for row, info in enumerate(infos)]
-        self._history.retain(keys)
+        for history in self._histories.values():
+            history.retain(keys)
         if self._decoder is not None:
             self._decoder.retain(keys)
         prompts = [
@@ -247,7 +270,7 @@ class HFAgent:
             )
             for row, (tokens, text) in zip(rows, replies, strict=True):
                 generations[row] = text
-                self._history.record(keys[row], tokens, text)
+                self._history(infos[row]).record(keys[row], tokens, text)
         return [to_agent_action(text) for text in generations]
 
     # --------------------------------------------------------------- prompts
@@ -256,11 +279,33 @@ class HFAgent:
 
         With ``key`` (naming the episode across turns) the prompt continues
         that episode's tokens (see the module docstring); without it the
-        dialogue is rendered from text.
+        dialogue is rendered from text.  Few-shot examples come first.
         """
         if key is None:
-            return self.prompts.prompt_ids(observation, info)
-        return self._history.prompt_ids(key, observation, info)
+            return self._encoder(info).prompt_ids(observation, info)
+        return self._history(info).prompt_ids(key, observation, info)
+
+    def _encoder(self, info: dict[str, Any]) -> PromptEncoder:
+        """Return the prompt builder with this episode's few-shot examples (if any)."""
+        env_id = self.style.example_env(info)
+        if env_id is None:
+            return self.prompts
+        if env_id not in self._encoders:
+            self._encoders[env_id] = PromptEncoder(
+                self.tokenizer,
+                self.system_prompt,
+                self.max_context,
+                self.max_new_tokens,
+                self.style.examples(info),
+            )
+        return self._encoders[env_id]
+
+    def _history(self, info: dict[str, Any]) -> TokenHistory:
+        """Return the token history of the episodes that share this one's prompt builder."""
+        env_id = self.style.example_env(info)
+        if env_id not in self._histories:
+            self._histories[env_id] = TokenHistory(ChatTokens(self._encoder(info), self._eos_ids))
+        return self._histories[env_id]
 
     def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
         episode_seed = info.get(EPISODE_SEED)
@@ -285,20 +330,26 @@ class HFAgent:
                 keys,
                 prompts,
                 lambda s: (s if sampler is None else sampler(None, s)).argmax(-1),
+                stop=self.stop,
             )
         else:
             new_tokens = generate_replies(
-                self.model, prompts, self._pad_id, self._eos_ids, self.max_new_tokens, sampler
+                self.model,
+                prompts,
+                self._pad_id,
+                self._eos_ids,
+                self.max_new_tokens,
+                sampler,
+                stop=self.stop,
             )
         replies = []
         for tokens in new_tokens:
-            end = next(
-                (index for index, token in enumerate(tokens) if token in self._eos_ids),
-                len(tokens),
-            )
-            self.generated_tokens += min(end + 1, len(tokens))
-            text = self.tokenizer.decode(tokens[:end], skip_special_tokens=True)
-            replies.append((tokens[: end + 1], text))
+            reply = cut_reply(tokens, self._eos_ids, self.stop)
+            # Keep the end token when the reply ended with one (the token history needs it).
+            ended = len(reply) < len(tokens) and tokens[len(reply)] in self._eos_ids
+            kept = tokens[: len(reply) + 1] if ended else reply
+            self.generated_tokens += len(kept)
+            replies.append((kept, self.tokenizer.decode(reply, skip_special_tokens=True)))
         return replies
 
 

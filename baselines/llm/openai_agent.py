@@ -65,12 +65,14 @@ from typing import Any
 
 from agent_envs.protocol import EPISODE_SEED, AgentAction
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
+from baselines.llm.few_shot import PromptStyle
 from baselines.llm.prompting import (
-    DEFAULT_SYSTEM_PROMPT,
+    FORMAT_PROMPT,
     build_messages,
     check_sampling,
     count_exchanges,
     drop_exchanges,
+    insert_examples,
     to_agent_action,
     turn_of,
 )
@@ -168,7 +170,15 @@ class OpenAIChatAgent:
         api_key: the bearer token; by default ``$OPENAI_API_KEY``; none is sent
             when neither is set (local servers need none).
         system_prompt: put first in every prompt (``None`` for none); a system
-            message from ``wrappers.ChatHistory`` takes its place.
+            message from ``wrappers.ChatHistory`` takes its place.  By default
+            the reply format's own, as ``HFAgent``'s.
+        few_shot, reply_format, env_id: as ``HFAgent``'s
+            (:class:`~baselines.llm.few_shot.PromptStyle`): oracle episodes
+            shown first, and the reply format.  With the bare-action format
+            each request carries ``"stop": ["\\n"]`` (unless ``extra_body``
+            says otherwise), so the server ends a reply at its first line.
+            If the server refuses a long prompt, the examples are dropped
+            before the episode's own exchanges.
         temperature: ``0`` for greedy decoding, else the sampling temperature.
         top_p: nucleus sampling threshold in ``(0, 1]``.
         max_tokens: the most tokens generated per turn.
@@ -199,7 +209,10 @@ class OpenAIChatAgent:
         model: str,
         *,
         api_key: str | None = None,
-        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        system_prompt: str | None = FORMAT_PROMPT,
+        few_shot: int = 0,
+        reply_format: str | None = None,
+        env_id: str | None = None,
         temperature: float = 1.0,
         top_p: float = 1.0,
         max_tokens: int = 256,
@@ -223,16 +236,15 @@ class OpenAIChatAgent:
         check_int(concurrency, "concurrency", 1)
         check_int(max_reply_bytes, "max_reply_bytes", 1)
         check_int(seed, "seed")
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
+        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
+        self.required_info = self.style.required_info  # the env's id, for few-shot examples
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError("api_key must be a str or None.")
         self.model = model
-        self.system_prompt = system_prompt
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
+        self.system_prompt = self.style.system_prompt
+        self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_tokens = max_tokens
         self.timeout = float(timeout)
         self.max_retries = max_retries
@@ -276,7 +288,8 @@ class OpenAIChatAgent:
         return (
             f"OpenAIChatAgent(url={self.shown_url!r}, model={self.model!r}, "
             f"temperature={self.temperature}, top_p={self.top_p}, max_tokens={self.max_tokens}, "
-            f"concurrency={self.concurrency}, seed={self.seed}, api_key={self._api_key!r})"
+            f"concurrency={self.concurrency}, seed={self.seed}, api_key={self._api_key!r}, "
+            f"{self.style!r})"
         )
 
     def __getstate__(self) -> dict[str, Any]:
@@ -331,8 +344,11 @@ class OpenAIChatAgent:
 
     def request_body(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """Return the JSON body of the request for one turn."""
-        messages = build_messages(observation, info, self.system_prompt)
+        messages = insert_examples(
+            build_messages(observation, info, self.system_prompt), self.style.examples(info)
+        )
         prompt_key = json.dumps(messages, sort_keys=True)
+        stop = {"stop": ["\n"]} if self.style.reply_format == "action" else {}
         return {
             "model": self.model,
             "messages": messages,
@@ -343,6 +359,7 @@ class OpenAIChatAgent:
             "seed": seeding.sampling_seed(
                 self.seed, info.get(EPISODE_SEED), turn_of(info), prompt_key
             ),
+            **stop,
             **self.extra_body,
         }
 

@@ -17,8 +17,10 @@ decoder-only models with a full (not sliding-window) dynamic cache and
 ``position_ids``: Llama, Qwen2, Mistral, GPT-2 and the like.
 
 A cache entry also holds the tokens it was computed from, and is used only
-while they are a prefix of the row's prompt; otherwise the row is prefilled
-from scratch.  A decoder belongs to one rollout, during which the weights do
+while they are a prefix of the row's prompt.  A row without one (a new
+episode) starts from the longest prefix of its prompt that any other row's
+entry holds, such as the system prompt and few-shot examples every episode
+shares, and computes only the rest.  A decoder belongs to one rollout, during which the weights do
 not change; :meth:`PrefixCacheDecoder.retain` drops the rows that have ended.
 """
 
@@ -72,13 +74,20 @@ class PrefixCacheDecoder:
 
     @torch.inference_mode()
     def __call__(
-        self, keys: Sequence[Any], prompts: Sequence[Sequence[int]], sample: Sample
+        self,
+        keys: Sequence[Any],
+        prompts: Sequence[Sequence[int]],
+        sample: Sample,
+        stop: Callable[[list[int]], bool] | None = None,
     ) -> list[list[int]]:
         """Return one reply per prompt: its tokens up to and including the end token.
 
         ``keys`` name the rows across calls (one per episode); ``sample`` picks
-        each row's next token from the logits of its last position.
+        each row's next token from the logits of its last position.  A row
+        also ends, on its own, once ``stop(its reply so far)`` is true; the
+        batch decodes until every row has ended.
         """
+        self._share_opening(keys, prompts)
         cached = [self._usable(key, prompt) for key, prompt in zip(keys, prompts, strict=True)]
         starts = [len(c.tokens) if c else 0 for c in cached]
         batch = _Batch(
@@ -97,9 +106,13 @@ class PrefixCacheDecoder:
                 logits_to_keep=1,
             ).logits[:, -1, :]
             tokens = sample(logits).cpu()
-            for row in (~done).nonzero().flatten().tolist():
+            live = (~done).nonzero().flatten().tolist()
+            for row in live:
                 replies[row].append(int(tokens[row]))
             done |= torch.isin(tokens, self.eos_ids)
+            if stop is not None:
+                for row in live:
+                    done[row] |= stop(replies[row])
             if bool(done.all()) or step + 1 == self.max_new_tokens:
                 break
             input_ids = tokens.to(self.device).unsqueeze(1)
@@ -119,11 +132,75 @@ class PrefixCacheDecoder:
 
     def _usable(self, key: Any, prompt: Sequence[int]) -> _RowCache | None:
         entry = self._caches.get(key)
-        if entry is None or len(entry.tokens) >= len(prompt):
+        if (
+            entry is not None
+            and len(entry.tokens) < len(prompt)
+            and tuple(prompt[: len(entry.tokens)]) == entry.tokens
+        ):
+            return entry
+        return self._shared_prefix(prompt)
+
+    def _share_opening(self, keys: Sequence[Any], prompts: Sequence[Sequence[int]]) -> None:
+        """Compute once the opening that the new rows of this call share (system prompt, examples).
+
+        Rows with a usable cache of their own are left alone.  The opening is
+        kept as one more entry, which :meth:`_shared_prefix` then hands to
+        each new row, and which the next :meth:`retain` drops.
+        """
+        new = [
+            prompt for key, prompt in zip(keys, prompts, strict=True) if key not in self._caches
+        ]
+        if len(new) < 2:
+            return
+        length = min(_common_length(new[0], prompt) for prompt in new[1:])
+        length = min(length, min(len(prompt) for prompt in new) - 1)
+        if length < _MIN_OPENING:
+            return
+        opening = tuple(new[0][:length])
+        if any(_common_length(e.tokens, opening) == length for e in self._caches.values()):
+            return  # another row's cache already holds it
+        cache = DynamicCache()
+        self.model(
+            input_ids=torch.tensor([opening], device=self.device),
+            position_ids=torch.arange(length, device=self.device).unsqueeze(0),
+            **{self._cache_argument: cache},
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        layers = tuple((layer.keys[0], layer.values[0]) for layer in cache.layers)
+        self._caches[("opening", opening)] = _RowCache(opening, layers)
+
+    def _shared_prefix(self, prompt: Sequence[int]) -> _RowCache | None:
+        """Return the longest start of ``prompt`` that another row's cache holds, or ``None``.
+
+        Episodes of one run open alike (the system prompt, few-shot examples,
+        often the same task statement), so a new episode's first turn reuses
+        those keys and values instead of computing them again.  A key or
+        value depends only on the tokens up to its position, so the prefix of
+        another row's cache is exactly this row's.
+        """
+        head = tuple(prompt[:-1])  # at least one token is left to run
+        best, length = None, 0
+        for entry in self._caches.values():
+            common = _common_length(entry.tokens, head)
+            if common > length:
+                best, length = entry, common
+        if best is None:
             return None
-        if tuple(prompt[: len(entry.tokens)]) != entry.tokens:
-            return None
-        return entry
+        layers = tuple((keys[:, :length], values[:, :length]) for keys, values in best.layers)
+        return _RowCache(best.tokens[:length], layers)
+
+
+#: Shared openings shorter than this are not worth a separate forward pass.
+_MIN_OPENING = 16
+
+
+def _common_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Return how many leading tokens ``a`` and ``b`` share."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
 
 
 class _Batch:

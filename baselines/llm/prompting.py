@@ -23,19 +23,31 @@ from agent_envs.protocol import MESSAGES, TURN, AgentAction
 from wrappers.validators import check_int, check_number
 
 __all__ = [
+    "ACTION_SYSTEM_PROMPT",
     "DEFAULT_SYSTEM_PROMPT",
+    "FORMAT_PROMPT",
     "REPLY_FORMAT",
+    "REPLY_FORMATS",
+    "SYSTEM_PROMPTS",
     "PromptEncoder",
     "PromptTooLongError",
+    "ReplyStop",
     "build_messages",
+    "check_reply_format",
     "check_sampling",
+    "choose_reply_format",
     "count_exchanges",
+    "cut_reply",
     "drop_exchanges",
     "drop_oldest_exchanges",
+    "format_action",
     "format_reply",
+    "insert_examples",
     "merge_system_into_user",
     "parse_action",
     "plain_prompt",
+    "reply_complete",
+    "system_prompt_for",
     "to_agent_action",
     "turn_of",
 ]
@@ -51,6 +63,19 @@ DEFAULT_SYSTEM_PROMPT = (
     f"line of the form '{REPLY_FORMAT.format(action='<your action>')}', using the action "
     "format the task describes."
 )
+
+#: The system prompt of the bare-action format: the one that, with a worked
+#: example, made SmolLM2-135M-Instruct answer valid moves (docs/real_llm.md).
+ACTION_SYSTEM_PROMPT = "You play a game. Reply with the action only, nothing else."
+
+#: Reply formats and the system prompt each asks with.  ``"think"``: free text
+#: that ends with an ``Action: ...`` line; ``"action"``: the bare action on the
+#: first line.  Decoding stops once the reply is complete (:func:`reply_complete`).
+SYSTEM_PROMPTS = {"think": DEFAULT_SYSTEM_PROMPT, "action": ACTION_SYSTEM_PROMPT}
+REPLY_FORMATS = tuple(SYSTEM_PROMPTS)
+
+#: Stands for "the system prompt of the reply format" where an agent takes one.
+FORMAT_PROMPT = "format-default"
 
 # "Action: up", "**Action:** up", "> action : up" ... at the start of a line.
 _ACTION_LINE = re.compile(r"^[\s>*_#`-]*action[\s*_]*:[\s*_]*(.*?)[\s*_]*$", re.IGNORECASE)
@@ -112,6 +137,123 @@ def format_reply(action: str) -> str:
     'push up'
     """
     return REPLY_FORMAT.format(action=action)
+
+
+def check_reply_format(reply_format: str) -> str:
+    """Return ``reply_format`` if it is one of :data:`REPLY_FORMATS`, else raise ``ValueError``."""
+    if reply_format not in REPLY_FORMATS:
+        raise ValueError(f"reply_format must be one of {REPLY_FORMATS}, got {reply_format!r}.")
+    return reply_format
+
+
+def choose_reply_format(reply_format: str | None, few_shot: int) -> str:
+    """Return the reply format an agent uses: ``reply_format``, or the default for ``few_shot``.
+
+    The default is ``"action"`` with examples: they, and the history that
+    ``ChatHistory`` records by default, show bare actions, so the model is
+    asked for exactly what it sees.  Without examples it is ``"think"``, the
+    format models are trained on here (the warm start and GRPO).
+
+    >>> choose_reply_format(None, 1), choose_reply_format(None, 0), choose_reply_format("think", 2)
+    ('action', 'think', 'think')
+    """
+    if reply_format is None:
+        return "action" if few_shot else "think"
+    return check_reply_format(reply_format)
+
+
+def system_prompt_for(system_prompt: str | None, reply_format: str) -> str | None:
+    """Return the system prompt to use: the format's own for :data:`FORMAT_PROMPT`."""
+    if system_prompt == FORMAT_PROMPT:
+        return SYSTEM_PROMPTS[reply_format]
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
+    return system_prompt
+
+
+def format_action(action: str, reply_format: str) -> str:
+    """Return ``action`` written as a reply in ``reply_format`` (what an example shows).
+
+    >>> format_action("up", "action"), format_action("up", "think")
+    ('up', 'Action: up')
+    """
+    return action if check_reply_format(reply_format) == "action" else format_reply(action)
+
+
+def reply_complete(text: str, reply_format: str) -> bool:
+    """Return whether a reply being decoded already holds its whole action line.
+
+    ``"action"``: a non-blank first line has ended (a newline follows it).
+    ``"think"``: an ``Action: ...`` line with its action has ended.  Decoding
+    stops there, so no reply rambles on to ``max_new_tokens``; what
+    :func:`parse_action` reads from the reply is the same as if it had gone on
+    to the end-of-sequence token, unless the model would later have written
+    another ``Action:`` line.
+
+    >>> reply_complete("49", "action"), reply_complete("49\\n", "action")
+    (False, True)
+    >>> reply_complete("I go up.\\n", "think"), reply_complete("Action: up\\n", "think")
+    (False, True)
+    """
+    finished = text.split("\n")[:-1]  # the lines a newline has ended
+    if reply_format == "action":
+        return any(line.strip() for line in finished)
+    for index, line in enumerate(finished):
+        match = _ACTION_LINE.match(line)
+        if match is not None and (
+            match.group(1).strip() or any(rest.strip() for rest in finished[index + 1 :])
+        ):
+            return True
+    return False
+
+
+class ReplyStop:
+    """Tell, token by token, when a reply holds its whole action line (:func:`reply_complete`).
+
+    Called with a reply's tokens so far after each decoded token.  The text
+    is decoded only when the last token holds a newline, so the check costs
+    a set lookup on most steps.
+
+    Args:
+        tokenizer: the model's tokenizer (``decode`` and ``len``).
+        reply_format: one of :data:`REPLY_FORMATS`.
+    """
+
+    def __init__(self, tokenizer: Any, reply_format: str) -> None:
+        self.tokenizer = tokenizer
+        self.reply_format = check_reply_format(reply_format)
+        pieces = tokenizer.batch_decode([[token] for token in range(len(tokenizer))])
+        self.newline_ids = frozenset(i for i, piece in enumerate(pieces) if "\n" in piece)
+
+    def __call__(self, tokens: Sequence[int]) -> bool:
+        if not tokens or tokens[-1] not in self.newline_ids:
+            return False
+        text = self.tokenizer.decode(list(tokens), skip_special_tokens=True)
+        return reply_complete(text, self.reply_format)
+
+
+def cut_reply(
+    tokens: Sequence[int], eos_ids: Sequence[int], stop: Callable[[list[int]], bool]
+) -> list[int]:
+    """Return a reply's tokens up to its first end token (dropped) or stopping token (kept).
+
+    A batch decodes on after a row has ended; this finds where the row ended.
+    """
+    eos = frozenset(eos_ids)
+    for index, token in enumerate(tokens):
+        if token in eos:
+            return list(tokens[:index])
+        if stop(list(tokens[: index + 1])):
+            return list(tokens[: index + 1])
+    return list(tokens)
+
+
+def insert_examples(messages: list, examples: Sequence[Mapping[str, str]]) -> list:
+    """Return ``messages`` with ``examples`` (earlier chat turns) after any system message."""
+    if not examples:
+        return messages
+    head = 1 if messages and messages[0]["role"] == "system" else 0
+    return [*messages[:head], *(dict(m) for m in examples), *messages[head:]]
 
 
 def _last_boxed(text: str) -> str | None:
@@ -258,6 +400,10 @@ class PromptEncoder:
         system_prompt: put first in every prompt (``None`` for none).
         max_context: the model's context length in tokens (``None``: unknown).
         max_new_tokens: the room kept for the generation.
+        examples: chat turns put after the system prompt and before the
+            episode's dialogue (few-shot examples,
+            :func:`baselines.llm.few_shot.example_messages`); always kept
+            whole when a long dialogue is trimmed.
     """
 
     def __init__(
@@ -266,11 +412,13 @@ class PromptEncoder:
         system_prompt: str | None,
         max_context: int | None,
         max_new_tokens: int,
+        examples: Sequence[Mapping[str, str]] = (),
     ) -> None:
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
         self.max_context = max_context
         self.max_new_tokens = max_new_tokens
+        self.examples = [dict(m) for m in examples]
         self._system_role = True  # becomes False if the chat template refuses it
 
     @property
@@ -315,7 +463,7 @@ class PromptEncoder:
         return ids(kept)
 
     def encode(self, messages: list) -> list[int]:
-        """Render ``messages`` (chat template, or the plain format) and tokenize them."""
+        """Render ``messages`` after the examples (chat template, or plain format); tokenize."""
         text = self.render(messages)
         if getattr(self.tokenizer, "chat_template", None) is None:
             return list(self.tokenizer(text)["input_ids"])
@@ -323,7 +471,10 @@ class PromptEncoder:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def render(self, messages: list) -> str:
-        """Return the prompt text of ``messages``, ending where the assistant's reply starts."""
+        """Return the prompt text of ``messages`` after the examples, up to the reply's start."""
+        return self._render(insert_examples(messages, self.examples))
+
+    def _render(self, messages: list) -> str:
         tokenizer = self.tokenizer
         if getattr(tokenizer, "chat_template", None) is None:
             return plain_prompt(messages)
@@ -339,7 +490,7 @@ class PromptEncoder:
             if not self._system_role or messages[0]["role"] != "system":
                 raise
             self._system_role = False
-            return self.render(messages)
+            return self._render(messages)
 
 
 def turn_of(info: Mapping[str, Any]) -> int:

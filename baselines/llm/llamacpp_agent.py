@@ -1,0 +1,235 @@
+"""LlamaCppAgent: a GGUF model run natively by llama.cpp (``llama-cpp-python``) on the CPU.
+
+transformers must dequantise a GGUF file to float32 before it can run it
+(about 28 s for SmolLM2-135M, once; then a cached HF folder); llama.cpp runs
+the quantised file as it is and loads it in a fraction of a second.
+
+Prompts are :class:`~baselines.llm.hf_agent.HFAgent`'s, token for token: the
+same :class:`~baselines.llm.prompting.PromptEncoder`, reply formats, few-shot
+examples (:class:`~baselines.llm.few_shot.PromptStyle`) and stopping, with
+the tokenizer that transformers reads from the GGUF file's own metadata.  The
+agent hands llama.cpp token ids, never text, so its tokenizer is not used.
+
+Generation is one episode at a time: llama.cpp's high-level API holds one
+sequence.  It keeps the keys and values of the longest prefix a prompt shares
+with the previous one, so the system prompt and the few-shot examples, which
+every episode shares, are computed once.
+
+Seeds.  ``temperature=0`` is greedy.  Otherwise each reply's sampler is seeded
+with :func:`wrappers.seeding.sampling_seed` of the agent's seed, the
+episode seed, the turn and the prompt, as in ``HFAgent``; the samples differ
+from ``HFAgent``'s (another sampler, quantised weights) but a rerun repeats
+them and the K attempts of Pass@K stay independent.
+
+Needs ``llama-cpp-python`` (the ``[smollm2]`` extra, which builds llama.cpp
+from source) and transformers with ``gguf`` (for the tokenizer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from agent_envs import install_hint
+from agent_envs.protocol import EPISODE_SEED, AgentAction
+from baselines.llm.few_shot import PromptStyle
+from baselines.llm.models import gguf_file
+from baselines.llm.prompting import (
+    FORMAT_PROMPT,
+    PromptEncoder,
+    ReplyStop,
+    check_sampling,
+    to_agent_action,
+    turn_of,
+)
+from wrappers import seeding
+from wrappers.validators import check_bool, check_int
+
+__all__ = ["LlamaCppAgent", "gguf_tokenizer"]
+
+
+def gguf_tokenizer(path: str | os.PathLike[str]) -> Any:
+    """Return the transformers tokenizer stored in a GGUF file's metadata (left padding).
+
+    It reads no weights, so it is quick even for a large file.
+    """
+    from transformers import AutoTokenizer
+
+    path = os.fspath(path)
+    return AutoTokenizer.from_pretrained(
+        os.path.dirname(path) or ".",
+        gguf_file=os.path.basename(path),
+        local_files_only=True,
+        padding_side="left",
+    )
+
+
+@contextlib.contextmanager
+def _model_params(**fields: Any) -> Iterator[None]:
+    """Make ``Llama()`` load its model with these ``llama_model_params`` fields set.
+
+    ``Llama`` takes no argument for them: it fills its model parameters from
+    ``llama_cpp.llama_model_default_params()``, so that function is wrapped
+    while one model loads.
+    """
+    import llama_cpp.llama as module
+
+    default = module.llama_cpp.llama_model_default_params
+
+    def params() -> Any:
+        value = default()
+        for name, setting in fields.items():
+            setattr(value, name, setting)
+        return value
+
+    module.llama_cpp.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        module.llama_cpp.llama_model_default_params = default
+
+
+def _llama_class() -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise ImportError(
+            "LlamaCppAgent needs llama-cpp-python, which pip builds from source: "
+            f"{install_hint('smollm2')}, or pip install llama-cpp-python."
+        ) from None
+    return Llama
+
+
+class LlamaCppAgent:
+    """Act with a GGUF model through llama.cpp, one episode at a time.
+
+    Args:
+        model: a ``.gguf`` file or a short name such as ``"smollm2-135m"``
+            (:mod:`baselines.llm.models`); nothing is downloaded.
+        system_prompt, few_shot, reply_format, env_id: as ``HFAgent``'s.
+        temperature: ``0`` for greedy decoding, else the sampling temperature
+            (1.0 by default, as ``HFAgent``).
+        top_p: nucleus sampling threshold in ``(0, 1]``.
+        max_new_tokens: the most tokens generated per turn.
+        seed: the agent's seed, mixed into every sampling seed.
+        max_context: llama.cpp's context in tokens; by default the model's.
+        threads: CPU threads for llama.cpp (default: its own choice).
+        repack: let llama.cpp repack the weights into its extra CPU buffer
+            types (AMX, AVX repacking).  Off by default: on a CPU that reports
+            AMX but whose kernel does not let a process use it (as in some
+            virtual machines, including this project's), the AMX matrix
+            product crashes the process with a segmentation fault.
+
+    Example::
+
+        agent = LlamaCppAgent("smollm2-135m", few_shot=1, temperature=0)
+    """
+
+    budget_aware = False
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] = "smollm2-135m",
+        *,
+        system_prompt: str | None = FORMAT_PROMPT,
+        few_shot: int = 0,
+        reply_format: str | None = None,
+        env_id: str | None = None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        seed: int = 0,
+        max_context: int | None = None,
+        threads: int | None = None,
+        repack: bool = False,
+    ) -> None:
+        check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
+        check_int(seed, "seed")
+        if threads is not None:
+            check_int(threads, "threads", 1)
+        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
+        self.required_info = self.style.required_info
+        self.temperature, self.top_p = float(temperature), float(top_p)
+        self.max_new_tokens, self.seed = max_new_tokens, seed
+        path = gguf_file(model)
+        llama = _llama_class()
+        self.name = os.fspath(model)
+        self.tokenizer = gguf_tokenizer(path)
+        context = 0 if max_context is None else check_int(max_context, "max_context", 2)
+        with _model_params(use_extra_bufts=check_bool(repack, "repack")):
+            self.llm = llama(
+                model_path=str(path), n_ctx=context, n_threads=threads, seed=seed, verbose=False
+            )
+        # Free llama.cpp's memory before interpreter shutdown tears its bindings down.
+        weakref.finalize(self, self.llm.close)
+        self.max_context = self.llm.n_ctx()
+        if self.max_context <= max_new_tokens:
+            raise ValueError(
+                f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the "
+                f"context of {self.max_context} tokens."
+            )
+        self._eos_ids = {self.llm.token_eos(), self.tokenizer.eos_token_id} - {None, -1}
+        self._encoders: dict[str | None, PromptEncoder] = {}
+        self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
+        self._episode_rng = np.random.default_rng(seed)
+        #: Tokens generated so far (up to and including the end-of-sequence token).
+        self.generated_tokens = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"LlamaCppAgent(model={self.name!r}, temperature={self.temperature}, "
+            f"top_p={self.top_p}, max_new_tokens={self.max_new_tokens}, seed={self.seed}, "
+            f"{self.style!r})"
+        )
+
+    def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
+        """Return the action for one episode."""
+        prompt = self.prompt_ids(observation, info)
+        return to_agent_action(self._reply(prompt, self._sample_seed(info, prompt)))
+
+    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
+        """Return one action per episode, generating them one after another."""
+        if len(observations) != len(infos):
+            raise ValueError(
+                f"act_batch got {len(observations)} observations but {len(infos)} infos."
+            )
+        return [self.act(obs, info) for obs, info in zip(observations, infos, strict=True)]
+
+    def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:
+        """Return the prompt's token ids, as ``HFAgent`` builds them."""
+        env_id = self.style.example_env(info)
+        if env_id not in self._encoders:
+            self._encoders[env_id] = PromptEncoder(
+                self.tokenizer,
+                self.style.system_prompt,
+                self.max_context,
+                self.max_new_tokens,
+                self.style.examples(info),
+            )
+        return self._encoders[env_id].prompt_ids(observation, info)
+
+    def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
+        episode_seed = info.get(EPISODE_SEED)
+        if episode_seed is None:
+            episode_seed = int(self._episode_rng.integers(2**62))
+        prompt_key = ",".join(map(str, prompt))
+        return seeding.sampling_seed(self.seed, episode_seed, turn_of(info), prompt_key)
+
+    def _reply(self, prompt: list[int], seed: int) -> str:
+        """Decode one reply until an end token, a complete action line or the length limit."""
+        self.llm.set_seed(seed)
+        tokens: list[int] = []
+        sampling = {"top_k": 0, "min_p": 0.0, "top_p": self.top_p, "repeat_penalty": 1.0}
+        for token in self.llm.generate(prompt, temp=self.temperature, **sampling):
+            self.generated_tokens += 1
+            if token in self._eos_ids:
+                break
+            tokens.append(int(token))
+            if len(tokens) >= self.max_new_tokens or self.stop(tokens):
+                break
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)

@@ -1,0 +1,136 @@
+"""LlamaCppAgent on a tiny GGUF file written offline.
+
+CI does not install llama-cpp-python (pip builds it from source; see
+docs/real_llm.md), so the tests that run llama.cpp skip there with that
+reason.  The rest run everywhere: the missing-engine error, and the prompt
+path (the tokenizer read from the GGUF file and the one prompt builder),
+which is the agent's own code and needs no llama.cpp.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import gymnasium as gym
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
+from gguf_fixtures import tiny_llama, write_tiny_gguf  # noqa: E402
+from llm_fixtures import build_tiny_model  # noqa: E402
+
+from agent_envs.cli import main  # noqa: E402
+from agent_envs.evaluation import evaluate  # noqa: E402
+from agent_envs.protocol import ENV_ID, TASK_ID  # noqa: E402
+from baselines.llm.hf_agent import HFAgent  # noqa: E402
+from baselines.llm.llamacpp_agent import LlamaCppAgent, gguf_tokenizer  # noqa: E402
+from baselines.llm.models import CACHE_ENV, ModelError  # noqa: E402
+from baselines.llm.prompting import PromptEncoder, reply_complete  # noqa: E402
+from wrappers.chat_history import ChatHistory, chat_stack  # noqa: E402
+
+ENV = "agent_envs/GuessNumber-v0"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp()
+    tokenizer = build_tiny_model(str(folder))
+    return write_tiny_gguf(folder / "tiny-llamacpp.gguf", tokenizer, tiny_llama(tokenizer))
+
+
+@pytest.fixture
+def llama_cpp():
+    return pytest.importorskip(
+        "llama_cpp", reason="llama-cpp-python is not installed (the [smollm2] extra builds it)"
+    )
+
+
+def dialogue(task_id, steps):
+    env = ChatHistory(gym.make(ENV))
+    observation, info = env.reset(seed=0, options={TASK_ID: task_id})
+    for action in steps:
+        observation, _, _, _, info = env.step(action)
+    return observation, {**info, ENV_ID: ENV, "episode_seed": 11}
+
+
+# ------------------------------------------------------- without llama.cpp
+def test_without_llama_cpp_the_agent_says_how_to_install_it(tiny_gguf, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import llama_cpp now fails
+    with pytest.raises(ImportError, match=r"\[smollm2\]"):
+        LlamaCppAgent(tiny_gguf)
+    argv = ["eval", ENV, "--agent", "llamacpp", "--agent-kwargs", f'{{"model": "{tiny_gguf}"}}']
+    assert main([*argv, "--k", "1", "--t", "2", "--tasks", "1", "--samples", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "llama-cpp-python" in err
+
+
+def test_a_missing_model_fails_before_llama_cpp_is_needed(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    with pytest.raises(ModelError, match="never downloaded"):
+        LlamaCppAgent(tmp_path / "nope.gguf")
+    with pytest.raises(ModelError, match=r"not a \.gguf file"):
+        LlamaCppAgent(tmp_path)
+
+
+def test_its_prompts_are_the_hf_agents_token_for_token(tiny_gguf, tmp_path, monkeypatch):
+    """The tokenizer from the GGUF metadata and the shared prompt builder: HFAgent's ids."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    hf = HFAgent(tiny_gguf, few_shot=1, system_prompt="Play.", max_new_tokens=8, device="cpu")
+    tokenizer = gguf_tokenizer(tiny_gguf)
+    observation, info = dialogue(2, ["50", "25"])
+    encoder = PromptEncoder(tokenizer, "Play.", hf.max_context, 8, hf.style.examples(info))
+    assert encoder.prompt_ids(observation, info) == hf.prompt_ids(observation, info)
+    assert tokenizer.padding_side == "left"
+
+
+# ---------------------------------------------------------- with llama.cpp
+def test_greedy_replies_are_deterministic_and_stop_at_the_first_line(tiny_gguf, llama_cpp):
+    agent = LlamaCppAgent(tiny_gguf, few_shot=1, temperature=0, max_new_tokens=12)
+    observation, info = dialogue(1, ["50"])
+    first = agent.act(observation, info)
+    assert agent.act(observation, info).raw == first.raw
+    # The action format: decoding ended with the line break after the first
+    # non-blank line, so no earlier part of the reply was complete already.
+    assert not reply_complete(first.raw.rsplit("\n", 1)[0], "action")
+
+
+def test_sampling_is_seeded_per_episode_and_turn(tiny_gguf, llama_cpp):
+    agent = LlamaCppAgent(tiny_gguf, temperature=1.0, max_new_tokens=8, seed=3)
+    replies = [agent.act("Guess.", {"episode_seed": s, "turn": 0}).raw for s in (1, 2, 1)]
+    assert replies[0] == replies[2] and replies[0] != replies[1]
+
+
+def test_episodes_do_not_depend_on_batching(tiny_gguf, llama_cpp, tmp_path):
+    agent = LlamaCppAgent(tiny_gguf, few_shot=1, temperature=1.0, max_new_tokens=6)
+    logs = []
+    for batch_size in (1, 4):
+        path = tmp_path / f"run{batch_size}.jsonl"
+        result = evaluate(
+            agent,
+            lambda: chat_stack(gym.make(ENV), 3),
+            ks=[1],
+            budgets=[3],
+            tasks=2,
+            samples=2,
+            batch_size=batch_size,
+            log_path=path,
+            transcripts=True,
+            n_bootstrap=10,
+        )
+        assert result.errors == 0 and result.diagnostics["unparsable_rate"] is not None
+        lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+        for line in lines:
+            line.pop("run", None)  # the run's fingerprint
+        logs.append(sorted(lines, key=lambda line: (line["task"], line["sample"])))
+    assert logs[0] == logs[1]
