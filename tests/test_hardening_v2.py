@@ -248,7 +248,16 @@ def test_ctrl_c_while_the_server_hangs_exits_at_once_and_sends_no_retry(tmp_path
     command = [sys.executable, "-m", "agent_envs.cli", "eval", GUESS, "--agent", "openai"]
     command += ["--agent-kwargs", json.dumps({**kwargs, "backoff": 0}), *QUICK[:4]]
     command += ["--tasks", "3", "--no-progress"]  # three requests in flight at once
-    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    # A job a non-interactive shell starts in the background (a CI runner, say) inherits
+    # SIGINT ignored, and Python then never raises KeyboardInterrupt: restore the default
+    # in the child, as a terminal user's process has it.
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 60  # a test timeout, not a speed threshold
         while len(server.requests) < 3 and time.monotonic() < deadline:
