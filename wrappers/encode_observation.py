@@ -369,6 +369,24 @@ class TextEncoder:
         return cls(**settings)
 
 
+def _check_layout(layout: str, mode: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
+    if layout != "array" and mode == "tokens":
+        raise ValueError(
+            f"layout={layout!r} needs mode 'chars' or 'hashing': one-hot token ids would be huge."
+        )
+
+
+def _text_charset(space: spaces.Space) -> str:
+    """The characters a ``Text`` observation space can emit, for mode='chars'."""
+    if not isinstance(space, spaces.Text):
+        raise ValueError(
+            f"mode='chars' needs charset= when the observation space is not Text, got {space}."
+        )
+    return "".join(sorted(space.character_set))
+
+
 class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Replace each text observation by :class:`TextEncoder`'s array.
 
@@ -420,21 +438,9 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         feedback_length: int | None = None,
         layout: str = "array",
     ) -> None:
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
-        if layout != "array" and mode == "tokens":
-            raise ValueError(
-                f"layout={layout!r} needs mode 'chars' or 'hashing': one-hot token ids "
-                "would be huge."
-            )
+        _check_layout(layout, mode)
         if mode == "chars" and charset is None:
-            inner = env.observation_space
-            if not isinstance(inner, spaces.Text):
-                raise ValueError(
-                    "mode='chars' needs charset= when the observation space is not Text, "
-                    f"got {inner}."
-                )
-            charset = "".join(sorted(inner.character_set))
+            charset = _text_charset(env.observation_space)
         encoder = TextEncoder(
             mode,
             max_length=max_length,

@@ -142,24 +142,7 @@ class CompareResult:
             self._method(),
         ]
         if self.unit == "seed":
-            lines.append("seed-level p-values:")
-            for i, k in enumerate(self.ks):
-                cells = "  ".join(
-                    f"T={t}: {self.p_value[i, j]:.3f}" for j, t in enumerate(self.budgets)
-                )
-                lines.append(f"  K={k}  {cells}")
-            if self.p_adjusted is not None:
-                lines.append(
-                    f"Holm-adjusted p-values (family {self.family!r}, {self.family_size} tests; "
-                    "marks use these):"
-                )
-                for i, k in enumerate(self.ks):
-                    cells = "  ".join(
-                        f"T={t}: {self.p_adjusted[i, j]:.3f}" for j, t in enumerate(self.budgets)
-                    )
-                    lines.append(f"  K={k}  {cells}")
-            if not self.can_be_significant:
-                lines.append(self._why_nothing_is_significant())
+            lines += self._p_value_lines()
         if self.step_quality:
             sq = self.step_quality
             lines.append(
@@ -189,6 +172,25 @@ class CompareResult:
                 cells = ["everywhere on the grid"]
             lines.append(f"{side} is better at: {', '.join(cells) if cells else 'nowhere'}")
         return "\n".join(lines)
+
+    def _p_value_lines(self) -> list[str]:
+        """The seed-level p-values, Holm-adjusted ones when in a family, and why none may pass."""
+        lines = ["seed-level p-values:", *self._grid_lines(self.p_value)]
+        if self.p_adjusted is not None:
+            lines.append(
+                f"Holm-adjusted p-values (family {self.family!r}, {self.family_size} tests; "
+                "marks use these):"
+            )
+            lines += self._grid_lines(self.p_adjusted)
+        if not self.can_be_significant:
+            lines.append(self._why_nothing_is_significant())
+        return lines
+
+    def _grid_lines(self, values: np.ndarray) -> list[str]:
+        return [
+            f"  K={k}  " + "  ".join(f"T={t}: {row[j]:.3f}" for j, t in enumerate(self.budgets))
+            for k, row in zip(self.ks, values, strict=True)
+        ]
 
     def _method(self) -> str:
         if self.unit == "task":
@@ -274,6 +276,8 @@ def holm_family(
         comparison.family, comparison.family_size = family, size
         start += block.size
     return size
+
+
 #: The diagnostics ``reply_rates`` holds, with their labels in the table.
 _REPLY_RATES = (("unparsable_rate", "unparsable"), ("invalid_action_rate", "invalid-action rate"))
 

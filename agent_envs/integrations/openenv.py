@@ -42,8 +42,17 @@ def openenv_types() -> argparse.Namespace:
     ``truncated`` and ``info`` besides OpenEnv's ``done`` and ``reward``.
     """
     require("openenv.core", "openenv")
-    from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action, Observation, State
+    text_action, text_observation = _message_types()
+    return argparse.Namespace(
+        TextAction=text_action,
+        TextObservation=text_observation,
+        TextEnvironment=_environment_class(text_action, text_observation),
+    )
+
+
+def _message_types() -> tuple[type, type]:
+    """Define OpenEnv's action and observation types for text envs (OpenEnv imported)."""
+    from openenv.core.env_server.types import Action, Observation
     from pydantic import Field
 
     class TextAction(Action):
@@ -55,6 +64,14 @@ def openenv_types() -> argparse.Namespace:
         terminated: bool = Field(default=False, description="Ended by success or failure.")
         truncated: bool = Field(default=False, description="Ended by the turn budget.")
         info: dict[str, Any] = Field(default_factory=dict, description="The step's info.")
+
+    return TextAction, TextObservation
+
+
+def _environment_class(TextAction: type, TextObservation: type) -> type:
+    """Define the OpenEnv ``Environment`` that plays one registered id under its budget."""
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import State
 
     class TextEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True  # each session builds its own env
@@ -97,9 +114,7 @@ def openenv_types() -> argparse.Namespace:
         def close(self) -> None:
             self._env.close()
 
-    return argparse.Namespace(
-        TextAction=TextAction, TextObservation=TextObservation, TextEnvironment=TextEnvironment
-    )
+    return TextEnvironment
 
 
 def _observation(

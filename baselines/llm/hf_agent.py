@@ -100,6 +100,19 @@ _DTYPES = {
 }
 
 
+def _room_for_replies(
+    model: Any, tokenizer: Any, max_context: int | None, max_new: int
+) -> int | None:
+    """Return the model's context length, refusing one that leaves no room for a prompt."""
+    context = context_length(model, tokenizer, max_context)
+    if context is not None and context <= max_new:
+        raise ValueError(
+            f"max_new_tokens ({max_new}) leaves no room for a prompt in the "
+            f"model's context of {context} tokens."
+        )
+    return context
+
+
 class HFAgent:
     """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
 
@@ -190,12 +203,9 @@ class HFAgent:
             model, tokenizer, device, dtype, trust_remote_code
         )
         self.model.eval()
-        self.max_context = context_length(self.model, self.tokenizer, max_context)
-        if self.max_context is not None and self.max_context <= max_new_tokens:
-            raise ValueError(
-                f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the "
-                f"model's context of {self.max_context} tokens."
-            )
+        self.max_context = _room_for_replies(
+            self.model, self.tokenizer, max_context, max_new_tokens
+        )
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self._pad_id = pad if pad is not None else self._eos_ids[0]
