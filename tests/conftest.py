@@ -52,3 +52,39 @@ def action_stream(env, rng: np.random.Generator, length: int, junk_every: int = 
 @pytest.fixture(params=ENV_IDS)
 def env_id(request) -> str:
     return request.param
+
+
+# ------------------------------------------------------------ LLM tests
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a tiny model on one thread, then restore the setting.
+
+    Two threads of a tiny model spend their time waiting on each other, ten
+    times slower on a shared 2-core machine; one thread is fast and exact.  A
+    module asks for it with ``pytestmark = pytest.mark.usefixtures(...)``.
+    """
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tiny_path(tmp_path_factory):
+    """The tiny model and tokenizer of ``llm_fixtures``, saved once in the session's folder."""
+    from llm_fixtures import build_tiny_model
+
+    return build_tiny_model(str(tmp_path_factory.getbasetemp()))
+
+
+@pytest.fixture(scope="module")
+def loaded(tiny_path):
+    """The tiny model and tokenizer, loaded back through ``from_pretrained``."""
+    from llm_fixtures import load_tiny
+
+    return load_tiny(tiny_path)

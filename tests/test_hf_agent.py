@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from llm_fixtures import build_tiny_model, load_tiny  # noqa: E402
+from llm_fixtures import load_tiny  # noqa: E402
 
 from agent_envs.protocol import AgentAction  # noqa: E402
 from baselines.llm import hf_agent  # noqa: E402
@@ -17,31 +17,11 @@ from baselines.llm.hf_agent import HFAgent, PromptTooLongError  # noqa: E402
 from baselines.llm.prompting import parse_action, plain_prompt  # noqa: E402
 from wrappers.chat_history import ChatHistory  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
 ENV_ID = "agent_envs/GuessNumber-v0"
 GUESSES = ["50", "25", "hello", "75", "12", "90", "3", "60", "40", "1"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Run the tiny model on one thread, then restore the setting.
-
-    Two threads of a tiny model spend their time waiting on each other, ten
-    times slower on a shared 2-core machine; one thread is fast and exact.
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="session")
-def tiny_path(tmp_path_factory):
-    return build_tiny_model(str(tmp_path_factory.getbasetemp()))
-
-
-@pytest.fixture(scope="module")
-def loaded(tiny_path):
-    return load_tiny(tiny_path)
 
 
 def agent_for(loaded, **kwargs):

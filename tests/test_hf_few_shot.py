@@ -10,7 +10,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from llm_fixtures import build_tiny_model, load_tiny  # noqa: E402
 
 from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.protocol import ENV_ID, TASK_ID  # noqa: E402
@@ -21,25 +20,10 @@ from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm.prompting import ReplyStop, cut_reply  # noqa: E402
 from wrappers.chat_history import ChatHistory  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
 ENV = "agent_envs/GuessNumber-v0"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="session")
-def tiny_path(tmp_path_factory):
-    return build_tiny_model(str(tmp_path_factory.getbasetemp()))
-
-
-@pytest.fixture(scope="module")
-def loaded(tiny_path):
-    return load_tiny(tiny_path)
 
 
 def agent_for(loaded, **kwargs):

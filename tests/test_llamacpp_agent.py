@@ -31,15 +31,10 @@ from baselines.llm.models import CACHE_ENV, ModelError  # noqa: E402
 from baselines.llm.prompting import PromptEncoder, reply_complete  # noqa: E402
 from wrappers.chat_history import ChatHistory, chat_stack  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
 ENV = "agent_envs/GuessNumber-v0"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

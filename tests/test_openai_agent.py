@@ -24,6 +24,9 @@ from baselines.llm.openai_agent import ChatCompletionError, OpenAIChatAgent, cha
 from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT, parse_action
 from wrappers.chat_history import ChatHistory
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 
 
@@ -44,20 +47,6 @@ def backend(tmp_path_factory):
     except ImportError:
         return echo_backend
     return TinyBackend(build_tiny_model(str(tmp_path_factory.getbasetemp())))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Run the tiny model on one thread (much faster on a shared machine), then restore."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture
