@@ -59,7 +59,7 @@ def test_the_shortest_reserved_tasks_are_used():
     for task_id in range(FIRST_EXAMPLE_ID, FIRST_EXAMPLE_ID + 32):
         env.reset(seed=0, options={TASK_ID: task_id})
         lengths.append(env.unwrapped.oracle_turns())
-    (_, turns), = oracle_episodes("agent_envs/GuessNumber-v0", 1)
+    ((_, turns),) = oracle_episodes("agent_envs/GuessNumber-v0", 1)
     assert len(turns) == min(lengths)
 
 

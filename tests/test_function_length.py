@@ -17,6 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("agent_envs", "wrappers", "baselines")
 MAX_LINES = 60
 
+
 def _long_functions() -> dict[str, int]:
     """Return ``{"path::name": lines}`` for every function over :data:`MAX_LINES`."""
     found = {}

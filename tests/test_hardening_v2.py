@@ -231,9 +231,7 @@ def test_a_short_secret_masks_by_position_not_every_letter(tmp_path, capsys):
     """Item 4: with the URL user name `u`, every letter u became `***`."""
     endpoint = "http://u:longpassword99@127.0.0.1:9/v1"
     kwargs = json.dumps({"accessToken": "tok-123456789", "endpoint": endpoint})
-    status = cli.main(
-        ["eval", GUESS, "--agent", LEAKER, "--agent-kwargs", kwargs, *QUICK]
-    )
+    status = cli.main(["eval", GUESS, "--agent", LEAKER, "--agent-kwargs", kwargs, *QUICK])
     assert status == 2
     line = one_error_line(capsys)
     assert "longpassword99" not in line and "http://***@127.0.0.1:9/v1" in line

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
 from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
+from baselines.llm.few_shot import FIRST_EXAMPLE_ID  # noqa: E402
 from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
@@ -27,7 +29,12 @@ from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout  # noqa: E402
 from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
 from baselines.llm.tiny import build_tiny_model  # noqa: E402
-from baselines.llm.train import build_parser, config_from_args  # noqa: E402
+from baselines.llm.train import (  # noqa: E402
+    build_parser,
+    config_from_args,
+    eval_command,
+    make_rollout,
+)
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
 from wrappers.seeding import episode_seed  # noqa: E402
 
@@ -497,6 +504,21 @@ def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_path, t
     assert json.loads((off / "train_llm.json").read_text())["stopped"] is None
 
 
+def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(tiny_path):
+    """--few-shot: the action reply format in warm-start rows, flags to the saved command."""
+    model, tokenizer = load(tiny_path)
+    rows = demonstrations(model, tokenizer, rollout(few_shot=1), [3], 1, epsilon=0.0)
+    ids, mask = rows[0]["input_ids"], rows[0]["assistant_masks"]
+    replies = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
+    assert "Action" not in replies and "50" in replies  # the oracle's first bare guess
+    parser, _, budget = build_parser()
+    config = config_from_args(parser.parse_args([GUESS, "--few-shot", "2"]), budget)
+    assert (config.few_shot, make_rollout(config).style.reply_format) == (2, "action")
+    assert '"few_shot": 2' in eval_command(config, Path("out"))
+    with pytest.raises(ValueError, match="reserved for few-shot examples"):
+        rollout(few_shot=1).run([FIRST_EXAMPLE_ID], None, None, None)
+
+
 def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
     out = tmp_path / "quick"
     argv = ["train-llm", GUESS, "--quick", "--budget-mix", "2,3", "--context", "1536"]
@@ -522,6 +544,8 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
         ([GUESS, "--nope"], "unrecognized arguments: --nope"),
         ([GUESS, "--weights", "1,2"], "--weights goes with --budget-mix"),
         ([GUESS, "--tasks", "a:b"], "--tasks takes"),
+        ([GUESS, "--few-shot", "33"], "argument --few-shot: the value must be"),
+        ([GUESS, "--reply-format", "json"], "argument --reply-format: invalid choice"),
         ([GUESS, "--model", "/nonexistent/model"], "never downloaded"),
     ],
 )

@@ -33,6 +33,7 @@ from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
 from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
 from baselines.llm.chat_tokens import ChatTokens  # noqa: E402
+from baselines.llm.few_shot import example_messages  # noqa: E402
 from baselines.llm.generation import (  # noqa: E402
     HFGenerator,
     eos_token_ids,
@@ -40,7 +41,7 @@ from baselines.llm.generation import (  # noqa: E402
 )
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prompting import PromptEncoder, build_messages, to_agent_action  # noqa: E402
-from baselines.llm.rollout import EpisodeRollout  # noqa: E402
+from baselines.llm.rollout import EpisodeRollout, start_episode  # noqa: E402
 from baselines.llm.tiny import CHAT_TEMPLATE, build_tiny_model  # noqa: E402
 from wrappers.chat_history import chat_stack  # noqa: E402
 
@@ -130,7 +131,7 @@ def play(path, tasks, budget=4, keep_prompts=False, **kwargs):
     """Play rollout episodes; return them with every reply the generator returned."""
     model, tokenizer = load(path)
     runner = EpisodeRollout(GUESS, BudgetSpec.fixed(budget), seed=0, max_new_tokens=6, **kwargs)
-    generator = HFGenerator(model, tokenizer, runner)
+    generator = runner.hf_generator(model, tokenizer)
     replies = {}
 
     def generate(episodes, prompts):
@@ -190,13 +191,27 @@ def test_env_mask_marks_exactly_the_sampled_tokens_and_their_log_probs(model_pat
         )
 
 
-def test_evaluation_reads_the_tokens_training_read(model_path, tmp_path):
-    """HFAgent's token history in evaluate() gives every prompt of the rollout, token for token."""
+@pytest.mark.parametrize("few_shot", [0, 2])
+def test_evaluation_reads_the_tokens_training_read(model_path, tmp_path, few_shot):
+    """HFAgent's token history in evaluate() gives every prompt of the rollout, token for token.
+
+    With few-shot examples too: the rollout puts the same oracle episodes first
+    and ends a reply at the end of its action line, as HFAgent does.
+    """
     tasks = [11, 11, 4, 4]
-    episodes, _, _, _ = play(model_path, tasks, keep_prompts=True)
+    episodes, _, _, tokenizer = play(model_path, tasks, keep_prompts=True, few_shot=few_shot)
     assert sum(e.turns for e in episodes) > len(episodes)
+    # The examples' first observation opens the real episode too; it shows once per episode.
+    opening = example_messages(GUESS, 2, "action")[0]["content"]
+    assert tokenizer.decode(episodes[0].prompt_ids).count(opening) == 1 + few_shot
     agent = HFAgent(
-        model_path, temperature=1.0, max_new_tokens=6, seed=0, batch_size=4, prefix_cache=True
+        model_path,
+        temperature=1.0,
+        max_new_tokens=6,
+        seed=0,
+        batch_size=4,
+        prefix_cache=True,
+        few_shot=few_shot,
     )
     seen = {}
     prompt_ids = agent.prompt_ids
@@ -220,6 +235,25 @@ def test_evaluation_reads_the_tokens_training_read(model_path, tmp_path):
     }
     for episode in episodes:
         assert records[episode.episode_seed]["turns"] == episode.turns
+
+
+def test_a_reply_ends_where_its_stop_says_with_its_log_probs(tiny_path):
+    """The rollout's generator cuts a reply at its stop token, as HFAgent does; log-probs align."""
+    model, tokenizer = load(tiny_path)
+    firsts = []
+    for stop in (None, lambda tokens: len(tokens) == 2):
+        runner = EpisodeRollout(GUESS, BudgetSpec.fixed(3), seed=0, max_new_tokens=6)
+        generator = HFGenerator(model, tokenizer, runner, stop=stop)
+        chat = runner.chat_tokens(model, tokenizer)
+        episodes = [
+            start_episode(runner._stack(i), chat, task, 7 + i, 3) for i, task in enumerate([2, 9])
+        ]
+        firsts.append(generator(episodes, [e.sequence for e in episodes]))
+    eos = set(eos_token_ids(model, tokenizer))
+    for whole, cut in zip(*firsts, strict=True):
+        assert len(whole.token_ids) > 2 and not eos & set(whole.token_ids[:2])
+        assert cut.token_ids == whole.token_ids[:2]
+        assert cut.logprobs == pytest.approx(whole.logprobs[:2], abs=1e-6)
 
 
 # ------------------------------------------------------------ the delta

@@ -35,6 +35,7 @@ from transformers import (
 )
 
 from baselines.llm.prefix_cache import PrefixCacheDecoder
+from baselines.llm.prompting import cut_reply
 from wrappers.validators import check_int
 
 __all__ = [
@@ -239,7 +240,9 @@ class HFGenerator:
     and calls ``model.generate``.  Both sample the same tokens.
 
     ``rollout`` says how to sample (:class:`ReplySampling`): the reply length,
-    the temperature and each reply's seed.
+    the temperature and each reply's seed.  ``stop`` (for example a
+    :class:`~baselines.llm.prompting.ReplyStop`) ends a reply once its action
+    line is complete, as ``HFAgent`` ends it; the stopping token is kept.
     """
 
     def __init__(
@@ -249,10 +252,12 @@ class HFGenerator:
         rollout: ReplySampling,
         batch_size: int | None = None,
         prefix_cache: bool = True,
+        stop: Callable[[list[int]], bool] | None = None,
     ) -> None:
         self.model = model
         self.rollout = rollout
         self.batch_size = batch_size
+        self.stop = stop
         self.eos_ids = eos_token_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
@@ -290,7 +295,10 @@ class HFGenerator:
         try:
             if self.decoder is not None:
                 tokens = self.decoder(
-                    [id(e) for e in episodes], prompts, lambda s: sampler(None, s).argmax(-1)
+                    [id(e) for e in episodes],
+                    prompts,
+                    lambda s: sampler(None, s).argmax(-1),
+                    stop=self.stop,
                 )
             else:
                 tokens = generate_replies(
@@ -300,16 +308,22 @@ class HFGenerator:
                     self.eos_ids,
                     self.rollout.max_new_tokens,
                     sampler,
+                    stop=self.stop,
                 )
         finally:
             self.model.train(was_training)
         logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
         replies = []
         for row, reply in enumerate(tokens):
-            ends = (i + 1 for i, token in enumerate(reply) if token in self.eos_ids)
-            end = next(ends, len(reply))
+            kept = cut_reply(reply, self.eos_ids, self.stop or _never)
+            # A reply that ended with an end token keeps it (the template's close follows it).
+            end = len(kept) + (len(kept) < len(reply) and reply[len(kept)] in self.eos_ids)
             replies.append(Generation(reply[:end], logprobs[row][:end]))
         return replies
+
+
+def _never(tokens: list[int]) -> bool:
+    return False
 
 
 class _RecordingSampler(GumbelSampler):

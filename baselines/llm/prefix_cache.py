@@ -147,9 +147,7 @@ class PrefixCacheDecoder:
         kept as one more entry, which :meth:`_shared_prefix` then hands to
         each new row, and which the next :meth:`retain` drops.
         """
-        new = [
-            prompt for key, prompt in zip(keys, prompts, strict=True) if key not in self._caches
-        ]
+        new = [prompt for key, prompt in zip(keys, prompts, strict=True) if key not in self._caches]
         if len(new) < 2:
             return
         length = min(_common_length(new[0], prompt) for prompt in new[1:])

@@ -65,6 +65,7 @@ from agent_envs.protocol import (
 )
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
+from baselines.llm.few_shot import PromptStyle, check_not_example
 from baselines.llm.generation import (
     Generate,
     Generation,
@@ -75,8 +76,9 @@ from baselines.llm.generation import (
     reply_decoder,
 )
 from baselines.llm.prompting import (
-    DEFAULT_SYSTEM_PROMPT,
+    FORMAT_PROMPT,
     PromptEncoder,
+    ReplyStop,
     to_agent_action,
 )
 from baselines.llm.tasks import task_of
@@ -247,7 +249,14 @@ class EpisodeRollout:
         env_id: a registered env id.
         budget: a :class:`BudgetSpec` (a fixed T or a BudgetMix).
         seed: the base seed of episode seeds, budget draws and sampling.
-        system_prompt: as ``HFAgent``'s (the default is the same).
+        system_prompt: as ``HFAgent``'s (the default is the same: the reply
+            format's own).
+        few_shot: oracle episodes shown before each real one, as ``HFAgent``'s
+            (:mod:`baselines.llm.few_shot`); training task ids must lie below
+            the examples' reserved ids.
+        reply_format: ``"action"`` or ``"think"``, as ``HFAgent``'s (default:
+            ``"action"`` with ``few_shot``, else ``"think"``).  A reply ends
+            once its action line is complete, as ``HFAgent``'s does.
         max_new_tokens: the most tokens of one reply (as ``HFAgent``'s).
         temperature: the sampling temperature; must equal the trainer's
             ``temperature``, which TRL uses to recompute log-probs.
@@ -271,7 +280,9 @@ class EpisodeRollout:
         budget: BudgetSpec,
         *,
         seed: int = 0,
-        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        system_prompt: str | None = FORMAT_PROMPT,
+        few_shot: int = 0,
+        reply_format: str | None = None,
         max_new_tokens: int = 16,
         temperature: float = 1.0,
         process_reward: bool = False,
@@ -284,7 +295,8 @@ class EpisodeRollout:
         self.env_id = env_id
         self.budget = budget
         self.seed = int(seed)
-        self.system_prompt = system_prompt
+        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
+        self.system_prompt = self.style.system_prompt
         self.max_new_tokens = int(max_new_tokens)
         self.temperature = float(temperature)
         self.process_reward = process_reward
@@ -303,7 +315,7 @@ class EpisodeRollout:
         if getattr(trainer, "use_vllm", False):
             generate: Generate = VLLMGenerator(trainer)
         else:
-            generate = HFGenerator(model, tokenizer, self, self.batch_size)
+            generate = self.hf_generator(model, tokenizer)
         decode = reply_decoder(tokenizer, eos_token_ids(model, tokenizer))
         episodes = self.run([task_of(p) for p in prompts], chat, generate, decode)
         metrics = getattr(trainer, "_metrics", None)
@@ -321,6 +333,8 @@ class EpisodeRollout:
         keep_prompts: bool = False,
     ) -> list[Episode]:
         """Play one episode per entry of ``task_ids`` (a group per run of equal ids)."""
+        if self.style.few_shot:
+            check_not_example(task_ids)
         episodes = []
         group_budget = None
         for index, task_id in enumerate(task_ids):
@@ -341,8 +355,19 @@ class EpisodeRollout:
     def chat_tokens(self, model: Any, tokenizer: Any) -> ChatTokens:
         """Return the episodes' token builder for ``model``: ``HFAgent``'s, same settings."""
         context = context_length(model, tokenizer)
-        encoder = PromptEncoder(tokenizer, self.system_prompt, context, self.max_new_tokens)
+        encoder = PromptEncoder(
+            tokenizer,
+            self.system_prompt,
+            context,
+            self.max_new_tokens,
+            examples=self.style.examples({}),
+        )
         return ChatTokens(encoder, eos_token_ids(model, tokenizer))
+
+    def hf_generator(self, model: Any, tokenizer: Any, prefix_cache: bool = True) -> HFGenerator:
+        """Return the episodes' generator for ``model``: replies end as ``HFAgent``'s do."""
+        stop = ReplyStop(tokenizer, self.style.reply_format)
+        return HFGenerator(model, tokenizer, self, self.batch_size, prefix_cache, stop)
 
     def _stack(self, index: int) -> StackBudget:
         # Envs are reused across steps: building a stack costs more than a reset.

@@ -57,8 +57,9 @@ from agent_envs.evaluation.settings import check_tasks
 from agent_envs.files import add_run_folder_flags, atomic_write_text, path_error
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
+from baselines.llm.few_shot import EXAMPLE_POOL, PromptStyle
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
-from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT
+from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
 from wrappers.validators import check_int, check_number, check_probability
 
 __all__ = [
@@ -103,7 +104,12 @@ class LLMTrainConfig:
         seed: seeds the tiny model, the episodes, sampling and training.
         max_new_tokens: the most tokens of one reply.
         temperature: the sampling temperature (training and evaluation).
-        system_prompt: the system prompt (as ``HFAgent``'s).
+        system_prompt: the system prompt (as ``HFAgent``'s; by default the
+            reply format's own).
+        few_shot: oracle episodes shown before each real one, in training
+            and evaluation alike (as ``HFAgent``'s; :mod:`baselines.llm.few_shot`).
+        reply_format: ``"action"`` or ``"think"`` (as ``HFAgent``'s; by
+            default ``"action"`` with ``few_shot``, else ``"think"``).
         context: the context length of the built-in tiny model, in tokens
             (ignored with ``model``); a longer budget or a wordier env needs
             more, or its episodes end with ``end_reason="context"``.
@@ -136,7 +142,9 @@ class LLMTrainConfig:
     seed: int = 0
     max_new_tokens: int = 8
     temperature: float = 1.0
-    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    system_prompt: str | None = FORMAT_PROMPT
+    few_shot: int = 0
+    reply_format: str | None = None
     context: int = 1024
     lora: LoRASpec | None = None
     micro_batch: int | None = None
@@ -158,6 +166,7 @@ class LLMTrainConfig:
             check_number(getattr(self, name), name, 0.0)
         check_number(self.collapse_invalid, "collapse_invalid", 0.0, 1.0, open_low=True)
         check_probability(self.warm_start_epsilon, "warm_start_epsilon")
+        PromptStyle(self.few_shot, self.reply_format, self.system_prompt)  # checks all three
         if not self.tasks:
             raise ValueError("tasks must not be empty.")
         if self.micro_batch is not None and (
@@ -228,6 +237,8 @@ def make_rollout(config: LLMTrainConfig) -> Any:
         config.budget,
         seed=config.seed,
         system_prompt=config.system_prompt,
+        few_shot=config.few_shot,
+        reply_format=config.reply_format,
         max_new_tokens=config.max_new_tokens,
         temperature=config.temperature,
         process_reward=config.process_reward > 0,
@@ -492,8 +503,12 @@ def eval_command(config: LLMTrainConfig, out: Path, tasks: str = "10000:10100") 
         "max_new_tokens": config.max_new_tokens,
         "prefix_cache": True,
     }
-    if config.system_prompt != DEFAULT_SYSTEM_PROMPT:
+    if config.system_prompt != FORMAT_PROMPT:
         kwargs["system_prompt"] = config.system_prompt
+    if config.few_shot:
+        kwargs["few_shot"] = config.few_shot
+    if config.reply_format is not None:
+        kwargs["reply_format"] = config.reply_format
     budgets = ",".join(map(str, sorted(set(config.budget.budgets))))
     visible = " --visible-budget" if config.budget.visible else ""
     agent_kwargs = shlex.quote(json.dumps(kwargs))
@@ -537,6 +552,9 @@ def evaluate_model(
     agent = HFAgent(
         str(path),
         system_prompt=config.system_prompt,
+        few_shot=config.few_shot,
+        reply_format=config.reply_format,
+        env_id=config.env_id,
         temperature=config.temperature,
         max_new_tokens=config.max_new_tokens,
         batch_size=batch_size,
@@ -613,6 +631,18 @@ def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
     )
     parser.add_argument("--seed", type=int_arg(0), default=0, help="seed (0)")
     parser.add_argument("--max-new-tokens", type=number, default=8, help="tokens per reply (8)")
+    parser.add_argument(
+        "--few-shot",
+        type=int_arg(0, EXAMPLE_POOL),
+        default=0,
+        help="oracle episodes shown before each real one, in training and evaluation (0)",
+    )
+    parser.add_argument(
+        "--reply-format",
+        choices=REPLY_FORMATS,
+        default=None,
+        help="'action' (the bare action) or 'think' (default: action with --few-shot)",
+    )
     parser.add_argument(
         "--context", type=number, default=1024, help="the tiny model's context in tokens (1024)"
     )
@@ -694,6 +724,8 @@ def config_from_args(args: argparse.Namespace, budget: BudgetArguments) -> LLMTr
         process_reward=args.process_reward,
         seed=args.seed,
         max_new_tokens=args.max_new_tokens,
+        few_shot=args.few_shot,
+        reply_format=args.reply_format,
         context=args.context,
         beta=args.beta,
         collapse_invalid=args.collapse_invalid,

@@ -9,9 +9,9 @@ with the same env stack and prompt encoder), so each transcript is one
 sequence of exactly the prompts the model will see, and fine-tunes on the
 assistant tokens only with TRL's ``SFTTrainer`` (``assistant_masks``).
 
-Each reply is ``"Action: <action>"`` followed by the end token
-(:func:`baselines.llm.prompting.format_reply`), the format
-``DEFAULT_SYSTEM_PROMPT`` asks for and the action parser reads.
+Each reply is the action in the rollout's reply format followed by the end
+token (:func:`baselines.llm.prompting.format_action`): ``"Action: <action>"``
+for ``"think"``, the bare action for ``"action"``.
 
 Needs the ``[rl]`` extra.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 from baselines.llm.generation import Generation, eos_token_ids, reply_decoder
-from baselines.llm.prompting import format_reply
+from baselines.llm.prompting import format_action
 from baselines.llm.rollout import Episode, EpisodeRollout
 from baselines.simple_agents import NoisyOracleAgent
 
@@ -38,9 +38,12 @@ class OracleReplies:
     does, so demonstrations are reproducible.
     """
 
-    def __init__(self, tokenizer: Any, eos_id: int, epsilon: float, seed: int) -> None:
+    def __init__(
+        self, tokenizer: Any, eos_id: int, epsilon: float, seed: int, reply_format: str = "think"
+    ) -> None:
         self.tokenizer = tokenizer
         self.eos_id = eos_id
+        self.reply_format = reply_format
         self.agent = NoisyOracleAgent(epsilon=epsilon, seed=seed)
 
     def __call__(self, episodes: list[Episode], prompts: list[list[int]]) -> list[Generation]:
@@ -54,7 +57,7 @@ class OracleReplies:
                 ORACLE_ACTIONS: base.oracle_actions(),
             }
             action = self.agent.act(episode.observation, info)
-            text = format_reply(action)
+            text = format_action(action, self.reply_format)
             ids = [*self.tokenizer(text, add_special_tokens=False)["input_ids"], self.eos_id]
             replies.append(Generation(ids, [0.0] * len(ids)))
         return replies
@@ -76,7 +79,9 @@ def demonstrations(
     """
     chat = rollout.chat_tokens(model, tokenizer)
     eos_ids = eos_token_ids(model, tokenizer)
-    generate = OracleReplies(tokenizer, eos_ids[0], epsilon, rollout.seed)
+    generate = OracleReplies(
+        tokenizer, eos_ids[0], epsilon, rollout.seed, rollout.style.reply_format
+    )
     decode = reply_decoder(tokenizer, eos_ids)
     tasks = [task for task in task_ids for _ in range(episodes_per_task)]
     episodes = rollout.run(tasks, chat, generate, decode)
