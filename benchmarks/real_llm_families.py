@@ -143,8 +143,10 @@ def main() -> None:
     total = time.perf_counter()
     loaded = load(args.model)
     print(f"model loaded in {time.perf_counter() - total:.1f} s")
-    print("| env | few-shot | Pass@(1,T_max) | unparsable | invalid | decision quality |"
-          " recovery (T_max) | wall s |")
+    print(
+        "| env | few-shot | Pass@(1,T_max) | unparsable | invalid | decision quality |"
+        " recovery (T_max) | wall s |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     summary = {}
     for env_id in args.families.split(","):

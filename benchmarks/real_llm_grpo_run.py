@@ -8,11 +8,15 @@ logs the training success rate, the invalid-reply rate, the share of GRPO
 groups whose rewards have zero variance (they carry no gradient), the mean
 reward, the loss and the step's seconds, to stdout and to ``--out``/log.jsonl.
 
-Before and after, it evaluates on held-out tasks 10000.. (``--eval-tasks``
-tasks, ``--eval-samples`` sampled attempts each, at the training temperature
-``--temperature``, T = the training budget) with ``HFAgent`` on the training prompt, and writes
+Before and after, it evaluates on held-out tasks (``--eval-samples`` sampled
+attempts each, at the training temperature ``--temperature``, T = the
+training budget) with ``HFAgent`` on the training prompt, and writes
 ``before.json`` and ``after.json`` (``EvalResult.save``).  ``--skip-before``
-reuses a ``before.json`` already in ``--out``.
+reuses a ``before.json`` already in ``--out``.  The tasks: on
+GuessNumber-20-v0, whose 20 tasks are its 20 secrets, the LLM study's split
+(training ids whose secret is not one of the 10 held-out secrets, one
+evaluation id per held-out secret); elsewhere ids 0..63 for training and
+``--eval-tasks`` ids from 10000 for evaluation.
 
     nice -n 10 python benchmarks/real_llm_grpo_run.py --model smollm2-135m --steps 30 \
         --out runs/real-grpo
@@ -27,6 +31,17 @@ import time
 from pathlib import Path
 
 import real_llm_setup as setup
+
+TRAIN_TASKS = 64
+
+
+def task_split(env_id: str, eval_tasks: int) -> tuple[list[int], list[int]]:
+    """Return the training and the held-out evaluation task ids of ``env_id``."""
+    import llm_budgetmix_study as study
+
+    if env_id == study.ENV_ID:
+        return study.split_tasks(TRAIN_TASKS, study.EVAL_SECRETS)
+    return list(range(TRAIN_TASKS)), list(range(10_000, 10_000 + eval_tasks))
 
 
 def main() -> None:
@@ -93,7 +108,7 @@ def evaluate(folder: str, args: argparse.Namespace, path: Path) -> None:
         lambda: chat_stack(gym.make(args.env), args.budget, record="raw"),
         ks=[1],
         budgets=[args.budget],
-        tasks=list(range(10_000, 10_000 + args.eval_tasks)),
+        tasks=task_split(args.env, args.eval_tasks)[1],
         samples=args.eval_samples,
         seed=args.seed,
         batch_size=32,
@@ -168,7 +183,9 @@ def train(folder: str, args: argparse.Namespace) -> Path:
             seed=args.seed,
             disable_tqdm=True,
         ),
-        train_dataset=Dataset.from_list([{"prompt": task_prompt(t)} for t in range(64)]),
+        train_dataset=Dataset.from_list(
+            [{"prompt": task_prompt(t)} for t in task_split(args.env, args.eval_tasks)[0]]
+        ),
         processing_class=tokenizer,
         rollout_func=setup.rollout(
             args.env,
