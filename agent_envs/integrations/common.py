@@ -25,9 +25,7 @@ def require(module: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise ImportError(
-            f"{module} is not installed: {install_hint(extra)} ({error})."
-        ) from error
+        raise ImportError(f"{module} is not installed: {install_hint(extra)} ({error}).") from error
 
 
 def budgeted_env(

@@ -84,7 +84,5 @@ def ppo_config(
         module_class=ActionMaskingTorchRLModule, model_config=dict(model_config or {})
     )
     return (
-        PPOConfig()
-        .environment(env=ENV_NAME, env_config=env_config)
-        .rl_module(rl_module_spec=spec)
+        PPOConfig().environment(env=ENV_NAME, env_config=env_config).rl_module(rl_module_spec=spec)
     )

@@ -111,9 +111,7 @@ class ToolEpisode:
         if terminated:
             self._over = "The episode is over: call no more tools."
         elif truncated:
-            self._over = (
-                f"No turns left: all {self.budget} turns are used up. The episode is over."
-            )
+            self._over = f"No turns left: all {self.budget} turns are used up. The episode is over."
         return text if self._over is None else f"{text}\n\n{self._over}"
 
     def get_reward(self) -> float:
