@@ -504,7 +504,8 @@ def diagnostic_test_lines(runs: dict, record: dict) -> list[str]:
     cells = paired_seed_differences(comparisons, lambda: bootstrap_rng(0), lambda: bootstrap_rng(1))
     record["diagnostic_tests"] = cells
     lines = [
-        f"Claim 2's family (declared before the runs): each regime minus the warm start on "
+        f"Claim 2's family (added after the runs, before its tests were computed; not "
+        f"pre-registered): each regime minus the warm start on "
         f"recovery (largest T) and on step quality, per seed; seed-level bootstrap interval, "
         f"paired sign-flip p, Holm over the {len(cells)} tests:",
         "",

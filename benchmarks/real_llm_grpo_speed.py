@@ -175,13 +175,13 @@ def floor(model, output: dict, micro: int, pad_id: int) -> float:
 
 def rollout_against_generate(model, tokenizer, env_id: str, output: dict) -> dict[str, float]:
     """Replay the step's rollout keeping its prompts; time bare ``generate`` on them."""
-    from baselines.llm.generation import HFGenerator, eos_token_ids, left_pad, reply_decoder
+    from baselines.llm.generation import eos_token_ids, left_pad, reply_decoder
 
     runner = setup.rollout(env_id, BUDGET)
     tasks = output["task_id"]
     chat = runner.chat_tokens(model, tokenizer)
     eos = eos_token_ids(model, tokenizer)
-    generator = HFGenerator(model, tokenizer, runner)
+    generator = runner.hf_generator(model, tokenizer)
     started = time.perf_counter()
     episodes = runner.run(tasks, chat, generator, reply_decoder(tokenizer, eos), keep_prompts=True)
     replay = time.perf_counter() - started

@@ -21,7 +21,7 @@ from typing import Any
 import agent_envs  # noqa: F401  (registers the env ids)
 
 #: The env and variant of the run (chosen by measuring; see docs/real_llm.md).
-ENV = "agent_envs/GuessNumber-v0"
+ENV = "agent_envs/GuessNumber-20-v0"
 FEW_SHOT = 3
 MAX_NEW_TOKENS = 10
 TEMPERATURE = 0.7

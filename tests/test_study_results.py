@@ -1,4 +1,4 @@
-"""The committed LLM study recomputes from its own files: every interval, every Holm p."""
+"""The committed studies recompute from their own files: every interval, every Holm p."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ from agent_envs.evaluation.result import bootstrap_rng
 from agent_envs.evaluation.seed_stats import (
     hierarchical_bootstrap,
     holm,
+    paired_seed_differences,
     seed_interval,
     seed_paired_test,
     task_sampler,
 )
 
-STUDY = Path(__file__).resolve().parents[1] / "docs" / "llm_budgetmix" / "results.json"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+STUDY = DOCS / "llm_budgetmix" / "results.json"
+CLASSIC = DOCS / "budgetmix" / "results.json"
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +71,65 @@ def test_the_primary_metric_its_interval_and_its_holm_p_values_recompute(study):
             paired = [x - y for x, y in zip(a, b, strict=True)]
             interval = seed_interval(paired, bootstrap_rng(0))
             assert interval == pytest.approx((cell["diff"], cell["low"], cell["high"]))
+
+
+# ------------------------------------------------------------ the classic study
+@pytest.fixture(scope="module", params=["FrozenLake-Slippery-v0", "Maze-5x5-v0"])
+def classic(request):
+    record = json.loads(CLASSIC.read_text())[f"agent_envs/{request.param}"]
+    runs = {
+        name: [EvalResult.from_dict(result) for result in results]
+        for name, results in record["results"].items()
+    }
+    return record, runs
+
+
+def worst_case(result, shortest):
+    """The classic primary metric per task: the lowest Pass@(1,T) over T >= its shortest path."""
+    allowed = np.asarray(result.budgets)[None, :] >= np.asarray(shortest)[:, None]
+    return np.where(allowed, result.success_counts / result.samples, np.inf).min(axis=1)
+
+
+def test_the_classic_primary_metric_its_tests_and_holm_recompute(classic):
+    record, runs = classic
+    values = {name: [worst_case(r, record["shortest"]) for r in rs] for name, rs in runs.items()}
+    for name, series in values.items():
+        stored = record["primary"][name]
+        interval = seed_interval(series, bootstrap_rng(0))
+        assert interval == pytest.approx((stored["mean"], stored["low"], stored["high"]))
+    pairs = sorted({tuple(sorted(key.split(" vs "))) for key in record["p_values"]})
+    raw = [seed_paired_test(values[a], values[b], bootstrap_rng(1)) for a, b in pairs]
+    assert raw == pytest.approx([record["p_values"][f"{a} vs {b}"] for a, b in pairs])
+    adjusted = [record["holm_p_values"][f"{a} vs {b}"] for a, b in pairs]
+    assert holm(np.array(raw)).tolist() == pytest.approx(adjusted)
+
+
+def test_the_classic_surface_and_secondary_holm_recompute(classic):
+    record, runs = classic
+    for name, results in runs.items():
+        for j, (mean, low, high) in enumerate(record["surface"][name]):
+            cells = [r.success_counts[:, j] / r.samples for r in results]
+            assert seed_interval(cells, bootstrap_rng(0)) == pytest.approx((mean, low, high))
+    # The secondary family: every Pass@(1,T) cell of every regime's comparison with warm.
+    compared = record["compare_with_warm"].values()
+    raw = np.concatenate([c["p_value"][c["ks"].index(1)] for c in compared])
+    adjusted = np.concatenate([c["p_adjusted"][c["ks"].index(1)] for c in compared])
+    assert holm(raw).tolist() == pytest.approx(adjusted.tolist())
+
+
+def test_the_classic_diagnostic_family_recomputes(classic):
+    record, runs = classic
+    read = {
+        "recovery": lambda d: d["error_recovery"][-1]["rate"],
+        "step quality": lambda d: d["step_quality"]["optimal_rate"],
+    }
+    comparisons = {}
+    for key in record["diagnostic_tests"]:
+        name, measure = key.split(" - warm: ")
+        comparisons[key] = tuple(
+            [read[measure](r.diagnostics) for r in runs[side]] for side in (name, "warm")
+        )
+    cells = paired_seed_differences(comparisons, lambda: bootstrap_rng(0), lambda: bootstrap_rng(1))
+    assert cells.keys() == record["diagnostic_tests"].keys() and len(cells) == 8
+    for key, cell in cells.items():
+        assert cell == pytest.approx(record["diagnostic_tests"][key]), key
