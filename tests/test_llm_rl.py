@@ -512,8 +512,10 @@ def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(tiny
     replies = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
     assert "Action" not in replies and "50" in replies  # the oracle's first bare guess
     parser, _, budget = build_parser()
-    config = config_from_args(parser.parse_args([GUESS, "--few-shot", "2"]), budget)
+    args = parser.parse_args([GUESS, "--few-shot", "2", "--temperature", "0.7"])
+    config = config_from_args(args, budget)
     assert (config.few_shot, make_rollout(config).style.reply_format) == (2, "action")
+    assert make_rollout(config).temperature == config.temperature == 0.7
     assert '"few_shot": 2' in eval_command(config, Path("out"))
     with pytest.raises(ValueError, match="reserved for few-shot examples"):
         rollout(few_shot=1).run([FIRST_EXAMPLE_ID], None, None, None)
@@ -546,6 +548,7 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
         ([GUESS, "--tasks", "a:b"], "--tasks takes"),
         ([GUESS, "--few-shot", "33"], "argument --few-shot: the value must be"),
         ([GUESS, "--reply-format", "json"], "argument --reply-format: invalid choice"),
+        ([GUESS, "--temperature", "0"], "argument --temperature: the value must be"),
         ([GUESS, "--model", "/nonexistent/model"], "never downloaded"),
     ],
 )

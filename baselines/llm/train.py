@@ -632,6 +632,12 @@ def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
     parser.add_argument("--seed", type=int_arg(0), default=0, help="seed (0)")
     parser.add_argument("--max-new-tokens", type=number, default=8, help="tokens per reply (8)")
     parser.add_argument(
+        "--temperature",
+        type=number_arg(0, open_low=True),
+        default=1.0,
+        help="sampling temperature, in training and evaluation (1.0)",
+    )
+    parser.add_argument(
         "--few-shot",
         type=int_arg(0, EXAMPLE_POOL),
         default=0,
@@ -726,6 +732,7 @@ def config_from_args(args: argparse.Namespace, budget: BudgetArguments) -> LLMTr
         max_new_tokens=args.max_new_tokens,
         few_shot=args.few_shot,
         reply_format=args.reply_format,
+        temperature=args.temperature,
         context=args.context,
         beta=args.beta,
         collapse_invalid=args.collapse_invalid,
