@@ -477,31 +477,13 @@ def diagnostics_lines(runs: dict, record: dict) -> list[str]:
     return [*lines, ""]
 
 
-#: Claim 2's measures, read off one seed's diagnostics: recovery at the largest T, and
-#: step quality on the study's shared reference states.
-DIAGNOSTIC_MEASURES = {
-    "recovery": lambda d: (d.get("error_recovery") or [{}])[-1].get("rate"),
-    "step quality": lambda d: (d.get("step_quality") or {}).get("optimal_rate"),
-}
-
-
 def diagnostic_test_lines(runs: dict, record: dict) -> list[str]:
     """Claim 2's family: every regime minus warm on recovery and on step quality, Holm over it."""
-    from agent_envs.evaluation.result import bootstrap_rng
-    from agent_envs.evaluation.seed_stats import paired_seed_differences
+    from agent_envs.evaluation.diagnostic_tests import diagnostic_family
 
     if "warm" not in runs:
         return []
-    comparisons = {}
-    for name, results in runs.items():
-        if name == "warm" or len(results) != len(runs["warm"]):
-            continue
-        for measure, read in DIAGNOSTIC_MEASURES.items():
-            a = [read(r.diagnostics or {}) for r in results]
-            b = [read(r.diagnostics or {}) for r in runs["warm"]]
-            if None not in a + b:
-                comparisons[f"{name} - warm: {measure}"] = (a, b)
-    cells = paired_seed_differences(comparisons, lambda: bootstrap_rng(0), lambda: bootstrap_rng(1))
+    cells = diagnostic_family(runs, "warm")
     record["diagnostic_tests"] = cells
     lines = [
         f"Claim 2's family (added after the runs, before its tests were computed; not "

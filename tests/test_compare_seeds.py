@@ -10,12 +10,14 @@ import pytest
 from agent_envs.cli import main
 from agent_envs.evaluation import EvalResult, EvalSettings, compare
 from agent_envs.evaluation.compare import holm_family
+from agent_envs.evaluation.diagnostic_tests import diagnostic_family
 from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
 from agent_envs.evaluation.seed_stats import (
     hierarchical_bootstrap,
     holm,
     min_p_value,
     paired_permutation_test,
+    paired_seed_differences,
     task_sampler,
     unpaired_permutation_test,
 )
@@ -173,3 +175,44 @@ def test_the_cli_takes_one_file_per_seed(tmp_path, capsys):
     assert main(["compare", paths["a"], paths["b"]]) == 0
     out = capsys.readouterr().out
     assert "hierarchical bootstrap" in out and "No cell can be significant" in out
+
+
+def test_paired_seed_differences_give_exact_p_and_holm_over_the_family():
+    rng = lambda: np.random.default_rng(0)  # noqa: E731
+    cells = paired_seed_differences(
+        {
+            "up": ([0.6, 0.7, 0.8, 0.9, 0.7, 0.8], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]),
+            "flat": ([0.5, 0.4, 0.6, 0.5, 0.4, 0.6], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]),
+        },
+        rng,
+        rng,
+    )
+    # Six seeds that all agree: the exact sign-flip p is 2 / 2**6; Holm doubles the smaller.
+    assert cells["up"]["p"] == pytest.approx(2 / 64) and cells["up"]["holm_p"] == pytest.approx(
+        4 / 64
+    )
+    assert cells["up"]["diff"] == pytest.approx(0.25) and 0 < cells["up"]["low"] < 0.25
+    assert cells["flat"]["diff"] == pytest.approx(0.0) and cells["flat"]["p"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="the test pairs seeds"):
+        paired_seed_differences({"x": ([1.0, 2.0], [1.0])}, rng, rng)
+
+
+def test_the_diagnostic_family_pairs_each_group_with_the_baseline_seed_by_seed():
+    def run(recovery, quality):
+        result = fake([[4, 4]] * 2)
+        result.diagnostics = {
+            "error_recovery": [{"rate": 0.1}, {"rate": recovery}],
+            "step_quality": {"optimal_rate": quality},
+        }
+        return result
+
+    runs = {
+        "warm": [run(0.5, 0.8) for _ in range(6)],
+        "long": [run(0.5 + 0.05 * (i + 1), 0.8) for i in range(6)],
+        "short": [run(0.4, 0.7) for _ in range(5)],  # another seed count: left out
+    }
+    cells = diagnostic_family(runs, "warm")
+    assert list(cells) == ["long - warm: recovery", "long - warm: step quality"]
+    assert cells["long - warm: recovery"]["diff"] == pytest.approx(0.175)  # the largest T's rate
+    assert cells["long - warm: recovery"]["holm_p"] == pytest.approx(2 * 2 / 64)
+    assert cells["long - warm: step quality"]["diff"] == pytest.approx(0.0)
