@@ -45,6 +45,7 @@ every finished run.
 
     python benchmarks/llm_budgetmix_study.py --calibrate  # warm start + short GRPO probes
     python benchmarks/llm_budgetmix_study.py              # the study (time: results.md)
+    python benchmarks/llm_budgetmix_study.py --full       # 12 seeds into docs/llm_budgetmix/full
     python benchmarks/llm_budgetmix_study.py --quick      # plumbing check (minutes)
 """
 
@@ -66,6 +67,9 @@ import numpy as np
 # ------------------------------------------------------------------ settings
 ENV_ID = "agent_envs/GuessNumber-20-v0"
 SEEDS = 6
+#: ``--full``: 12 seeds, the same design.  With 6 seeds the 36-cell secondary family
+#: can never pass Holm (36 x 2/64 > 0.05); with 12 the smallest p is 2/4096, so it can.
+FULL_SEEDS = 12
 TRAIN_TASKS = 64  # training task ids (secrets outside EVAL_SECRETS), from id 0 up
 EVAL_FIRST_TASK = 10_000  # one evaluation id per held-out secret, from here up
 #: The held-out secrets: half of 1..20, drawn once (numpy seed 20).
@@ -486,6 +490,32 @@ def diagnostics_lines(names: list[str], results: dict, references: dict, summary
     return [*lines, ""]
 
 
+def diagnostic_test_lines(results: dict, summary: dict) -> list[str]:
+    """Claim 2's family: each regime minus warm on recovery (T=12) and step quality, Holm."""
+    from agent_envs.evaluation.diagnostic_tests import diagnostic_family
+
+    cells = diagnostic_family(results, "warm")
+    summary["diagnostic_tests"] = cells
+    lines = [
+        f"### Claim 2: recovery against step quality, seed level (Holm over the {len(cells)} "
+        "tests)",
+        "",
+        f"Per seed, each regime minus the warm start: recovery at T={PLAN.long} and step "
+        "quality.  Bootstrap interval over seeds, paired sign-flip p, Holm over the family "
+        "(added in v3 after the first 6-seed run, before these tests were computed).",
+        "",
+        "| regime - warm | measure | difference [95%] | p | Holm p |",
+        "|---|---|---|---|---|",
+    ]
+    for key, cell in cells.items():
+        name, measure = key.split(": ")
+        lines.append(
+            f"| {name} | {measure} | {_cell(cell['diff'], cell['low'], cell['high'], True)} | "
+            f"{_p(cell['p'])} | {_p(cell['holm_p'])} |"
+        )
+    return [*lines, ""]
+
+
 def training_lines(names: list[str], work: Path, seeds: list[int], summary: dict) -> list[str]:
     """GRPO per regime: zero-variance groups, invalid replies, KL, collapse-guard stops."""
     lines = [
@@ -596,13 +626,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a plumbing check (minutes)")
     parser.add_argument("--calibrate", action="store_true", help="warm start + GRPO probes")
     parser.add_argument("--probe-steps", type=int, default=8, help="GRPO steps of a probe (8)")
-    parser.add_argument("--out", type=Path, default=Path("docs/llm_budgetmix"))
+    parser.add_argument(
+        "--full", action="store_true", help=f"{FULL_SEEDS} seeds, into docs/llm_budgetmix/full"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="(docs/llm_budgetmix)")
     parser.add_argument("--work", type=Path, default=Path("runs/llm_budgetmix"))
     parser.add_argument("--workers", type=int, default=WORKERS)
-    parser.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds per regime ({SEEDS})")
+    parser.add_argument("--seeds", type=int, default=None, help=f"seeds per regime ({SEEDS})")
     parser.add_argument("--steps", type=int, default=GRPO_STEPS, help=f"GRPO steps ({GRPO_STEPS})")
     args = parser.parse_args(argv)
     command = "python benchmarks/llm_budgetmix_study.py " + " ".join(argv or sys.argv[1:])
+    if args.seeds is None:
+        args.seeds = FULL_SEEDS if args.full else SEEDS
+    if args.out is None:
+        args.out = Path("docs/llm_budgetmix") / ("full" if args.full else "")
     if args.seeds < 2:
         parser.error(f"--seeds must be at least 2 (seed-level statistics), got {args.seeds}")
     seeds = [0, 1] if args.quick else list(range(args.seeds))
@@ -651,6 +688,7 @@ def main(argv: list[str] | None = None) -> int:
     markdown += secondary_lines(names, results, args.out, summary)
     markdown += surface_lines(names, results, references, args.out, summary)
     markdown += diagnostics_lines(names, results, references, summary)
+    markdown += diagnostic_test_lines(results, summary)
     markdown += training_lines(names, args.work, seeds, summary)
     for name in names:  # every seed's whole result: EvalResult.from_dict rebuilds it
         summary["regimes"][name]["results"] = [r.to_dict() for r in results[name]]
