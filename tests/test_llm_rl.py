@@ -511,12 +511,19 @@ def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(tiny
     ids, mask = rows[0]["input_ids"], rows[0]["assistant_masks"]
     replies = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
     assert "Action" not in replies and "50" in replies  # the oracle's first bare guess
-    parser, _, budget = build_parser()
+    parser, flags, budget = build_parser()
     args = parser.parse_args([GUESS, "--few-shot", "2", "--temperature", "0.7"])
     config = config_from_args(args, budget)
     assert (config.few_shot, make_rollout(config).style.reply_format) == (2, "action")
     assert make_rollout(config).temperature == config.temperature == 0.7
     assert '"few_shot": 2' in eval_command(config, Path("out"))
+    settings = flags.settings(
+        parser.parse_args([GUESS, "--eval-tasks", "10050,10002", "--eval-k", "1,2"]),
+        budgets=[8],
+        seed=0,
+    )
+    command = eval_command(config, Path("out"), settings)
+    assert command.endswith("--t 8 --k 1,2 --samples 4 --tasks 10050,10002")
     with pytest.raises(ValueError, match="reserved for few-shot examples"):
         rollout(few_shot=1).run([FIRST_EXAMPLE_ID], None, None, None)
 

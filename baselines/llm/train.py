@@ -495,8 +495,13 @@ def _versions() -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ evaluate
-def eval_command(config: LLMTrainConfig, out: Path, tasks: str = "10000:10100") -> str:
-    """Return the ``agent-envs eval`` command that evaluates the saved model on its prompts."""
+def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str:
+    """Return the ``agent-envs eval`` command that evaluates the saved model on its prompts.
+
+    With ``settings`` (the run's :class:`~agent_envs.evaluation.EvalSettings`)
+    it repeats that evaluation's tasks, K grid, attempts and budgets; without,
+    100 tasks from 10000, K 1,2,4, 4 attempts and the training budgets.
+    """
     kwargs: dict[str, Any] = {
         "model": str(out),
         "temperature": config.temperature,
@@ -509,14 +514,25 @@ def eval_command(config: LLMTrainConfig, out: Path, tasks: str = "10000:10100") 
         kwargs["few_shot"] = config.few_shot
     if config.reply_format is not None:
         kwargs["reply_format"] = config.reply_format
-    budgets = ",".join(map(str, sorted(set(config.budget.budgets))))
+    budgets, ks, samples, tasks = sorted(set(config.budget.budgets)), (1, 2, 4), 4, "10000:10100"
+    if settings is not None:
+        budgets, ks, samples = settings.budgets, settings.ks, settings.samples
+        tasks = _tasks_flag(settings.tasks)
     visible = " --visible-budget" if config.budget.visible else ""
     agent_kwargs = shlex.quote(json.dumps(kwargs))
     return (
         f"agent-envs eval {config.env_id} --agent hf --agent-kwargs {agent_kwargs} "
-        f"--history --history-record raw{visible} --t {budgets} --k 1,2,4 --samples 4 "
-        f"--tasks {tasks}"
+        f"--history --history-record raw{visible} --t {','.join(map(str, budgets))} "
+        f"--k {','.join(map(str, ks))} --samples {samples} --tasks {tasks}"
     )
+
+
+def _tasks_flag(ids: Sequence[int]) -> str:
+    """Return ``--tasks``'s value for ``ids``: a range ``a:b`` when consecutive, else the ids."""
+    ids = list(ids)
+    if ids and ids == list(range(ids[0], ids[0] + len(ids))):
+        return f"{ids[0]}:{ids[-1] + 1}"
+    return ",".join(map(str, ids))
 
 
 def evaluate_model(
@@ -823,7 +839,7 @@ def _main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 130
-    print(f"evaluate again with:\n  {eval_command(config, out)}")
+    print(f"evaluate again with:\n  {eval_command(config, out, settings)}")
     return 0
 
 
