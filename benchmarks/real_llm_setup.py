@@ -1,6 +1,6 @@
 """What the real-model GRPO scripts share: SmolLM2, its few-shot prompt, and the rollout.
 
-``real_llm_grpo_speed.py`` and ``real_llm_grpo_run.py`` import this module
+``real_llm_grpo_speed.py`` and ``real_llm_pick.py`` import this module
 (run them as ``python benchmarks/<script>.py``, which puts this folder on the
 path).
 
