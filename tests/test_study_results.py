@@ -24,9 +24,10 @@ STUDY = DOCS / "llm_budgetmix" / "results.json"
 CLASSIC = DOCS / "budgetmix" / "results.json"
 
 
-@pytest.fixture(scope="module")
-def study():
-    data = json.loads(STUDY.read_text())
+@pytest.fixture(scope="module", params=["default", "full"])
+def study(request):
+    path = STUDY if request.param == "default" else STUDY.parent / "full" / "results.json"
+    data = json.loads(path.read_text())
     if "envs" in data:  # v2 kept one section per env
         data = next(iter(data["envs"].values()))
     runs = {
@@ -133,3 +134,26 @@ def test_the_classic_diagnostic_family_recomputes(classic):
     assert cells.keys() == record["diagnostic_tests"].keys() and len(cells) == 8
     for key, cell in cells.items():
         assert cell == pytest.approx(record["diagnostic_tests"][key]), key
+
+
+def test_the_llm_studys_claim_2_family_recomputes():
+    """The --full run's family (the 6-seed default run predates it)."""
+    data = json.loads((STUDY.parent / "full" / "results.json").read_text())
+    runs = {
+        name: [EvalResult.from_dict(result) for result in regime["results"]]
+        for name, regime in data["regimes"].items()
+    }
+    read = {
+        "recovery": lambda d: d["error_recovery"][-1]["rate"],
+        "step quality": lambda d: d["step_quality"]["optimal_rate"],
+    }
+    comparisons = {}
+    for key in data["diagnostic_tests"]:
+        name, measure = key.split(" - warm: ")
+        comparisons[key] = tuple(
+            [read[measure](r.diagnostics) for r in runs[side]] for side in (name, "warm")
+        )
+    cells = paired_seed_differences(comparisons, lambda: bootstrap_rng(0), lambda: bootstrap_rng(1))
+    assert len(cells) == 8
+    for key, cell in cells.items():
+        assert cell == pytest.approx(data["diagnostic_tests"][key]), key
