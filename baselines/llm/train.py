@@ -535,6 +535,27 @@ def _tasks_flag(ids: Sequence[int]) -> str:
     return ",".join(map(str, ids))
 
 
+def training_agent(
+    path: str | os.PathLike[str], config: LLMTrainConfig, batch_size: int = 64, seed: int = 0
+) -> Any:
+    """Return an ``HFAgent`` for the saved model that prompts and samples as training did."""
+    from baselines.llm.hf_agent import HFAgent
+
+    return HFAgent(
+        str(path),
+        system_prompt=config.system_prompt,
+        few_shot=config.few_shot,
+        reply_format=config.reply_format,
+        env_id=config.env_id,
+        temperature=config.temperature,
+        max_new_tokens=config.max_new_tokens,
+        batch_size=batch_size,
+        seed=seed,
+        device="cpu",
+        prefix_cache=True,  # the same samples, several times faster on long histories
+    )
+
+
 def evaluate_model(
     path: str | os.PathLike[str],
     config: LLMTrainConfig,
@@ -562,22 +583,9 @@ def evaluate_model(
     import gymnasium as gym
 
     from agent_envs.evaluation import evaluate
-    from baselines.llm.hf_agent import HFAgent
     from wrappers.chat_history import chat_stack
 
-    agent = HFAgent(
-        str(path),
-        system_prompt=config.system_prompt,
-        few_shot=config.few_shot,
-        reply_format=config.reply_format,
-        env_id=config.env_id,
-        temperature=config.temperature,
-        max_new_tokens=config.max_new_tokens,
-        batch_size=batch_size,
-        seed=seed,
-        device="cpu",
-        prefix_cache=True,  # the same samples, several times faster on long histories
-    )
+    agent = training_agent(path, config, batch_size, seed)
     visible = config.budget.visible
     extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
     return evaluate(
@@ -646,6 +654,21 @@ def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
         "--process-reward", type=number_arg(0), default=0.0, help="its coefficient (0: off)"
     )
     parser.add_argument("--seed", type=int_arg(0), default=0, help="seed (0)")
+    _add_prompt_arguments(parser)
+    parser.add_argument(
+        "--context", type=number, default=1024, help="the tiny model's context in tokens (1024)"
+    )
+    _add_lora_arguments(parser)
+    parser.add_argument("--out", default=None, help="output folder")
+    add_run_folder_flags(parser)
+    parser.add_argument("--threads", type=number, default=1, help="torch threads (1; see docs)")
+    parser.add_argument("--quick", action="store_true", help="a few steps of everything")
+    return parser, _add_evaluation(parser), budget
+
+
+def _add_prompt_arguments(parser: Parser) -> None:
+    """Add how the model is prompted and sampled, in training and evaluation alike."""
+    number = int_arg(1)
     parser.add_argument("--max-new-tokens", type=number, default=8, help="tokens per reply (8)")
     parser.add_argument(
         "--temperature",
@@ -665,15 +688,6 @@ def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
         default=None,
         help="'action' (the bare action) or 'think' (default: action with --few-shot)",
     )
-    parser.add_argument(
-        "--context", type=number, default=1024, help="the tiny model's context in tokens (1024)"
-    )
-    _add_lora_arguments(parser)
-    parser.add_argument("--out", default=None, help="output folder")
-    add_run_folder_flags(parser)
-    parser.add_argument("--threads", type=number, default=1, help="torch threads (1; see docs)")
-    parser.add_argument("--quick", action="store_true", help="a few steps of everything")
-    return parser, _add_evaluation(parser), budget
 
 
 def _add_lora_arguments(parser: Parser) -> None:
