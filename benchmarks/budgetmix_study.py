@@ -479,7 +479,7 @@ def diagnostics_lines(runs: dict, record: dict) -> list[str]:
 
 def diagnostic_test_lines(runs: dict, record: dict) -> list[str]:
     """Claim 2's family: every regime minus warm on recovery and on step quality, Holm over it."""
-    from agent_envs.evaluation.diagnostic_tests import diagnostic_family
+    from agent_envs.evaluation.diagnostic_tests import diagnostic_family, family_table
 
     if "warm" not in runs:
         return []
@@ -491,15 +491,8 @@ def diagnostic_test_lines(runs: dict, record: dict) -> list[str]:
         f"recovery (largest T) and on step quality, per seed; seed-level bootstrap interval, "
         f"paired sign-flip p, Holm over the {len(cells)} tests:",
         "",
-        "| regime - warm | measure | difference [95%] | p | Holm p |",
-        "|---|---|---|---|---|",
+        *family_table(cells),
     ]
-    for key, cell in cells.items():
-        name, measure = key.split(": ")
-        lines.append(
-            f"| {name} | {measure} | {cell['diff']:+.3f} [{cell['low']:+.3f}, {cell['high']:+.3f}]"
-            f" | {cell['p']:.3f} | {cell['holm_p']:.3f} |"
-        )
     excluded = {
         (result.diagnostics or {}).get("step_quality", {}).get("single_move_states_excluded")
         for result in runs["warm"]

@@ -492,7 +492,7 @@ def diagnostics_lines(names: list[str], results: dict, references: dict, summary
 
 def diagnostic_test_lines(results: dict, summary: dict) -> list[str]:
     """Claim 2's family: each regime minus warm on recovery (T=12) and step quality, Holm."""
-    from agent_envs.evaluation.diagnostic_tests import diagnostic_family
+    from agent_envs.evaluation.diagnostic_tests import diagnostic_family, family_table
 
     cells = diagnostic_family(results, "warm")
     summary["diagnostic_tests"] = cells
@@ -504,15 +504,8 @@ def diagnostic_test_lines(results: dict, summary: dict) -> list[str]:
         "quality.  Bootstrap interval over seeds, paired sign-flip p, Holm over the family "
         "(added in v3 after the first 6-seed run, before these tests were computed).",
         "",
-        "| regime - warm | measure | difference [95%] | p | Holm p |",
-        "|---|---|---|---|---|",
+        *family_table(cells),
     ]
-    for key, cell in cells.items():
-        name, measure = key.split(": ")
-        lines.append(
-            f"| {name} | {measure} | {_cell(cell['diff'], cell['low'], cell['high'], True)} | "
-            f"{_p(cell['p'])} | {_p(cell['holm_p'])} |"
-        )
     return [*lines, ""]
 
 

@@ -118,22 +118,27 @@ def test_the_classic_surface_and_secondary_holm_recompute(classic):
     assert holm(raw).tolist() == pytest.approx(adjusted.tolist())
 
 
-def test_the_classic_diagnostic_family_recomputes(classic):
-    record, runs = classic
+def assert_claim_2_recomputes(stored, runs):
+    """Recompute a committed claim-2 family from its per-seed diagnostics alone."""
     read = {
         "recovery": lambda d: d["error_recovery"][-1]["rate"],
         "step quality": lambda d: d["step_quality"]["optimal_rate"],
     }
     comparisons = {}
-    for key in record["diagnostic_tests"]:
+    for key in stored:
         name, measure = key.split(" - warm: ")
         comparisons[key] = tuple(
             [read[measure](r.diagnostics) for r in runs[side]] for side in (name, "warm")
         )
     cells = paired_seed_differences(comparisons, lambda: bootstrap_rng(0), lambda: bootstrap_rng(1))
-    assert cells.keys() == record["diagnostic_tests"].keys() and len(cells) == 8
+    assert cells.keys() == stored.keys() and len(cells) == 8
     for key, cell in cells.items():
-        assert cell == pytest.approx(record["diagnostic_tests"][key]), key
+        assert cell == pytest.approx(stored[key]), key
+
+
+def test_the_classic_diagnostic_family_recomputes(classic):
+    record, runs = classic
+    assert_claim_2_recomputes(record["diagnostic_tests"], runs)
 
 
 def test_the_llm_studys_claim_2_family_recomputes():
@@ -143,17 +148,4 @@ def test_the_llm_studys_claim_2_family_recomputes():
         name: [EvalResult.from_dict(result) for result in regime["results"]]
         for name, regime in data["regimes"].items()
     }
-    read = {
-        "recovery": lambda d: d["error_recovery"][-1]["rate"],
-        "step quality": lambda d: d["step_quality"]["optimal_rate"],
-    }
-    comparisons = {}
-    for key in data["diagnostic_tests"]:
-        name, measure = key.split(" - warm: ")
-        comparisons[key] = tuple(
-            [read[measure](r.diagnostics) for r in runs[side]] for side in (name, "warm")
-        )
-    cells = paired_seed_differences(comparisons, lambda: bootstrap_rng(0), lambda: bootstrap_rng(1))
-    assert len(cells) == 8
-    for key, cell in cells.items():
-        assert cell == pytest.approx(data["diagnostic_tests"][key]), key
+    assert_claim_2_recomputes(data["diagnostic_tests"], runs)

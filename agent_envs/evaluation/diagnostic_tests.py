@@ -16,7 +16,7 @@ from typing import Any
 from agent_envs.evaluation.result import EvalResult, bootstrap_rng
 from agent_envs.evaluation.seed_stats import paired_seed_differences
 
-__all__ = ["MEASURES", "diagnostic_family"]
+__all__ = ["MEASURES", "diagnostic_family", "family_table"]
 
 
 def _recovery(diagnostics: Mapping[str, Any]) -> float | None:
@@ -59,3 +59,15 @@ def diagnostic_family(
             if None not in a + b:
                 comparisons[f"{name} - {baseline}: {measure}"] = (a, b)
     return paired_seed_differences(comparisons, lambda: bootstrap_rng(0), lambda: bootstrap_rng(1))
+
+
+def family_table(cells: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Return :func:`diagnostic_family`'s cells as markdown table lines (header included)."""
+    lines = ["| comparison | measure | difference [95%] | p | Holm p |", "|---|---|---|---|---|"]
+    for key, cell in cells.items():
+        name, measure = key.split(": ")
+        lines.append(
+            f"| {name} | {measure} | {cell['diff']:+.3f} [{cell['low']:+.3f}, {cell['high']:+.3f}]"
+            f" | {cell['p']:.3f} | {cell['holm_p']:.3f} |"
+        )
+    return lines
