@@ -88,3 +88,11 @@ def loaded(tiny_path):
     from llm_fixtures import load_tiny
 
     return load_tiny(tiny_path)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_path(tmp_path_factory):
+    """The training tests' tiny Llama (``baselines.llm.tiny``), built once for the session."""
+    from baselines.llm.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("llama") / "tiny", "agent_envs/GuessNumber-v0")

@@ -294,3 +294,11 @@ class TinyBackend:
         messages = body["messages"]
         info = {"messages": messages, "episode_seed": 0, "turn": 0}
         return agent.act(messages[-1]["content"], info).raw
+
+
+def load_left_padded(path):
+    """Return ``(model, tokenizer)`` from ``path``, padding on the left as generation needs."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    return AutoModelForCausalLM.from_pretrained(path), tokenizer

@@ -18,25 +18,12 @@ from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
 from baselines.llm.lora import ADAPTER_FOLDER, LoRASpec, apply_lora, save_model  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout  # noqa: E402
 from baselines.llm.tasks import task_prompt  # noqa: E402
-from baselines.llm.tiny import build_tiny_model  # noqa: E402
 from baselines.llm.train import grpo_config  # noqa: E402
 from baselines.llm.train import main as train_main  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("lora") / "tiny", GUESS)
 
 
 def reply_length(completions, **_):
@@ -44,12 +31,12 @@ def reply_length(completions, **_):
     return [float(len(str(c)) % 7) for c in completions]
 
 
-def test_grpo_with_lora_moves_only_the_adapters_and_saves_a_merged_model(tiny_path, tmp_path):
+def test_grpo_with_lora_moves_only_the_adapters_and_saves_a_merged_model(tiny_llama_path, tmp_path):
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    tokenizer = AutoTokenizer.from_pretrained(tiny_path, padding_side="left")
-    model = apply_lora(AutoModelForCausalLM.from_pretrained(tiny_path), LoRASpec(4, alpha=16))
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama_path, padding_side="left")
+    model = apply_lora(AutoModelForCausalLM.from_pretrained(tiny_llama_path), LoRASpec(4, alpha=16))
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in name for name in trainable)
@@ -116,8 +103,8 @@ def test_train_llm_lora_quick_and_the_saved_model_evaluates_with_agent_hf(tmp_pa
     assert "Pass@" in capsys.readouterr().out
 
 
-def test_lora_on_the_last_layers_leaves_the_lower_ones_without_gradient(tiny_path):
-    model = apply_lora(AutoModelForCausalLM.from_pretrained(tiny_path), LoRASpec(4, layers=1))
+def test_lora_on_the_last_layers_leaves_the_lower_ones_without_gradient(tiny_llama_path):
+    model = apply_lora(AutoModelForCausalLM.from_pretrained(tiny_llama_path), LoRASpec(4, layers=1))
     trainable = [name for name, p in model.named_parameters() if p.requires_grad]
     assert trainable and all(".layers.1." in name for name in trainable)  # 2 layers: only the top
     ids = torch.tensor([[5, 6, 7, 8]])

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+from llm_fixtures import load_left_padded as load  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
@@ -28,7 +28,6 @@ from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout  # noqa: E402
 from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
-from baselines.llm.tiny import build_tiny_model  # noqa: E402
 from baselines.llm.train import (  # noqa: E402
     build_parser,
     config_from_args,
@@ -39,25 +38,8 @@ from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  
 from wrappers.seeding import episode_seed  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("llm") / "tiny", GUESS)
-
-
-def load(path):
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-    return AutoModelForCausalLM.from_pretrained(path), tokenizer
 
 
 T8 = BudgetSpec.fixed(8)
@@ -73,17 +55,19 @@ SHORT_TASKS = (10, 83)
 
 
 @pytest.fixture(scope="module")
-def warm_path(tiny_path, tmp_path_factory):
+def warm_path(tiny_llama_path, tmp_path_factory):
     """The tiny model after a short warm start on mostly random replies (epsilon 0.7).
 
     It writes well-formed replies (a few percent invalid) but rarely solves a task, which
     leaves GRPO room to improve.
     """
-    model, tokenizer = load(tiny_path)
+    model, tokenizer = load(tiny_llama_path)
     rows = demonstrations(
         model, tokenizer, rollout(BudgetSpec.fixed(6)), SHORT_TASKS, 16, epsilon=0.7
     )
-    model = warm_start(model, tokenizer, rows, 60, batch_size=8, output_dir=str(tiny_path / "ws"))
+    model = warm_start(
+        model, tokenizer, rows, 60, batch_size=8, output_dir=str(tiny_llama_path / "ws")
+    )
     path = tmp_path_factory.mktemp("llm") / "warm"
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -122,13 +106,13 @@ def test_task_prompts_round_trip_and_bad_prompts_are_refused():
         task_of("What is 2 + 2?")
 
 
-def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_path):
+def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_llama_path):
     """One owner of budget sampling: the rollout's per-episode T is BudgetMix's sequence."""
     import gymnasium as gym
 
     from wrappers import BudgetMix
 
-    model, tokenizer = load(tiny_path)
+    model, tokenizer = load(tiny_llama_path)
     eos = eos_token_ids(model, tokenizer)
     spec = BudgetSpec((2, 3, 4, 5), weights=(1e308, 1e308, 2e307, 1.0), shared=False)
     runner = rollout(spec, seed=5)
@@ -169,8 +153,8 @@ def test_budget_spec_checks_its_arguments():
 
 
 # ------------------------------------------------------------------ masking
-def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_path):
-    model, tokenizer = load(tiny_path)
+def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_llama_path):
+    model, tokenizer = load(tiny_llama_path)
     runner = rollout()
     eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
@@ -236,13 +220,13 @@ def test_trl_receives_the_mask_and_recomputes_the_samplers_log_probs(warm_path, 
 
 
 # -------------------------------------------------------------- groups, seeds
-def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
-    episodes, runner, _ = play(tiny_path, [7, 7, 7, 2, 2, 2])
+def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_llama_path):
+    episodes, runner, _ = play(tiny_llama_path, [7, 7, 7, 2, 2, 2])
     assert [e.task_id for e in episodes] == [7, 7, 7, 2, 2, 2]
     assert [e.episode_seed for e in episodes[:3]] == [episode_seed(0, 7, j) for j in range(3)]
     assert len({e.episode_seed for e in episodes}) == 6
     # The next group at task 7 continues with fresh attempts.
-    model, tokenizer = load(tiny_path)
+    model, tokenizer = load(tiny_llama_path)
     eos = eos_token_ids(model, tokenizer)
     again = runner.run(
         [7, 7],
@@ -253,8 +237,8 @@ def test_k_attempts_at_a_task_get_distinct_evaluator_seeds(tiny_path):
     assert [e.episode_seed for e in again] == [episode_seed(0, 7, j) for j in (3, 4)]
 
 
-def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny_path):
-    model, tokenizer = load(tiny_path)
+def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny_llama_path):
+    model, tokenizer = load(tiny_llama_path)
     eos = eos_token_ids(model, tokenizer)
     tasks = [task for task in range(12) for _ in range(4)]
 
@@ -280,8 +264,8 @@ def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny
 
 
 # ------------------------------------------------------------------ context
-def test_a_context_overflow_ends_the_episode_cleanly(tiny_path, tmp_path):
-    model, tokenizer = load(tiny_path)
+def test_a_context_overflow_ends_the_episode_cleanly(tiny_llama_path, tmp_path):
+    model, tokenizer = load(tiny_llama_path)
     model.config.max_position_embeddings = 200  # the first prompt fits, later ones do not
     runner = rollout(BudgetSpec.fixed(30))
     eos = eos_token_ids(model, tokenizer)
@@ -319,9 +303,9 @@ def test_the_prefix_cache_plays_the_same_episodes_as_generate(warm_path):
         assert with_cache.logprobs == pytest.approx(without.logprobs, abs=1e-4)
 
 
-def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_path):
+def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_llama_path):
     """Greedy replies equal generate()'s; a turn feeds only the tokens added since the last."""
-    model, tokenizer = load(tiny_path)
+    model, tokenizer = load(tiny_llama_path)
     eos = eos_token_ids(model, tokenizer)
     fed = []
     model.register_forward_pre_hook(
@@ -413,8 +397,8 @@ def test_outcome_and_process_rewards():
     assert reward([None, None], process_return=[4.0, -1.0]) == [2.0, -0.5]
 
 
-def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_path):
-    model, tokenizer = load(tiny_path)
+def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_llama_path):
+    model, tokenizer = load(tiny_llama_path)
     eos = eos_token_ids(model, tokenizer)
 
     def play_with(budget, process_reward=True):
@@ -482,13 +466,13 @@ def test_the_kl_anchor_is_the_warm_start_and_every_step_logs_its_signal(tmp_path
         assert 0 <= entry["invalid"] <= 1 and entry["zero_std"] in (0.0, 1.0)
 
 
-def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_path, tmp_path):
+def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_llama_path, tmp_path):
     from baselines.llm.train import COLLAPSE_WINDOW, LLMTrainConfig, train_llm
 
     lines = []
     # The untrained tiny model writes almost nothing but invalid replies.
     config = LLMTrainConfig(
-        GUESS, BudgetSpec.fixed(3), model=str(tiny_path), tasks=SHORT_TASKS, k=2,
+        GUESS, BudgetSpec.fixed(3), model=str(tiny_llama_path), tasks=SHORT_TASKS, k=2,
         tasks_per_step=1, steps=12, warm_start=0, collapse_invalid=0.3,
     )  # fmt: skip
     out = train_llm(config, tmp_path / "run", log=lines.append)
@@ -504,9 +488,9 @@ def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_path, t
     assert json.loads((off / "train_llm.json").read_text())["stopped"] is None
 
 
-def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(tiny_path):
+def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(tiny_llama_path):
     """--few-shot: the action reply format in warm-start rows, flags to the saved command."""
-    model, tokenizer = load(tiny_path)
+    model, tokenizer = load(tiny_llama_path)
     rows = demonstrations(model, tokenizer, rollout(few_shot=1), [3], 1, epsilon=0.0)
     ids, mask = rows[0]["input_ids"], rows[0]["assistant_masks"]
     replies = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])

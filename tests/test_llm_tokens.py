@@ -21,8 +21,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from llm_fixtures import load_left_padded as load  # noqa: E402
 from transformers import (  # noqa: E402
-    AutoModelForCausalLM,
     AutoTokenizer,
     LlamaConfig,
     LlamaForCausalLM,
@@ -42,10 +42,11 @@ from baselines.llm.generation import (  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prompting import PromptEncoder, build_messages, to_agent_action  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout, start_episode  # noqa: E402
-from baselines.llm.tiny import CHAT_TEMPLATE, build_tiny_model  # noqa: E402
+from baselines.llm.tiny import CHAT_TEMPLATE  # noqa: E402
 from wrappers.chat_history import chat_stack  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: SmolLM2's own template: a default system prompt when the dialogue has none.
 SMOLLM2_TEMPLATE = (
@@ -66,19 +67,6 @@ LLAMA3_TEMPLATE = (
 COUNTING_TEMPLATE = (
     "<|im_start|>system\n{{ messages | length }} messages so far<|im_end|>\n" + CHAT_TEMPLATE
 )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tokens") / "tiny", GUESS)
 
 
 def smollm2_folder() -> Path | None:
@@ -119,12 +107,9 @@ def smollm2_path(tmp_path_factory):
 
 @pytest.fixture(params=["tiny", "smollm2"])
 def model_path(request):
-    return request.getfixturevalue(f"{request.param}_path")
-
-
-def load(path):
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-    return AutoModelForCausalLM.from_pretrained(path), tokenizer
+    return request.getfixturevalue(
+        {"tiny": "tiny_llama_path", "smollm2": "smollm2_path"}[request.param]
+    )
 
 
 def play(path, tasks, budget=4, keep_prompts=False, **kwargs):
@@ -237,9 +222,9 @@ def test_evaluation_reads_the_tokens_training_read(model_path, tmp_path, few_sho
         assert records[episode.episode_seed]["turns"] == episode.turns
 
 
-def test_a_reply_ends_where_its_stop_says_with_its_log_probs(tiny_path):
+def test_a_reply_ends_where_its_stop_says_with_its_log_probs(tiny_llama_path):
     """The rollout's generator cuts a reply at its stop token, as HFAgent does; log-probs align."""
-    model, tokenizer = load(tiny_path)
+    model, tokenizer = load(tiny_llama_path)
     firsts = []
     for stop in (None, lambda tokens: len(tokens) == 2):
         runner = EpisodeRollout(GUESS, BudgetSpec.fixed(3), seed=0, max_new_tokens=6)
@@ -270,9 +255,9 @@ def dialogue(replies):
 
 @pytest.mark.parametrize("template", [CHAT_TEMPLATE, SMOLLM2_TEMPLATE, LLAMA3_TEMPLATE])
 def test_the_delta_is_the_difference_of_two_renderings_where_the_template_is_prefix_stable(
-    tiny_path, template
+    tiny_llama_path, template
 ):
-    _, tokenizer = load(tiny_path)
+    _, tokenizer = load(tiny_llama_path)
     tokenizer.chat_template = template
     end = "<|endoftext|>" if template == LLAMA3_TEMPLATE else "<|im_end|>"
     eos = tokenizer.convert_tokens_to_ids(end)
@@ -298,8 +283,8 @@ def _messages(chat, observation, info):
     return build_messages(observation, info, chat.encoder.system_prompt)
 
 
-def test_where_the_template_is_not_prefix_stable_the_delta_is_used(tiny_path):
-    model, tokenizer = load(tiny_path)
+def test_where_the_template_is_not_prefix_stable_the_delta_is_used(tiny_llama_path):
+    model, tokenizer = load(tiny_llama_path)
     tokenizer.chat_template = COUNTING_TEMPLATE
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     chat = ChatTokens(PromptEncoder(tokenizer, None, None, 8), [eos])
