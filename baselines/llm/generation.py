@@ -35,7 +35,7 @@ from transformers import (
 )
 
 from baselines.llm.prefix_cache import PrefixCacheDecoder
-from baselines.llm.prompting import cut_reply
+from baselines.llm.prompting import reply_with_end
 from wrappers.validators import check_int
 
 __all__ = [
@@ -315,15 +315,9 @@ class HFGenerator:
         logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
         replies = []
         for row, reply in enumerate(tokens):
-            kept = cut_reply(reply, self.eos_ids, self.stop or _never)
-            # A reply that ended with an end token keeps it (the template's close follows it).
-            end = len(kept) + (len(kept) < len(reply) and reply[len(kept)] in self.eos_ids)
-            replies.append(Generation(reply[:end], logprobs[row][:end]))
+            _, kept = reply_with_end(reply, self.eos_ids, self.stop)
+            replies.append(Generation(kept, logprobs[row][: len(kept)]))
         return replies
-
-
-def _never(tokens: list[int]) -> bool:
-    return False
 
 
 class _RecordingSampler(GumbelSampler):

@@ -81,7 +81,7 @@ from baselines.llm.prompting import (
     PromptTooLongError,
     ReplyStop,
     check_sampling,
-    cut_reply,
+    reply_with_end,
     to_agent_action,
     turn_of,
 )
@@ -354,10 +354,8 @@ class HFAgent:
             )
         replies = []
         for tokens in new_tokens:
-            reply = cut_reply(tokens, self._eos_ids, self.stop)
-            # Keep the end token when the reply ended with one (the token history needs it).
-            ended = len(reply) < len(tokens) and tokens[len(reply)] in self._eos_ids
-            kept = tokens[: len(reply) + 1] if ended else reply
+            # The token history keeps the end token when the reply ended with one.
+            reply, kept = reply_with_end(tokens, self._eos_ids, self.stop)
             self.generated_tokens += len(kept)
             replies.append((kept, self.tokenizer.decode(reply, skip_special_tokens=True)))
         return replies

@@ -47,6 +47,7 @@ __all__ = [
     "parse_action",
     "plain_prompt",
     "reply_complete",
+    "reply_with_end",
     "system_prompt_for",
     "to_agent_action",
     "turn_of",
@@ -233,7 +234,9 @@ class ReplyStop:
 
 
 def cut_reply(
-    tokens: Sequence[int], eos_ids: Sequence[int], stop: Callable[[list[int]], bool]
+    tokens: Sequence[int],
+    eos_ids: Sequence[int],
+    stop: Callable[[list[int]], bool] | None = None,
 ) -> list[int]:
     """Return a reply's tokens up to its first end token (dropped) or stopping token (kept).
 
@@ -243,9 +246,24 @@ def cut_reply(
     for index, token in enumerate(tokens):
         if token in eos:
             return list(tokens[:index])
-        if stop(list(tokens[: index + 1])):
+        if stop is not None and stop(list(tokens[: index + 1])):
             return list(tokens[: index + 1])
     return list(tokens)
+
+
+def reply_with_end(
+    tokens: Sequence[int],
+    eos_ids: Sequence[int],
+    stop: Callable[[list[int]], bool] | None = None,
+) -> tuple[list[int], list[int]]:
+    """Return ``(reply, kept)``: :func:`cut_reply`, and the tokens a token history keeps.
+
+    ``kept`` is the reply plus its end token when the reply ended with one (the
+    chat template's close follows that token), else the reply itself.
+    """
+    reply = cut_reply(tokens, eos_ids, stop)
+    ended = len(reply) < len(tokens) and tokens[len(reply)] in eos_ids
+    return reply, list(tokens[: len(reply) + 1]) if ended else reply
 
 
 def insert_examples(messages: list, examples: Sequence[Mapping[str, str]]) -> list:

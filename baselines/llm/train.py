@@ -529,10 +529,14 @@ def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str
 
 def _tasks_flag(ids: Sequence[int]) -> str:
     """Return ``--tasks``'s value for ``ids``: a range ``a:b`` when consecutive, else the ids."""
-    ids = list(ids)
-    if ids and ids == list(range(ids[0], ids[0] + len(ids))):
+    if _consecutive(ids):
         return f"{ids[0]}:{ids[-1] + 1}"
     return ",".join(map(str, ids))
+
+
+def _consecutive(ids: Sequence[int]) -> bool:
+    """Return whether ``ids`` is a non-empty run ``a, a+1, ..., b``."""
+    return bool(ids) and list(ids) == list(range(ids[0], ids[0] + len(ids)))
 
 
 def training_agent(
@@ -920,7 +924,7 @@ def _run_folder(args: argparse.Namespace, config: LLMTrainConfig) -> tuple[Path,
 def _span(ids: Sequence[int]) -> str:
     if not ids:
         return ""
-    if list(ids) == list(range(ids[0], ids[0] + len(ids))):
+    if _consecutive(ids):
         return f"ids {ids[0]}..{ids[-1]}"
     return f"{len(ids)} ids"
 
