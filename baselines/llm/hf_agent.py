@@ -221,11 +221,23 @@ class HFAgent:
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
+        self._generate_row_steps = 0  # rows decoded by ``model.generate`` (no prefix cache)
         self._decoder = (
             PrefixCacheDecoder(self.model, self._eos_ids, self._pad_id, max_new_tokens)
             if prefix_cache
             else None
         )
+
+    @property
+    def decoded_row_steps(self) -> int:
+        """Rows the decoding steps computed so far, against :attr:`generated_tokens` needed.
+
+        With the prefix cache a finished row leaves its batch, so the two are
+        equal; ``model.generate`` (``prefix_cache=False``) decodes every row
+        of a batch until its last row ends.
+        """
+        cached = self._decoder.row_steps if self._decoder is not None else 0
+        return cached + self._generate_row_steps
 
     @functools.cached_property
     def fingerprint(self) -> str | None:
@@ -339,7 +351,9 @@ class HFAgent:
             new_tokens = self._decoder(
                 keys,
                 prompts,
-                lambda s: (s if sampler is None else sampler(None, s)).argmax(-1),
+                lambda scores, rows: (
+                    scores if sampler is None else sampler.noisy(scores, rows)
+                ).argmax(-1),
                 stop=self.stop,
             )
         else:
@@ -352,6 +366,7 @@ class HFAgent:
                 sampler,
                 stop=self.stop,
             )
+            self._generate_row_steps += len(prompts) * max(map(len, new_tokens))
         replies = []
         for tokens in new_tokens:
             # The token history keeps the end token when the reply ended with one.
