@@ -146,6 +146,21 @@ def test_a_finished_row_leaves_the_batch_and_is_not_decoded_again(loaded):
     assert [len(entry.tokens) for entry in decoder._caches.values()] == [len(p) - 2 for p in longer]
 
 
+def test_the_agent_sets_torchs_thread_count_to_one_by_default(loaded):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        agent_for(loaded)
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        agent_for(loaded, threads=None)  # leaves torch's own setting
+        assert torch.get_num_threads() == 2
+        with pytest.raises(ValueError, match="threads"):
+            agent_for(loaded, threads=0)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_reply_stop_ends_at_the_newline_of_the_action_line(loaded):
     tokenizer = loaded[1]
     stop = ReplyStop(tokenizer, "action")

@@ -43,7 +43,9 @@ chosen by batch shape may change logits in the last bits and so, rarely, flip
 a near-tie).  Without ``episode_seed`` (outside the evaluator) the agent
 draws episode seeds from its own generator seeded with ``seed``.
 
-This module changes no global torch setting (threads, seeds, defaults).
+Threads.  torch's thread count is process-wide; the agent sets it to
+``threads`` (1 by default, see the argument) and changes no other global
+torch setting (seeds, defaults).
 """
 
 from __future__ import annotations
@@ -159,6 +161,12 @@ class HFAgent:
             model that takes ``position_ids`` and a full dynamic cache (Llama,
             Qwen2, Mistral without a sliding window, GPT-2, ...): turn it off
             for others.
+        threads: ``torch.set_num_threads(threads)`` for the process (torch's
+            intra-op threads are process-wide); ``None`` leaves torch's own
+            setting.  1 by default: on this project's 2-core machine one thread
+            evaluated SmolLM2-135M fastest (``benchmarks/real_llm_speed.py
+            --threads 1,2``; docs/real_llm.md), and a second thread on busy
+            cores spins instead of computing.
 
     Example::
 
@@ -187,6 +195,7 @@ class HFAgent:
         max_context: int | None = None,
         trust_remote_code: bool = False,
         prefix_cache: bool = True,
+        threads: int | None = 1,
     ) -> None:
         check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
         check_int(batch_size, "batch_size", 1)
@@ -195,6 +204,7 @@ class HFAgent:
         self.required_info = self.style.required_info  # the env's id, for few-shot examples
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
+        _set_threads(threads)
         self.system_prompt = self.style.system_prompt
         self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_new_tokens, self.batch_size, self.seed = max_new_tokens, batch_size, seed
@@ -220,8 +230,7 @@ class HFAgent:
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
-        self.generated_tokens = 0
-        self._generate_row_steps = 0  # rows decoded by ``model.generate`` (no prefix cache)
+        self.generated_tokens = self._generate_row_steps = 0
         self._decoder = (
             PrefixCacheDecoder(self.model, self._eos_ids, self._pad_id, max_new_tokens)
             if prefix_cache
@@ -236,6 +245,7 @@ class HFAgent:
         equal; ``model.generate`` (``prefix_cache=False``) decodes every row
         of a batch until its last row ends.
         """
+        # ``_generate_row_steps``: the rows ``model.generate`` decoded (no prefix cache).
         cached = self._decoder.row_steps if self._decoder is not None else 0
         return cached + self._generate_row_steps
 
@@ -374,6 +384,12 @@ class HFAgent:
             self.generated_tokens += len(kept)
             replies.append((kept, self.tokenizer.decode(reply, skip_special_tokens=True)))
         return replies
+
+
+def _set_threads(threads: int | None) -> None:
+    """Set torch's (process-wide) thread count, unless ``threads`` is ``None``."""
+    if threads is not None:
+        torch.set_num_threads(check_int(threads, "threads", 1))
 
 
 def _episode_key(info: dict[str, Any], row: int) -> Any:

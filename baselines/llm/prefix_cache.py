@@ -75,6 +75,10 @@ class PrefixCacheDecoder:
         #: Rows computed by the decoding steps so far: one per reply token, since
         #: a finished row leaves the batch (``generate`` keeps decoding it).
         self.row_steps = 0
+        #: Prompt tokens run through the model (each row's new ones, shared openings
+        #: once), and the same with the padding of each batch counted.
+        self.tokens_read = 0
+        self.padded_tokens_read = 0
 
     @torch.inference_mode()
     def __call__(
@@ -100,6 +104,8 @@ class PrefixCacheDecoder:
         batch = _Batch(
             prompts, starts, cached, self.pad_id, self.max_new_tokens, self.layers, self.device
         )
+        self.tokens_read += sum(batch.new_lengths)
+        self.padded_tokens_read += len(prompts) * batch.new_width
         replies: list[list[int]] = [[] for _ in prompts]
         live = list(range(len(prompts)))  # the prompt of each batch row, in order
         input_ids, positions = batch.input_ids, batch.positions
@@ -170,6 +176,8 @@ class PrefixCacheDecoder:
         if any(_common_length(e.tokens, opening) == length for e in self._caches.values()):
             return  # another row's cache already holds it
         cache = DynamicCache()
+        self.tokens_read += length
+        self.padded_tokens_read += length
         self.model(
             input_ids=torch.tensor([opening], device=self.device),
             position_ids=torch.arange(length, device=self.device).unsqueeze(0),
