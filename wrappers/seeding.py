@@ -119,7 +119,7 @@ def first_integer(high: int, *key: int) -> int:
     checks it against numpy).  A generator built later from ``key`` must
     first skip this one draw to go on with the same stream.
 
-    >>> first_integer(100, 5) == episode_generator(5).integers(0, 100)
+    >>> first_integer(100, 5) == int(episode_generator(5).integers(0, 100))
     True
     """
     words = _words(key)
