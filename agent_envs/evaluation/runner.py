@@ -56,13 +56,17 @@ def _executor(setup: RunSetup) -> EpisodeExecutor:
     return RayExecutor(settings, setup.policy, spec, setup.adapter.batched)
 
 
-def _play(setup: RunSetup) -> tuple[RunState, EpisodeExecutor]:
-    """Play every episode the log does not hold yet; return the run's bookkeeping."""
+def _play(setup: RunSetup, started: float) -> tuple[RunState, EpisodeExecutor, float]:
+    """Play every episode the log does not hold yet; return the bookkeeping and the run's time.
+
+    The time runs from ``started`` to the end of play: step quality, judged
+    after it, is not part of the run's time.
+    """
     executor = _executor(setup)  # refuses an unpicklable policy before the log opens
     run = RunState(setup.settings)
     with run:
         executor.run(run.todo, run.finish)
-    return run, executor
+    return run, executor, time.perf_counter() - started
 
 
 def _judge(setup: RunSetup) -> dict[str, Any] | None:
@@ -185,11 +189,8 @@ def evaluate(
     """
     started = time.perf_counter()
     setup = RunSetup.resolve(policy, env, _settings(settings, keywords))
-    state, executor = _play(setup)
-    # Timed before step quality, whose policy calls are not the run's.
-    elapsed = time.perf_counter() - started
-    step_quality = _judge(setup)
-    return _count(setup, state, executor, elapsed, step_quality)
+    state, executor, elapsed = _play(setup, started)
+    return _count(setup, state, executor, elapsed, _judge(setup))
 
 
 def _settings(settings: EvalSettings | None, keywords: dict[str, Any]) -> EvalSettings:
