@@ -106,6 +106,30 @@ def test_sampling_is_seeded_per_episode_and_turn(tiny_gguf, llama_cpp):
     assert replies[0] == replies[2] and replies[0] != replies[1]
 
 
+def test_each_episode_keeps_its_cache_between_turns(tiny_gguf, llama_cpp):
+    """Two episodes take turns; each one's second turn reads only what its first did not hold."""
+    agent = LlamaCppAgent(tiny_gguf, few_shot=1, temperature=0, max_new_tokens=6)
+
+    def turn(steps):
+        pairs = [dialogue(task, steps) for task in (1, 2)]
+        infos = [
+            {**info, "episode_seed": seed} for (_, info), seed in zip(pairs, (5, 6), strict=True)
+        ]
+        observations = [observation for observation, _ in pairs]
+        prompts = [agent.prompt_ids(o, i) for o, i in zip(observations, infos, strict=True)]
+        before = agent.tokens_read
+        agent.act_batch(observations, infos)
+        return prompts, agent.tokens_read - before
+
+    first, _ = turn([])
+    second, read = turn(["50"])
+    for old, new in zip(first, second, strict=True):
+        assert new[: len(old)] == old  # each prompt continues the episode's previous one
+    assert read <= sum(len(new) - len(old) for old, new in zip(first, second, strict=True))
+    agent.act_batch(["Guess."], [{"episode_seed": 7}])  # a new episode: the others are dropped
+    assert list(agent._states._states) == [7]
+
+
 def test_episodes_do_not_depend_on_batching(tiny_gguf, llama_cpp, tmp_path):
     agent = LlamaCppAgent(tiny_gguf, few_shot=1, temperature=1.0, max_new_tokens=6)
     logs = []

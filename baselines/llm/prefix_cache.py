@@ -101,15 +101,15 @@ class PrefixCacheDecoder:
         self._share_opening(keys, prompts)
         cached = [self._usable(key, prompt) for key, prompt in zip(keys, prompts, strict=True)]
         starts = [len(c.tokens) if c else 0 for c in cached]
-        batch = _Batch(
-            prompts, starts, cached, self.pad_id, self.max_new_tokens, self.layers, self.device
-        )
+        # A stop with its own cap (a bare-action ReplyStop) needs less room reserved.
+        room = min(self.max_new_tokens, getattr(stop, "max_tokens", None) or self.max_new_tokens)
+        batch = _Batch(prompts, starts, cached, self.pad_id, room, self.layers, self.device)
         self.tokens_read += sum(batch.new_lengths)
         self.padded_tokens_read += len(prompts) * batch.new_width
         replies: list[list[int]] = [[] for _ in prompts]
         live = list(range(len(prompts)))  # the prompt of each batch row, in order
         input_ids, positions = batch.input_ids, batch.positions
-        for step in range(self.max_new_tokens):
+        for step in range(room):
             logits = self.model(
                 input_ids=input_ids,
                 attention_mask=batch.mask[:, : batch.width + step],
@@ -123,7 +123,7 @@ class PrefixCacheDecoder:
             going = []
             for index, row in enumerate(live):
                 replies[row].append(int(tokens[index]))
-                if self._ended(replies[row], stop) or step + 1 == self.max_new_tokens:
+                if self._ended(replies[row], stop) or step + 1 == room:
                     self._caches[keys[row]] = batch.row_cache(index, prompts[row], replies[row])
                 else:
                     going.append(index)
