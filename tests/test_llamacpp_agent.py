@@ -126,7 +126,8 @@ def test_each_episode_keeps_its_cache_between_turns(tiny_gguf, llama_cpp):
     for old, new in zip(first, second, strict=True):
         assert new[: len(old)] == old  # each prompt continues the episode's previous one
     assert read <= sum(len(new) - len(old) for old, new in zip(first, second, strict=True))
-    agent.act_batch(["Guess."], [{"episode_seed": 7}])  # a new episode: the others are dropped
+    observation, info = dialogue(3, [])
+    agent.act_batch([observation], [{**info, "episode_seed": 7}])  # the others have ended
     assert list(agent._states._states) == [7]
 
 
