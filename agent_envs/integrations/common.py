@@ -12,6 +12,7 @@ import numpy as np
 
 from agent_envs import install_hint
 from agent_envs.core import FIRST_EXAMPLE_ID
+from agent_envs.protocol import TASK_ID
 from wrappers import BudgetMix, DiscreteActions, EncodeObservation, TurnBudget
 from wrappers.numpy_info import NumpyInfo
 
@@ -30,7 +31,7 @@ def require(module: str, extra: str) -> ModuleType:
         raise ImportError(f"{module} is not installed: {install_hint(extra)} ({error}).") from error
 
 
-def client_task_id(value: Any, name: str = "task_id") -> int:
+def client_task_id(value: Any, name: str = TASK_ID) -> int:
     """Return a task id a client sent, refusing what is not a plain int or is reserved.
 
     No coercion: ``5.9``, ``True`` and ``"7"`` are refused, not read as 5, 1

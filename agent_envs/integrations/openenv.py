@@ -83,7 +83,7 @@ def client_options(
         )
     low, high = client_budgets
     try:
-        options[BUDGET] = check_int(budget, "budget", low, high)
+        options[BUDGET] = check_int(budget, BUDGET, low, high)
     except (TypeError, ValueError) as error:
         raise ClientError(f"{error} (this server's --client-budgets)") from None
     return options
