@@ -209,12 +209,13 @@ def _char_pattern(char: str) -> str:
     ``repr`` escape (``\\x0a``); a URL escape (``%2F``, ``+`` for a space).
     """
     code = ord(char)
-    units = [code] if code < 0x10000 else [0xD800 + ((code - 0x10000) >> 10),
-                                           0xDC00 + ((code - 0x10000) & 0x3FF)]  # fmt: skip
+    # UTF-16 code units: one, or a surrogate pair outside the Basic Multilingual Plane.
+    wide = char.encode("utf-16-be", "surrogatepass")
+    units = [int.from_bytes(wide[i : i + 2], "big") for i in range(0, len(wide), 2)]
     options = [re.escape(char), "".join(rf"\\+u{_hex(unit, 4)}" for unit in units)]
     if char in _JSON_ESCAPES or char == "'":
         options.append(r"\\+" + re.escape(_JSON_ESCAPES.get(char, char)))
-    if code < 0x100:
+    if code < 256:
         options.append(rf"\\+x{_hex(code, 2)}")
     options.append("".join(f"%{_hex(byte, 2)}" for byte in char.encode()))
     if char == " ":
