@@ -37,12 +37,12 @@ RUN = {
         "model = MaskablePPO('MlpPolicy', env, n_steps=32, batch_size=16, n_epochs=1, seed=0)\n"
         "model.learn(32)\n",
     ),
-    ("docs/integrations.md", "torchrl_env(\"agent_envs/FrozenLake-v0\""): (
+    ("docs/integrations.md", 'torchrl_env("agent_envs/FrozenLake-v0"'): (
         "",
         "assert env.observation_spec['observations'].shape[-1] == 217\n"
         "assert rollout['action_mask'].shape[-1] == 4\n",
     ),
-    ("docs/integrations.md", "gym.make_vec(\"agent_envs/Sokoban-v0\""): (
+    ("docs/integrations.md", 'gym.make_vec("agent_envs/Sokoban-v0"'): (
         "",
         "observations, _ = envs.reset(seed=0)\n"
         "assert all(text.strip() for text in observations)\nenvs.close()\n",

@@ -388,11 +388,26 @@ def _text_charset(space: spaces.Space) -> str:
     return "".join(sorted(space.character_set))
 
 
-def _compact_default(env: gym.Env, mode: str, chosen: dict[str, Any], whole_text: bool) -> dict:
-    """Return the env's ``compact_view()`` settings where they are the default, else ``{}``."""
-    if mode != "chars" or chosen or whole_text or not isinstance(env.unwrapped, CompactView):
-        return {}
-    return dict(env.unwrapped.compact_view())
+def _view_settings(env: gym.Env, mode: str, given: dict, whole_text: bool, layout: str) -> dict:
+    """Return the view settings to encode with: the ones given, else the env's compact view.
+
+    The compact view is the default for ``mode="chars"`` on an env that
+    declares ``compact_view()``, when no view setting is given and
+    ``whole_text`` is off; the one-release note on that change is warned here.
+    """
+    chosen = {name: value for name, value in given.items() if value is not None}
+    compact: dict[str, Any] = {}
+    if mode == "chars" and not chosen and not whole_text and isinstance(env.unwrapped, CompactView):
+        compact = dict(env.unwrapped.compact_view())
+        if layout == "array":
+            warnings.warn(
+                f"EncodeObservation now encodes {type(env.unwrapped).__name__}'s compact_view() "
+                "by default (it encoded the whole text before); pass whole_text=True for the "
+                "former arrays.  This note is dropped in the next release.",
+                FutureWarning,
+                stacklevel=3,
+            )
+    return {**given, "keep": "tail", "view_only": False, **compact, **chosen}
 
 
 class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -462,17 +477,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         check_bool(whole_text, "whole_text")
         given = dict(max_length=max_length, keep=keep, view_only=view_only, charset=charset,
                      feedback_length=feedback_length)  # fmt: skip
-        chosen = {name: value for name, value in given.items() if value is not None}
-        compact = _compact_default(env, mode, chosen, whole_text)
-        if compact and layout == "array":
-            warnings.warn(
-                f"EncodeObservation now encodes {type(env.unwrapped).__name__}'s compact_view() "
-                "by default (it encoded the whole text before); pass whole_text=True for the "
-                "former arrays.  This note is dropped in the next release.",
-                FutureWarning,
-                stacklevel=2,
-            )
-        view = {**given, "keep": "tail", "view_only": False, **compact, **chosen}
+        view = _view_settings(env, mode, given, whole_text, layout)
         max_length, keep, view_only = view["max_length"], view["keep"], view["view_only"]
         charset, feedback_length = view["charset"], view["feedback_length"]
         if mode == "chars" and charset is None:

@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs import install_hint
+from agent_envs.registration import make_env
 from wrappers import BudgetMix, DiscreteActions, EncodeObservation, TurnBudget
 from wrappers.numpy_info import NumpyInfo
 
@@ -47,7 +48,7 @@ def budgeted_env(
     """
     if (budget is None) == (budgets is None):
         raise ValueError("Give exactly one of budget (a turn budget) and budgets (a BudgetMix).")
-    env = gym.make(env_id, **make_kwargs)
+    env = make_env(env_id, **make_kwargs)  # also module:EnvId and installed env packages
     if budgets is not None:
         return BudgetMix(env, list(budgets), weights=weights, visible=visible)
     return TurnBudget(env, budget, visible=visible)
