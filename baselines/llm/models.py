@@ -34,8 +34,11 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+from agent_envs.progress import format_seconds, notice
 
 __all__ = [
     "CACHE_ENV",
@@ -182,8 +185,13 @@ def convert_gguf(path: str | os.PathLike[str], cache: Path | None = None) -> Pat
     check_gguf(path)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    # The first load of a file is slow and would be silent: say what happens and how long.
+    notice("converting %s (GGUF) to a transformers folder, once: %s", path.name, folder)
+    started = time.perf_counter()
     try:
         _dequantise(path, staging)
+        took = format_seconds(time.perf_counter() - started)
+        notice("converted %s in %s; later loads reuse the folder", path.name, took)
         try:
             staging.rename(folder)
         except OSError:
