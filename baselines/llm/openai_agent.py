@@ -63,7 +63,7 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
-from agent_envs.protocol import EPISODE_SEED, AgentAction
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, AgentAction
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
 from baselines.llm.few_shot import PromptStyle
 from baselines.llm.prompting import (
@@ -76,8 +76,9 @@ from baselines.llm.prompting import (
     to_agent_action,
     turn_of,
 )
+from baselines.llm.tool_calls import action_from_message, action_tool
 from wrappers import seeding
-from wrappers.validators import check_int, check_number
+from wrappers.validators import check_bool, check_int, check_number
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "MAX_TIMEOUT", "ChatCompletionError", "OpenAIChatAgent"]
 
@@ -194,6 +195,13 @@ class OpenAIChatAgent:
         max_reply_bytes: the most bytes read from one reply (default
             :data:`DEFAULT_MAX_REPLY_BYTES`, 8 MiB); a longer reply raises
             :class:`ChatCompletionError`, which is that episode's error.
+        tool_calls: offer the env's action as the function ``act``
+            (:func:`baselines.llm.tool_calls.action_tool`: a JSON schema, with
+            an enum of the admissible actions where they are few) and read
+            the move from the reply's ``tool_calls``; a reply without a call
+            of ``act`` is an empty action, counted as unparsable.  The server
+            must support function calling (vLLM, SGLang, llama.cpp's server
+            with a function-calling chat format).
 
     Example::
 
@@ -224,8 +232,11 @@ class OpenAIChatAgent:
         seed: int = 0,
         extra_body: dict[str, Any] | None = None,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        tool_calls: bool = False,
     ) -> None:
         self.url = chat_completions_url(base_url)
+        check_bool(tool_calls, "tool_calls")
+        self.tool_calls = tool_calls
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty str, got {model!r}.")
         check_sampling(temperature, top_p, max_tokens, "max_tokens")
@@ -238,6 +249,8 @@ class OpenAIChatAgent:
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
         self.required_info = self.style.required_info  # the env's id, for few-shot examples
+        if tool_calls:  # the tool's enum lists them
+            self.required_info = (*self.required_info, ADMISSIBLE_ACTIONS)
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
         if api_key is not None and not isinstance(api_key, str):
@@ -309,7 +322,7 @@ class OpenAIChatAgent:
     # ---------------------------------------------------------------- acting
     def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
         """Return the action for one episode."""
-        return to_agent_action(self.complete(self.request_body(observation, info)))
+        return _action(self.complete(self.request_body(observation, info)))
 
     def act_batch(
         self, observations: list[str], infos: list[dict[str, Any]]
@@ -338,7 +351,7 @@ class OpenAIChatAgent:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return [
-            to_agent_action(future.result()) if future.exception() is None else future.exception()
+            _action(future.result()) if future.exception() is None else future.exception()
             for future in futures
         ]
 
@@ -349,6 +362,8 @@ class OpenAIChatAgent:
         )
         prompt_key = json.dumps(messages, sort_keys=True)
         stop = {"stop": ["\n"]} if self.style.reply_format == "action" else {}
+        if self.tool_calls:  # a call is JSON that a stop at a newline could cut
+            stop = {"tools": [action_tool(info)], "tool_choice": "auto"}
         return {
             "model": self.model,
             "messages": messages,
@@ -364,7 +379,7 @@ class OpenAIChatAgent:
         }
 
     # ---------------------------------------------------------------- HTTP
-    def complete(self, body: dict[str, Any]) -> str:
+    def complete(self, body: dict[str, Any]) -> str | AgentAction:
         """Send one request and return the reply's text.
 
         Transient failures are retried; a prompt the server finds too long is
@@ -535,10 +550,18 @@ class OpenAIChatAgent:
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             with self._usage_lock:
                 self.completion_tokens += usage["completion_tokens"]
+        if self.tool_calls:
+            action = action_from_message(message)
+            return AgentAction(scrub(action), raw=scrub(action.raw))
         content = message.get("content") if isinstance(message, dict) else None
         # A reply with only tool calls or a refusal has no content: an empty
         # action, which the env answers as invalid.
         return scrub(content) if isinstance(content, str) else ""
+
+
+def _action(reply: str | AgentAction) -> AgentAction:
+    """Return the action of a reply: a tool call's as it is, a text's as parsed."""
+    return reply if isinstance(reply, AgentAction) else to_agent_action(reply)
 
 
 class _ContextTooLong(Exception):
