@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import IO
@@ -67,7 +68,9 @@ class ProgressLines:
     ``interval`` defaults to :data:`INTERVAL`.
 
     ``initial`` episodes were done before (a resumed run): they count toward
-    ``done`` but not toward the rate.  ``clock`` and ``stream`` (default: the
+    ``done`` but not toward the rate.  With ``heartbeat`` a thread writes the
+    records on time even while no episode finishes, as when a batching policy
+    plays every episode in lockstep.  ``clock`` and ``stream`` (default: the
     ``sys.stderr`` of the moment) are for tests.  After at least one record,
     :meth:`close` writes a last one with the whole time taken.
     """
@@ -81,6 +84,7 @@ class ProgressLines:
         interval: float | None = None,
         stream: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        heartbeat: bool = False,
     ) -> None:
         self.total, self.done, self._initial = total, initial, initial
         self.description = description
@@ -88,18 +92,38 @@ class ProgressLines:
         self._stream = stream
         self._clock = clock
         self._start = self._last = clock()
-        self.records = 0
+        self.records = self._errors = 0
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._beat: threading.Thread | None = None
+        if heartbeat:  # batched episodes finish together: records must not wait for them
+            self._beat = threading.Thread(target=self._beating, daemon=True)
+            self._beat.start()
 
     def update(self, errors: int) -> None:
         """Count one finished episode; write a record if ``interval`` has passed."""
-        self.done += 1
+        with self._lock:
+            self.done += 1
+            self._errors = errors
+            self._maybe_write()
+
+    def _maybe_write(self) -> None:
         now = self._clock()
         if now - self._last >= self.interval:
             self._last = now
-            self._write(self._record(now, errors))
+            self._write(self._record(now, self._errors))
+
+    def _beating(self) -> None:
+        """Write a record every ``interval`` even while no episode finishes (``heartbeat``)."""
+        while not self._stopped.wait(self.interval):
+            with self._lock:
+                self._maybe_write()
 
     def close(self) -> None:
-        """Write the closing record (only if a progress record was written)."""
+        """Stop the heartbeat; write the closing record (only if a record was written)."""
+        self._stopped.set()
+        if self._beat is not None:
+            self._beat.join()
         if self.records:
             took = format_seconds(self._clock() - self._start)
             self._write(f"progress {self.description}: {self.done}/{self.total} episodes in {took}")
@@ -112,6 +136,8 @@ class ProgressLines:
         text += f", {60 * rate:.1f} episodes/min"
         if rate > 0:
             text += f", about {format_seconds((self.total - self.done) / rate)} left"
+        else:  # nothing finished yet (episodes played in lockstep finish together)
+            text += f", running for {format_seconds(elapsed)}"
         return text + (f", {errors} errors" if errors else "")
 
     def _write(self, text: str) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import re
+import threading
 
 import pytest
 
 from agent_envs import progress
 from agent_envs.cli import main
-from agent_envs.evaluation import evaluate
+from agent_envs.evaluation import evaluate, session
 from agent_envs.progress import ProgressLines
 from baselines import OracleAgent
 
@@ -59,8 +60,16 @@ def test_a_run_shorter_than_the_interval_prints_nothing():
     assert out.getvalue() == ""
 
 
+def every_episode(monkeypatch):
+    """A record after every episode, from the episodes alone (no heartbeat thread)."""
+    monkeypatch.setattr(progress, "INTERVAL", 0.0)
+    monkeypatch.setattr(
+        session, "ProgressLines", lambda *a, **k: ProgressLines(*a, **{**k, "heartbeat": False})
+    )
+
+
 def test_the_evaluator_writes_records_when_stderr_is_no_terminal(monkeypatch, capsys):
-    monkeypatch.setattr(progress, "INTERVAL", 0.0)  # a record after every episode
+    every_episode(monkeypatch)
     evaluate(OracleAgent(), "agent_envs/GuessNumber-v0", ks=[1], budgets=[8], tasks=3, samples=1,
              diagnostics=False, progress=True)  # fmt: skip
     records = capsys.readouterr().err.splitlines()
@@ -74,9 +83,25 @@ def test_the_evaluator_writes_records_when_stderr_is_no_terminal(monkeypatch, ca
 @pytest.mark.parametrize(("flag", "shown"), [((), True), (("--no-progress",), False)])
 def test_the_cli_reports_progress_by_default_when_stderr_is_a_file(monkeypatch, capsys, flag,
                                                                    shown):  # fmt: skip
-    monkeypatch.setattr(progress, "INTERVAL", 0.0)
+    every_episode(monkeypatch)
     grid = ["--k", "1", "--t", "8", "--tasks", "2", "--samples", "1", "--no-diagnostics"]
     status = main(["eval", "agent_envs/GuessNumber-v0", "--agent", "oracle", *grid, *flag])
     assert status == 0
     err = capsys.readouterr().err
     assert ("progress GuessNumber-v0: 2/2 episodes (100%)" in err) is shown, err
+
+
+def test_the_heartbeat_writes_while_no_episode_finishes():
+    """Episodes played in lockstep finish together: records must come anyway."""
+    out = io.StringIO()
+    lines = ProgressLines(20, 0, "Batch", interval=0.01, stream=out, heartbeat=True)
+    try:
+        for _ in range(1000):  # wait until the thread has written (liveness, not speed)
+            if out.getvalue():
+                break
+            threading.Event().wait(0.01)
+    finally:
+        lines.close()
+    first = out.getvalue().splitlines()[0]
+    pattern = r"progress Batch: 0/20 episodes \(0%\), 0\.0 episodes/min, running for \d+s"
+    assert re.fullmatch(pattern, first), first

@@ -35,10 +35,11 @@ class Progress:
 
     def __init__(self, enabled: bool, total: int, initial: int, description: str) -> None:
         self._bar: Any = None
+        self._lines = enabled and wants_lines()
         if not enabled:
             return
-        if wants_lines():
-            self._bar = ProgressLines(total, initial, description)
+        if self._lines:
+            self._bar = ProgressLines(total, initial, description, heartbeat=True)
             return
         try:
             from tqdm.auto import tqdm
@@ -48,7 +49,7 @@ class Progress:
 
     def update(self, errors: int) -> None:
         """Count one finished episode; show the error count once there are errors."""
-        if isinstance(self._bar, ProgressLines):
+        if self._lines:
             self._bar.update(errors)
         elif self._bar is not None:
             self._bar.update(1)
