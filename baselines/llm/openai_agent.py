@@ -235,8 +235,7 @@ class OpenAIChatAgent:
         tool_calls: bool = False,
     ) -> None:
         self.url = chat_completions_url(base_url)
-        check_bool(tool_calls, "tool_calls")
-        self.tool_calls = tool_calls
+        self.tool_calls = check_bool(tool_calls, "tool_calls")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty str, got {model!r}.")
         check_sampling(temperature, top_p, max_tokens, "max_tokens")
@@ -248,9 +247,8 @@ class OpenAIChatAgent:
         check_int(max_reply_bytes, "max_reply_bytes", 1)
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.required_info = self.style.required_info  # the env's id, for few-shot examples
-        if tool_calls:  # the tool's enum lists them
-            self.required_info = (*self.required_info, ADMISSIBLE_ACTIONS)
+        # The env's id, for few-shot examples; the admissible actions, for the tool's enum.
+        self.required_info = (*self.style.required_info, *[ADMISSIBLE_ACTIONS] * tool_calls)
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
         if api_key is not None and not isinstance(api_key, str):
@@ -261,11 +259,8 @@ class OpenAIChatAgent:
         self.max_tokens = max_tokens
         self.timeout = float(timeout)
         self.max_retries = max_retries
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
-        self.concurrency = concurrency
-        self.max_reply_bytes = max_reply_bytes
-        self.seed = seed
+        self.backoff, self.max_backoff = float(backoff), float(max_backoff)
+        self.concurrency, self.max_reply_bytes, self.seed = concurrency, max_reply_bytes, seed
         self.extra_body = dict(extra_body or {})
         # Checked now so that a bad extra_body fails here, not on the first turn.
         json.dumps(self.extra_body)
