@@ -57,8 +57,10 @@ RUN = {
 ELSEWHERE = {
     ("docs/integrations.md", "ppo_config(\"agent_envs/FrozenLake-v0\""):
         "starts Ray: tests/test_integrations_rl.py trains through ppo_config",
-    ("docs/integrations.md", "trainer = GRPOTrainer("):
+    ("docs/integrations.md", "args=GRPOConfig(num_generations=4, max_tool_calling"):
         "a fragment (model, tokenizer, ...): tests/test_integrations_trl.py runs the recipe",
+    ("docs/integrations.md", "warm_start_tool_calls(model, tokenizer, ENV_ID"):
+        "needs a model: tests/test_integrations_trl.py runs this recipe on the tiny model",
     ("docs/integrations.md", "with GenericEnvClient(base_url="):
         "needs a server: tests/test_integrations_openenv.py plays it with this client",
     ("docs/integrations.md", "class RemoteEpisode:"):
