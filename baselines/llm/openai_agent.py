@@ -249,12 +249,12 @@ class OpenAIChatAgent:
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
         # The env's id, for few-shot examples; the admissible actions, for the tool's enum.
         self.required_info = (*self.style.required_info, *[ADMISSIBLE_ACTIONS] * tool_calls)
+        self.write_reply = self.style.write_reply
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError("api_key must be a str or None.")
-        self.model = model
-        self.system_prompt = self.style.system_prompt
+        self.model, self.system_prompt = model, self.style.system_prompt
         self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_tokens = max_tokens
         self.timeout = float(timeout)
