@@ -56,7 +56,8 @@ RUN = {
 #: Blocks run by another test, or that cannot run here, with where or why.
 ELSEWHERE = {
     ("docs/integrations.md", "ppo_config(\"agent_envs/FrozenLake-v0\""):
-        "starts Ray: tests/test_integrations_rl.py trains through ppo_config",
+        "starts Ray for a minute: benchmarks/rllib_iteration.py runs this config; "
+        "tests/test_integrations_rl.py trains through ppo_config",
     ("docs/integrations.md", "args=GRPOConfig(num_generations=4, max_tool_calling"):
         "a fragment (model, tokenizer, ...): tests/test_integrations_trl.py runs the recipe",
     ("docs/integrations.md", "warm_start_tool_calls(model, tokenizer, ENV_ID"):
