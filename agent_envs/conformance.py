@@ -39,7 +39,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs.core import TextEnv
-from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+from agent_envs.protocol import BUDGET, DEAD_END, SUCCESS, TASK_ID, TURNS_LEFT, VALID_ACTION
 from agent_envs.registration import resolve_env_id
 from wrappers import BudgetMix, TurnBudget
 
@@ -105,13 +105,13 @@ def action_stream(
 
 def _rollout(env: Any, seed: int, task_id: int, actions: list[str]) -> list[tuple]:
     """Reset then play ``actions`` (resetting to the next task on termination)."""
-    records = [env.reset(seed=seed, options={"task_id": task_id})]
+    records = [env.reset(seed=seed, options={TASK_ID: task_id})]
     for action in actions:
         result = env.step(action)
         records.append(result)
         if result[2] or result[3]:
             task_id += 1
-            records.append(env.reset(seed=seed, options={"task_id": task_id}))
+            records.append(env.reset(seed=seed, options={TASK_ID: task_id}))
     return records
 
 
@@ -137,7 +137,7 @@ def check_spaces(env_id: str) -> None:
 def check_render(env_id: str) -> None:
     """``render_mode="ansi"`` renders the current state as text in the observation space."""
     env = gym.make(resolve_env_id(env_id), render_mode="ansi")
-    env.reset(seed=0, options={"task_id": 1})
+    env.reset(seed=0, options={TASK_ID: 1})
     frame = env.render()
     assert isinstance(frame, str) and frame, f"{env_id}: ansi render gave {frame!r:.60}"
     assert env.unwrapped.observation_space.contains(frame), f"{env_id}: frame outside the space"
@@ -147,12 +147,12 @@ def check_determinism(env_id: str) -> None:
     """The same (seed, task_id, actions) give the same results, byte for byte, with the keys."""
     actions: list[str] = []
     probe = make_unwrapped(env_id)
-    probe.reset(seed=3, options={"task_id": 11})
+    probe.reset(seed=3, options={TASK_ID: 11})
     for action in action_stream(probe, np.random.default_rng(0), 120):
         actions.append(action)
         *_, terminated, truncated, _ = probe.step(action)
         if terminated or truncated:
-            probe.reset(seed=3, options={"task_id": 12})
+            probe.reset(seed=3, options={TASK_ID: 12})
     first, second = make_unwrapped(env_id), make_unwrapped(env_id)
     a = _rollout(first, 3, 11, actions)
     assert a == _rollout(second, 3, 11, actions), f"{env_id}: two replays differ"
@@ -166,23 +166,23 @@ def check_determinism(env_id: str) -> None:
 def check_pickling(env_id: str) -> None:
     """A pickled env mid-episode continues exactly as the original."""
     env = make_unwrapped(env_id)
-    env.reset(seed=5, options={"task_id": 4})
+    env.reset(seed=5, options={TASK_ID: 4})
     for action in action_stream(env, np.random.default_rng(1), 7, junk_every=3):
         if env.step(action)[2]:
-            env.reset(seed=5, options={"task_id": 5})
+            env.reset(seed=5, options={TASK_ID: 5})
     clone = pickle.loads(pickle.dumps(env))
     for action in action_stream(env, np.random.default_rng(2), 30, junk_every=3):
         a, b = env.step(action), clone.step(action)
         assert a == b, f"{env_id}: the pickled copy differs after {action!r}"
         if a[2]:
-            again = env.reset(seed=6, options={"task_id": 9})
-            assert again == clone.reset(seed=6, options={"task_id": 9}), env_id
+            again = env.reset(seed=6, options={TASK_ID: 9})
+            assert again == clone.reset(seed=6, options={TASK_ID: 9}), env_id
 
 
 def check_any_string(env_id: str, texts: Sequence[str] = ()) -> None:
     """Any string is an action: no exception, no truncation, over-long text is invalid."""
     env = make_unwrapped(env_id)
-    env.reset(seed=0, options={"task_id": 2})
+    env.reset(seed=0, options={TASK_ID: 2})
     longest = "up" * (env.action_space.max_length // 2 + 1)
     for text in (*JUNK_ACTIONS, "\x1b[31m\r", "Action: ✓ 日本語 🚀", longest, *texts):
         observation, reward, _, truncated, info = env.step(text)
@@ -196,7 +196,7 @@ def check_any_string(env_id: str, texts: Sequence[str] = ()) -> None:
 def check_non_str_action(env_id: str) -> None:
     """A non-``str`` action raises ``TypeError`` naming ``str``: a programming error."""
     env = make_unwrapped(env_id)
-    env.reset(seed=0, options={"task_id": 0})
+    env.reset(seed=0, options={TASK_ID: 0})
     for bad in (3, None, b"up", ["up"], 1.5):
         try:
             env.step(bad)
@@ -209,7 +209,7 @@ def check_non_str_action(env_id: str) -> None:
 def check_invalid_action(env_id: str) -> None:
     """An invalid action leaves the state as it was, with reward 0 and no termination."""
     env = make_unwrapped(env_id)
-    env.reset(seed=0, options={"task_id": 6})
+    env.reset(seed=0, options={TASK_ID: 6})
     before = (env._view(), env.oracle_turns(), env.admissible_actions())
     _, reward, terminated, _, info = env.step("zzz not an action zzz")
     assert info[VALID_ACTION] is False, f"{env_id}: nonsense was a valid action"
@@ -223,16 +223,16 @@ def check_bad_task_ids(env_id: str) -> None:
     env = make_unwrapped(env_id)
     for bad in (-1, 2**31, "3", 2.0, True):
         try:
-            env.reset(seed=0, options={"task_id": bad})
+            env.reset(seed=0, options={TASK_ID: bad})
         except (TypeError, ValueError) as error:
-            assert "task_id" in str(error), f"{env_id}: the error does not name task_id: {error}"
+            assert TASK_ID in str(error), f"{env_id}: the error does not name task_id: {error}"
         else:
             raise AssertionError(f"{env_id}: task_id={bad!r} was accepted")
 
 
 def _fingerprint(env: Any, task_id: int) -> tuple:
     """What identifies a task: its reset view and the oracle's path through it."""
-    observation, _ = env.reset(seed=0, options={"task_id": task_id})
+    observation, _ = env.reset(seed=0, options={TASK_ID: task_id})
     trail = [observation, env.oracle_turns()]
     for _ in range(4):
         oracle = env.oracle_actions()
@@ -249,9 +249,9 @@ def check_task_ids(env_id: str) -> None:
     """The task id fixes the instance whatever the seed; ids vary; no id draws from the seed."""
     env = make_unwrapped(env_id)
     for task_id in (0, 17):
-        first, _ = env.reset(seed=1, options={"task_id": task_id})
+        first, _ = env.reset(seed=1, options={TASK_ID: task_id})
         turns = env.oracle_turns()
-        second, _ = env.reset(seed=999, options={"task_id": task_id})
+        second, _ = env.reset(seed=999, options={TASK_ID: task_id})
         assert first == second and turns == env.oracle_turns(), f"{env_id}: the seed changed it"
     prints = {_fingerprint(env, task_id) for task_id in range(12)}
     assert len(prints) >= 6, f"{env_id}: 12 task ids gave only {len(prints)} instances"
@@ -267,7 +267,7 @@ def check_oracle(env_id: str, tasks: int = 50) -> None:
     if env.stochastic:
         return  # a path is replayed exactly only where moves are deterministic
     for task_id in range(tasks):
-        _, info = env.reset(seed=task_id, options={"task_id": task_id})
+        _, info = env.reset(seed=task_id, options={TASK_ID: task_id})
         expected = env.oracle_turns()
         assert isinstance(expected, int) and expected >= 1, (env_id, task_id, expected)
         for turn in range(1, expected + 1):
@@ -288,7 +288,7 @@ def check_reward(env_id: str) -> None:
     env = make_unwrapped(env_id)
     rng = np.random.default_rng(7)
     for task_id in range(5):
-        env.reset(seed=task_id, options={"task_id": task_id})
+        env.reset(seed=task_id, options={TASK_ID: task_id})
         for action in action_stream(env, rng, 60):
             _, reward, terminated, truncated, info = env.step(action)
             assert reward == (1.0 if info[SUCCESS] else 0.0), (env_id, task_id, action)
@@ -312,7 +312,7 @@ def check_docstring(env_id: str) -> None:
     cls = type(env)
     missing = [section for section in _DOC_SECTIONS if section not in (cls.__doc__ or "")]
     assert not missing, f"{cls.__name__} docstring lacks {missing}"
-    emitted = set(env.reset(seed=0, options={"task_id": 0})[1])
+    emitted = set(env.reset(seed=0, options={TASK_ID: 0})[1])
     for action in action_stream(env, np.random.default_rng(0), 20):
         emitted |= set(env.step(action)[-1])
     documented = _documented_info_keys(cls)
@@ -337,7 +337,7 @@ def check_parse_memo(env_id: str) -> None:
     memo, fresh = make_unwrapped(env_id), make_unwrapped(env_id)
     rng = np.random.default_rng(3)
     for task_id in (0, 1):
-        results = [env.reset(seed=task_id, options={"task_id": task_id}) for env in (memo, fresh)]
+        results = [env.reset(seed=task_id, options={TASK_ID: task_id}) for env in (memo, fresh)]
         assert results[0] == results[1], env_id
         seen: list[str] = []
         for action in action_stream(memo, rng, 30):
@@ -357,14 +357,14 @@ def check_budgets(env_id: str) -> None:
     make_id = resolve_env_id(env_id)
     for budget in (1, 3):
         env = TurnBudget(gym.make(make_id), budget)
-        env.reset(seed=0, options={"task_id": 0})
+        env.reset(seed=0, options={TASK_ID: 0})
         for turn in range(1, budget + 1):
             *_, terminated, truncated, info = env.step("zzz not an action zzz")
             assert not terminated, f"{env_id}: an invalid action ended the episode"
             assert truncated is (turn == budget), f"{env_id}: T={budget} truncated at {turn}"
-            assert info["turns_left"] == budget - turn, (env_id, budget, turn)
+            assert info[TURNS_LEFT] == budget - turn, (env_id, budget, turn)
     mix = BudgetMix(gym.make(make_id), [2, 4])
-    drawn = {mix.reset(seed=seed, options={"task_id": 0})[1]["budget"] for seed in range(12)}
+    drawn = {mix.reset(seed=seed, options={TASK_ID: 0})[1][BUDGET] for seed in range(12)}
     assert drawn == {2, 4}, f"{env_id}: BudgetMix drew {drawn}"
 
 
