@@ -94,6 +94,14 @@ class LLMPolicy:
         # Outside the evaluator, which gives every attempt its episode seed.
         self._episode_rng = np.random.default_rng(seed)
 
+    def write_reply(self, action: str) -> str:
+        """Return ``action`` written as this policy's reply, as its few-shot examples show it.
+
+        The :class:`agent_envs.protocol.ReplyWriter` hook: step quality shows
+        the policy a reference trajectory in its own format.
+        """
+        return self.style.write_reply(action)
+
     def reply_seed(self, episode_seed: int | None, turn: int, prompt: Sequence[int] | str) -> int:
         """Return the sampling seed of the reply at ``turn`` of an episode to ``prompt``.
 
