@@ -193,6 +193,7 @@ class HFAgent:
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
         self.required_info = self.style.required_info  # the env's id, for few-shot examples
+        self.check_tasks = self.style.check_tasks  # refuses an example's instance
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
         self.system_prompt = self.style.system_prompt

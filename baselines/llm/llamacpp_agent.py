@@ -154,6 +154,7 @@ class LlamaCppAgent:
             check_int(threads, "threads", 1)
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
         self.required_info = self.style.required_info
+        self.check_tasks = self.style.check_tasks  # refuses an example's instance
         self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_new_tokens, self.seed = max_new_tokens, seed
         path = gguf_file(model)

@@ -65,7 +65,7 @@ from agent_envs.protocol import (
 )
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
-from baselines.llm.few_shot import PromptStyle, check_not_example
+from baselines.llm.few_shot import PromptStyle
 from baselines.llm.generation import (
     Generate,
     Generation,
@@ -333,8 +333,7 @@ class EpisodeRollout:
         keep_prompts: bool = False,
     ) -> list[Episode]:
         """Play one episode per entry of ``task_ids`` (a group per run of equal ids)."""
-        if self.style.few_shot:
-            check_not_example(task_ids)
+        self.style.check_tasks(self.env_id, task_ids)  # no example's instance, no example id
         episodes = []
         group_budget = None
         for index, task_id in enumerate(task_ids):
