@@ -193,7 +193,6 @@ class HFAgent:
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
         self.required_info = self.style.required_info  # the env's id, for few-shot examples
-        self.check_tasks = self.style.check_tasks  # refuses an example's instance
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
         self.system_prompt = self.style.system_prompt
@@ -239,6 +238,10 @@ class HFAgent:
             return None  # a model in memory: its files, if any, may differ from it
         folder = resolve_model(self.name)  # the folder it was loaded from (cached)
         return folder_fingerprint(folder) if os.path.isdir(folder) else None
+
+    def check_tasks(self, env: Any, task_ids: Any) -> None:
+        """Refuse, before a run, tasks that are a few-shot example's instance (``ValueError``)."""
+        self.style.check_tasks(env, task_ids)
 
     def __repr__(self) -> str:
         return (

@@ -154,7 +154,6 @@ class LlamaCppAgent:
             check_int(threads, "threads", 1)
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
         self.required_info = self.style.required_info
-        self.check_tasks = self.style.check_tasks  # refuses an example's instance
         self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_new_tokens, self.seed = max_new_tokens, seed
         path = gguf_file(model)
@@ -180,6 +179,10 @@ class LlamaCppAgent:
         self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
+
+    def check_tasks(self, env: Any, task_ids: Any) -> None:
+        """Refuse, before a run, tasks that are a few-shot example's instance (``ValueError``)."""
+        self.style.check_tasks(env, task_ids)
 
     def __repr__(self) -> str:
         return (

@@ -238,7 +238,6 @@ class OpenAIChatAgent:
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
         self.required_info = self.style.required_info  # the env's id, for few-shot examples
-        self.check_tasks = self.style.check_tasks  # refuses an example's instance
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
         if api_key is not None and not isinstance(api_key, str):
@@ -284,6 +283,10 @@ class OpenAIChatAgent:
             cut = list(self._in_flight)
         for expire in cut:
             expire()
+
+    def check_tasks(self, env: Any, task_ids: Any) -> None:
+        """Refuse, before a run, tasks that are a few-shot example's instance (``ValueError``)."""
+        self.style.check_tasks(env, task_ids)
 
     def __repr__(self) -> str:
         return (
