@@ -57,7 +57,7 @@ _MOVE_MEMO_SIZE = 4096
 
 TaskT = TypeVar("TaskT")
 #: Public attributes that do not shape the task (see ``TextEnv.instance_key``).
-_NOT_SHAPING = frozenset({"task_id", "render_mode", "stochastic"})
+_NOT_SHAPING = frozenset({TASK_ID, "render_mode", "stochastic"})
 _UNPARSED = object()  # a memo miss; None is a remembered unparsable action
 
 
