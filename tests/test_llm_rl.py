@@ -541,7 +541,7 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["agent_envs/Nope-v0"], "unknown env id"),
+        (["agent_envs/Nope-v0"], "Unknown env id"),
         ([GUESS, "--group-size", "1"], "argument --group-size: the value must be an int >= 2"),
         ([GUESS, "--context", "0"], "argument --context: the value must be an int >= 1"),
         ([GUESS, "--budget-mix", "4,x"], "argument --budget-mix: the list takes"),

@@ -830,12 +830,14 @@ def _eval_settings(args: argparse.Namespace, flags: EvalArguments, config: LLMTr
 
 
 def _main(argv: list[str]) -> int:
-    import agent_envs
+    from agent_envs.registration import resolve_env_id
 
     parser, flags, budget = build_parser()
     args = parser.parse_args(argv)
-    if args.env_id not in agent_envs.env_ids():
-        raise UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+    try:  # a registered id, module:EnvId, or an id an installed env package registers
+        args.env_id = resolve_env_id(args.env_id)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     config = config_from_args(args, budget)
     settings = _eval_settings(args, flags, config)
     if config.few_shot:  # refused now, in one line, rather than at the first step
