@@ -246,7 +246,7 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["agent_envs/Nope-v0"], "unknown env id"),
+        (["agent_envs/Nope-v0"], "Unknown env id"),
         (["agent_envs/FrozenLake-v0", "--budget", "0"], "must be an int >= 1"),
         (["agent_envs/FrozenLake-v0", "--budget", "5", "--budget-mix", "5,10"], "not allowed"),
         (["agent_envs/FrozenLake-v0", "--weights", "1,2"], "--weights goes with --budget-mix"),

@@ -13,6 +13,7 @@ import numpy as np
 from agent_envs import install_hint
 from agent_envs.core import FIRST_EXAMPLE_ID
 from agent_envs.protocol import TASK_ID
+from agent_envs.registration import make_env
 from wrappers import BudgetMix, DiscreteActions, EncodeObservation, TurnBudget
 from wrappers.numpy_info import NumpyInfo
 
@@ -79,7 +80,7 @@ def budgeted_env(
     """
     if (budget is None) == (budgets is None):
         raise ValueError("Give exactly one of budget (a turn budget) and budgets (a BudgetMix).")
-    env = gym.make(env_id, **make_kwargs)
+    env = make_env(env_id, **make_kwargs)  # also module:EnvId and installed env packages
     if budgets is not None:
         return BudgetMix(env, list(budgets), weights=weights, visible=visible)
     return TurnBudget(env, budget, visible=visible)

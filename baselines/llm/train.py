@@ -57,8 +57,9 @@ from agent_envs.evaluation.settings import check_tasks
 from agent_envs.files import add_run_folder_flags, atomic_write_text, path_error
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
-from baselines.llm.few_shot import EXAMPLE_POOL, PromptStyle
+from baselines.llm.few_shot import EXAMPLE_POOL, check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
+from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
 from wrappers.validators import check_int, check_number, check_probability
 
@@ -166,7 +167,10 @@ class LLMTrainConfig:
             check_number(getattr(self, name), name, 0.0)
         check_number(self.collapse_invalid, "collapse_invalid", 0.0, 1.0, open_low=True)
         check_probability(self.warm_start_epsilon, "warm_start_epsilon")
-        PromptStyle(self.few_shot, self.reply_format, self.system_prompt)  # checks all three
+        # The prompt settings, checked by the owner that will use them.
+        LLMPolicy(
+            few_shot=self.few_shot, reply_format=self.reply_format, system_prompt=self.system_prompt
+        )
         if not self.tasks:
             raise ValueError("tasks must not be empty.")
         if self.micro_batch is not None and (
@@ -826,14 +830,19 @@ def _eval_settings(args: argparse.Namespace, flags: EvalArguments, config: LLMTr
 
 
 def _main(argv: list[str]) -> int:
-    import agent_envs
+    from agent_envs.registration import resolve_env_id
 
     parser, flags, budget = build_parser()
     args = parser.parse_args(argv)
-    if args.env_id not in agent_envs.env_ids():
-        raise UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+    try:  # a registered id, module:EnvId, or an id an installed env package registers
+        args.env_id = resolve_env_id(args.env_id)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     config = config_from_args(args, budget)
     settings = _eval_settings(args, flags, config)
+    if config.few_shot:  # refused now, in one line, rather than at the first step
+        eval_ids = settings.tasks if settings is not None else ()
+        check_not_example_instance(config.env_id, config.few_shot, (*config.tasks, *eval_ids))
     out, trained = _run_folder(args, config)
     import torch
 

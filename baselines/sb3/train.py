@@ -602,10 +602,12 @@ def _saved_model(config: TrainConfig, out: Path) -> Path | None:
 def _main(argv: list[str]) -> int:
     parser, flags, budget = build_parser()
     args = parser.parse_args(argv)
-    import agent_envs
+    from agent_envs.registration import resolve_env_id
 
-    if args.env_id not in agent_envs.env_ids():
-        raise UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+    try:  # a registered id, module:EnvId, or an id an installed env package registers
+        args.env_id = resolve_env_id(args.env_id)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     configs = [config_from_args(args, seed, budget) for seed in args.seed]
     folder, outs = _run_folder(args, configs)
     # Build one env up front, so that a bad encoding or vocabulary fails in one line, not
