@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import pathlib
 import re
@@ -24,16 +24,18 @@ ENV_ID = "guide/DialLock-v0"
 
 @pytest.fixture(scope="module")
 def registered(tmp_path_factory):
-    path = tmp_path_factory.mktemp("guide") / "dial_lock.py"
-    path.write_text(MODULE)
-    spec = importlib.util.spec_from_file_location("guide_dial_lock", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # pickling the env needs its module importable
-    spec.loader.exec_module(module)
+    folder = tmp_path_factory.mktemp("guide")
+    (folder / "guide_dial_lock.py").write_text(MODULE)
+    # Imported by name, as a user's own module is: pickling the env needs that.
+    sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module("guide_dial_lock")
+    finally:
+        sys.path.remove(str(folder))
     gym.register(ENV_ID, entry_point=module.DialLockEnv, max_episode_steps=None)
     yield module
     gym.registry.pop(ENV_ID)
-    sys.modules.pop(spec.name)
+    sys.modules.pop("guide_dial_lock")
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.__name__)

@@ -259,6 +259,8 @@ class RunSetup:
         stack, probe = open_stack(make_env, adapter, max_budget, settings.visible_budget, _GRID)
         name = name or _env_name(probe.unwrapped)
         has_oracle = _probe(probe, settings.tasks[0], max_budget, name)
+        if adapter.check_tasks is not None:
+            adapter.check_tasks(probe, settings.tasks)  # e.g. a few-shot example's instance
         _warn_if_tasks_repeat(probe.unwrapped, len(settings.tasks), name)
         if settings.diagnostics and not has_oracle:
             logger.info("%s has no oracle: diagnostics cover invalid actions and dead ends.", name)

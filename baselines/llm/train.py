@@ -57,7 +57,7 @@ from agent_envs.evaluation.settings import check_tasks
 from agent_envs.files import add_run_folder_flags, atomic_write_text, path_error
 from agent_envs.protocol import BUDGET, SUCCESS
 from baselines.llm.budget_spec import BudgetSpec
-from baselines.llm.few_shot import EXAMPLE_POOL
+from baselines.llm.few_shot import EXAMPLE_POOL, check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
@@ -840,6 +840,9 @@ def _main(argv: list[str]) -> int:
         raise UsageError(str(error)) from None
     config = config_from_args(args, budget)
     settings = _eval_settings(args, flags, config)
+    if config.few_shot:  # refused now, in one line, rather than at the first step
+        eval_ids = settings.tasks if settings is not None else ()
+        check_not_example_instance(config.env_id, config.few_shot, (*config.tasks, *eval_ids))
     out, trained = _run_folder(args, config)
     import torch
 
