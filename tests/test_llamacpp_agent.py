@@ -122,6 +122,12 @@ def test_each_episode_keeps_its_cache_between_turns(tiny_gguf, llama_cpp):
         return prompts, agent.tokens_read - before
 
     first, _ = turn([])
+    for prompt, seed in zip(first, (5, 6), strict=True):
+        # What is kept is what the cache holds: the prompt and the reply
+        # (but its last token), never the rest of llama.cpp's token buffer.
+        kept, _ = agent._states._states[seed]
+        assert kept[: len(prompt)] == tuple(prompt)
+        assert len(kept) < len(prompt) + agent.max_new_tokens
     second, read = turn(["50"])
     for old, new in zip(first, second, strict=True):
         assert new[: len(old)] == old  # each prompt continues the episode's previous one

@@ -229,7 +229,7 @@ class LlamaCppAgent(LLMPolicy):
         if key is not None:
             self._states.restore(key, prompt)
         # llama.cpp keeps what its context holds of the prompt (all but the last token).
-        self.tokens_read += len(prompt) - _common_length(self.llm.input_ids, prompt[:-1])
+        self.tokens_read += len(prompt) - _common_length(_held(self.llm), prompt[:-1])
         self.llm.set_seed(seed)
         tokens: list[int] = []
         sampling = {"top_k": 0, "min_p": 0.0, "top_p": self.top_p, "repeat_penalty": 1.0}
@@ -271,7 +271,7 @@ class _EpisodeStates:
         size = llama_cpp.llama_state_seq_get_size(ctx, 0)
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
-        tokens = tuple(int(token) for token in self.llm.input_ids)
+        tokens = tuple(int(token) for token in _held(self.llm))
         self._states[key] = (tokens, bytes(buffer)[:written])
 
     def restore(self, key: Any, prompt: list[int]) -> None:
@@ -280,7 +280,9 @@ class _EpisodeStates:
         if entry is None:
             return
         tokens, data = entry
-        if _common_length(tokens, prompt) <= _common_length(self.llm.input_ids, prompt):
+        # At least the prompt's last token is read, for its logits.
+        shared = _common_length(tokens, prompt[:-1])
+        if shared <= _common_length(_held(self.llm), prompt[:-1]):
             return
         import llama_cpp
 
@@ -288,8 +290,22 @@ class _EpisodeStates:
         if llama_cpp.llama_state_seq_set_data(self.llm._ctx.ctx, buffer, len(data), 0) == 0:
             self.llm.reset()  # not restored: llama.cpp reads the prompt whole
             return
-        self.llm.n_tokens = len(tokens)
-        self.llm.input_ids[:] = tokens
+        # Declare held only the cells the prompt shares; llama.cpp drops the
+        # rest (positions from ``n_tokens`` on) before it reads the remainder.
+        self.llm.n_tokens = shared
+        self.llm.input_ids[:shared] = tokens[:shared]
+
+
+def _held(llm: Any) -> Any:
+    """Return the tokens whose keys and values llama.cpp's context holds.
+
+    ``Llama.input_ids`` is a buffer of the context's length; only its first
+    ``n_tokens`` entries are in the cache.  The rest are left over from
+    longer prompts and must never be matched against a new one: a match there
+    makes llama.cpp continue from positions its cache does not have
+    (``llama_decode returned -1``).
+    """
+    return llm.input_ids[: llm.n_tokens]
 
 
 def _common_length(a: Any, b: Any) -> int:
