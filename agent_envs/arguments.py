@@ -297,6 +297,7 @@ def add_eval_arguments(
 class BudgetArguments:
     """The training budget flags: a fixed ``--budget`` T or a ``--budget-mix``.
 
+    :meth:`regime` returns them as one :class:`~agent_envs.env_stack.BudgetRegime`;
     :meth:`budgets` returns ``(budgets, weights)``: one budget (the fixed T, or
     the default) and no weights, or the mix and its weights.
     """
@@ -321,6 +322,22 @@ class BudgetArguments:
                 f"{len(args.budget_mix)}."
             )
         return tuple(args.budget_mix), args.weights
+
+    def regime(self, args: argparse.Namespace) -> Any:
+        """Return the flags' :class:`~agent_envs.env_stack.BudgetRegime` (``None``: no budget).
+
+        The one place the budget flags become a regime: ``--budget T`` (or the
+        default) is a fixed T, ``--budget-mix`` a mix with ``--weights``, and
+        ``--visible-budget`` shows the turns left.
+        """
+        from agent_envs.env_stack import BudgetRegime
+
+        budgets, weights = self.budgets(args)
+        if budgets is None:
+            return None
+        if args.budget_mix is None:
+            return BudgetRegime.fixed(budgets[0], args.visible_budget)
+        return BudgetRegime.mixed(budgets, weights, args.visible_budget)
 
 
 def add_budget_arguments(

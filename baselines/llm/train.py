@@ -577,24 +577,24 @@ def evaluate_model(
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
-    The env stack is training's (:func:`wrappers.chat_history.chat_stack` with
-    ``record="raw"``) and the agent an ``HFAgent`` with the training settings,
-    so every prompt is built as in training.  ``step_quality`` also judges the
+    The env stack is training's (:data:`baselines.llm.rollout.TRAINING_STACK`:
+    ``ChatHistory(record="raw")`` outside the budget) and the agent an
+    ``HFAgent`` with the training settings, so every prompt is built as in
+    training.  ``step_quality`` also judges the
     model on that many shared reference states per task, drawn with
     ``step_quality_seed`` (the study's, never the training seed, so every seed
     meets the same states).  Returns the :class:`agent_envs.evaluation.EvalResult`.
     """
-    import gymnasium as gym
-
+    from agent_envs.env_stack import StackRecipe
     from agent_envs.evaluation import evaluate
-    from wrappers.chat_history import chat_stack
+    from baselines.llm.rollout import TRAINING_STACK
 
     agent = training_agent(path, config, batch_size, seed)
     visible = config.budget.visible
     extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
     return evaluate(
         agent,
-        lambda: chat_stack(gym.make(config.env_id), max(budgets), visible=visible, record="raw"),
+        StackRecipe(config.env_id, TRAINING_STACK),
         ks=[k for k in ks if k <= samples],
         budgets=budgets,
         tasks=list(tasks),
@@ -746,8 +746,7 @@ def _add_evaluation(parser: Parser) -> EvalArguments:
 
 def config_from_args(args: argparse.Namespace, budget: BudgetArguments) -> LLMTrainConfig:
     """Build the run's settings from parsed arguments."""
-    budgets, weights = budget.budgets(args)
-    spec = BudgetSpec(budgets, weights, args.visible_budget, not args.independent_budgets)
+    spec = BudgetSpec.from_regime(budget.regime(args), not args.independent_budgets)
     tasks = check_tasks(parse_tasks(args.tasks, "--tasks"))
     config = LLMTrainConfig(
         lora=_lora_spec(args),

@@ -4,7 +4,8 @@ Inside out: ``gym.make(config.env_id)`` -> ``TaskPool`` (the training task
 ids) -> ``TurnBudget`` or ``BudgetMix`` -> ``ProcessReward`` (if
 ``process_reward`` is set) -> ``TruncationIsTerminal`` (if
 ``truncation_terminal``) -> ``DiscreteActions`` -> ``EncodeObservation``.
-:func:`make_env` builds one such env; the vector env that training runs on
+:func:`make_env` builds one such env with
+:func:`agent_envs.env_stack.make_stack`; the vector env that training runs on
 holds ``n_envs`` of them, each inside SB3's ``Monitor``.
 
 :class:`StackSettings` is what a trained policy needs to see and act as it did
@@ -25,14 +26,12 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.core import MAX_TASK_ID
+from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import SUCCESS
-from wrappers.budget import find_budget, resolve_budget
-from wrappers.budget_mix import BudgetMix
-from wrappers.discrete_actions import DiscreteActions, action_key
-from wrappers.encode_observation import EncodeObservation, TextEncoder
-from wrappers.process_reward import ProcessReward
+from wrappers.budget import find_budget
+from wrappers.discrete_actions import action_key
+from wrappers.encode_observation import TextEncoder
 from wrappers.task_pool import TaskPool
-from wrappers.truncation import TruncationIsTerminal
 
 __all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env", "vec_envs"]
 
@@ -124,6 +123,12 @@ class TrainConfig:
             name += "+bc"
         return name
 
+    def budget_regime(self) -> BudgetRegime:
+        """Return the training budgets as one :class:`~agent_envs.env_stack.BudgetRegime`."""
+        if self.budget_mix is None:
+            return BudgetRegime.fixed(self.budget, self.visible_budget)
+        return BudgetRegime.mixed(self.budget_mix, self.weights, self.visible_budget)
+
     def training_budgets(self) -> tuple[int, ...]:
         """Return the budgets seen in training."""
         return self.budget_mix if self.budget_mix is not None else (self.budget,)
@@ -210,26 +215,15 @@ class StackSettings:
 # --------------------------------------------------------------------- env stack
 def make_env(config: TrainConfig) -> gym.Env:
     """Build one training env: the text env under the budget regime, discrete and encoded."""
-    env = gym.make(config.env_id)
-    task_ids = config.task_ids()
-    if task_ids is not None:
-        env = TaskPool(env, task_ids)
-    if config.budget_mix is not None:
-        env = BudgetMix(env, config.budget_mix, config.weights, visible=config.visible_budget)
-    else:
-        # The budget's one owner adds the TurnBudget (and refuses a stack that breaks T).
-        env = resolve_budget(env, config.budget, visible=config.visible_budget).env
-    if config.process_reward is not None:
-        env = ProcessReward(
-            env,
-            coef=config.process_reward,
-            gamma=config.gamma,
-            truncation_is_terminal=config.truncation_terminal,
-        )
-    if config.truncation_terminal:
-        env = TruncationIsTerminal(env)
-    env = DiscreteActions(env)
-    return EncodeObservation(env, **config.encoder_arguments())
+    options = StackOptions(
+        task_ids=config.task_ids(),
+        process_reward=config.process_reward,
+        gamma=config.gamma,
+        truncation_terminal=config.truncation_terminal,
+        discrete=True,
+        encoding=config.encoder_arguments(),
+    )
+    return make_stack(config.env_id, config.budget_regime(), options).env
 
 
 def stack_settings(config: TrainConfig) -> StackSettings:
