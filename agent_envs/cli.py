@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import agent_envs
-from agent_envs.arguments import Parser, UsageError, add_eval_arguments
+from agent_envs.arguments import USER_ERRORS, Parser, UsageError, add_eval_arguments
 from agent_envs.protocol import SUCCESS, TASK_ID, TURN
 
 __all__ = ["main"]
@@ -561,11 +561,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"{_PROG}: {interrupted}", file=sys.stderr)
         return 130
     except Exception as exc:
-        from agent_envs.evaluation import RunAborted
         from agent_envs.redaction import scrub
 
-        user_error = (UsageError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
-        if show_traceback or not isinstance(exc, user_error):
+        if show_traceback or not isinstance(exc, USER_ERRORS):  # the one tuple of user errors
             # A bug, or asked for: the whole trace, with secrets masked all the same.
             trace = "".join(traceback.format_exception(exc))
             print(scrub(trace), end="", file=sys.stderr)
