@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_envs.errors import CommandError
 from wrappers.validators import (
     check_int,
     check_number,
@@ -71,10 +72,6 @@ __all__ = [
     "parse_tasks",
     "run_command",
 ]
-
-
-class CommandError(Exception):
-    """A command stopped for a reason the user can act on: one line, exit status 2."""
 
 
 class UsageError(CommandError):
@@ -212,7 +209,8 @@ def deprecated(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: An
 
     ``kwargs`` are ``new``'s ``type``, ``nargs`` and so on; ``dest`` is ``new``'s.
     """
-    dest = new.lstrip("-").replace("-", "_")
+    known = parser._option_string_actions.get(new)  # the new flag's own dest, if it is added
+    dest = known.dest if known is not None else new.lstrip("-").replace("-", "_")
     parser.add_argument(
         old, dest=dest, action=_Deprecated, new=new, help=argparse.SUPPRESS, **kwargs
     )

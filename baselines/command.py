@@ -27,14 +27,42 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_envs.arguments import Parser, UsageError, explicit_flags, run_command
+from agent_envs.arguments import (
+    Parser,
+    UsageError,
+    add_budget_arguments,
+    explicit_flags,
+    run_command,
+)
 from agent_envs.files import atomic_write_text, check_output_path
 
-__all__ = ["MARKER", "RunFolder", "TrainingCommand", "check_same_settings", "versions"]
+__all__ = [
+    "MARKER",
+    "RunFolder",
+    "TrainingCommand",
+    "base_parser",
+    "check_same_settings",
+    "versions",
+]
 
 #: The file a training command writes first in its run folder: the command, its
 #: settings and every file and folder it wrote there.
 MARKER = "agent_envs_run.json"
+
+
+def base_parser(
+    prog: str, description: str, example: str, budget: int | None, unset: str = "none"
+) -> Parser:
+    """Return a training command's parser with what every one takes first.
+
+    The env id (``example`` in its help) and the budget flags, whose default
+    fixed T is ``budget`` (``None``: as ``unset`` says); ``args.budget_flags``
+    turns them into a :class:`~agent_envs.env_stack.BudgetRegime`.
+    """
+    parser = Parser(prog=prog, description=description)
+    parser.add_argument("env_id", help=f"a registered id, e.g. {example}")
+    parser.set_defaults(budget_flags=add_budget_arguments(parser, default=budget, unset=unset))
+    return parser
 
 
 def versions(packages: Sequence[str]) -> dict[str, str]:
@@ -231,6 +259,9 @@ class TrainingCommand:
             "reuse them (training that was cut off starts again)."
         )
 
+    def started(self, args: argparse.Namespace, configs: list[Any], plans: list[Any]) -> None:
+        """Called once the run folder is ready, before the first model is trained."""
+
     def finished(self, args: argparse.Namespace, configs: list[Any], folder: Path,
                  plans: list[Any]) -> None:  # fmt: skip
         """Say what to do next, once every model is trained and evaluated."""
@@ -265,6 +296,7 @@ class TrainingCommand:
             resume=args.resume,
             overwrite=args.overwrite,
         )
+        self.started(args, configs, plans)
         jobs = list(zip(configs, subs, plans, strict=True))
         found = [self.trained(c, run.path / sub) if args.resume else None for c, sub, _ in jobs]
         try:

@@ -627,19 +627,22 @@ def test_train_llm_refuses_a_used_out_and_overwrite_clears_the_old_result(
     tmp_path, capsys, no_training
 ):
     """Item 1: train-llm wrote a new model beside an old result.json from another seed."""
+    from baselines.command import RunFolder
+
     out = tmp_path / "run"
-    out.mkdir()
+    RunFolder.open(out, "train-llm", {}, []).wrote("model/", "result.json")  # an earlier run
     (out / "result.json").write_text("{}")
+    (out / "model").mkdir()
     assert llm_main(GUESS, "--quick", "--seed", "1", "--out", str(out)) == 2
     err = capsys.readouterr().err
     assert "--resume" in err and "--overwrite" in err
     assert (out / "result.json").read_text() == "{}"
-    (out / "train_llm.json").write_text(json.dumps({"config": {"seed": 0}}))
+    (out / "model" / "train_llm.json").write_text(json.dumps({"config": {"seed": 0}}))
     assert llm_main(GUESS, "--quick", "--seed", "1", "--resume", "--out", str(out)) == 2
     assert "other settings" in capsys.readouterr().err
     with pytest.raises(NoWork):  # the checks passed: training was about to start
         llm_main(GUESS, "--quick", "--seed", "1", "--overwrite", "--out", str(out))
-    assert not (out / "result.json").exists() and not (out / "train_llm.json").exists()
+    assert not (out / "result.json").exists() and not (out / "model").exists()
 
 
 def test_a_failed_plot_or_sidecar_write_leaves_the_old_file_whole(tmp_path, monkeypatch):

@@ -154,13 +154,13 @@ def test_save_with_sidecar_leaves_no_sidecar_beside_a_model_it_does_not_describe
     """Item 7: the sidecar is moved in last, after the old one is removed."""
     import os
 
-    from baselines.sb3 import train as sb3_train
+    from baselines.sb3 import training
 
     class Model:
         class policy:
             optimizer = None
 
-    monkeypatch.setattr(sb3_train, "save_model", lambda model, path: path.write_text("new"))
+    monkeypatch.setattr(training, "save_model", lambda model, path: path.write_text("new"))
     (tmp_path / "model.zip").write_text("old")
     (tmp_path / "model.json").write_text('{"old": true}')
     real_replace = os.replace
@@ -170,11 +170,11 @@ def test_save_with_sidecar_leaves_no_sidecar_beside_a_model_it_does_not_describe
             raise OSError(28, "No space left on device")
         real_replace(src, dst)
 
-    monkeypatch.setattr(sb3_train.os, "replace", crash_on_sidecar)
+    monkeypatch.setattr(training.os, "replace", crash_on_sidecar)
     keys = {"algo": "ppo", "encoding": {}, "action_vocabulary": [], "action_masks": False,
             "visible_budget": False, "config": {}}  # fmt: skip
     with pytest.raises(OSError, match="No space left"):
-        sb3_train.save_with_sidecar(Model(), keys, tmp_path)
+        training.save_with_sidecar(Model(), keys, tmp_path)
     assert (tmp_path / "model.zip").read_text() == "new" and not (tmp_path / "model.json").exists()
     assert [path.name for path in tmp_path.iterdir()] == ["model.zip"]  # no staging left
 
@@ -187,7 +187,7 @@ def test_timesteps_are_bounded(tmp_path, capsys, no_training):
 
 
 def test_quick_fills_in_only_the_flags_not_given():
-    from baselines.sb3.command import COMMAND
+    from baselines.sb3.train import COMMAND
 
     args = COMMAND.parse([GUESS, "--quick", "--timesteps", "999", "--eval-samples", "3"])
     config = COMMAND.configs(args)[0]
@@ -199,7 +199,7 @@ def test_quick_fills_in_only_the_flags_not_given():
 
 
 def test_resume_with_other_eval_settings_says_what_to_do_without_a_log_flag(tmp_path):
-    from baselines.sb3.command import _no_log_flag
+    from baselines.sb3.train import _no_log_flag
 
     message = (
         "run/episodes.jsonl was written with different settings (samples 2 -> 3); "

@@ -19,9 +19,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from agent_envs.evaluation import PerEpisode, evaluate
 from baselines.sb3.agent import SB3Agent, algorithm_class, sidecar_path
-from baselines.sb3.command import build_parser
 from baselines.sb3.env import TrainConfig, _EnvFactory, make_env
-from baselines.sb3.train import main, train
+from baselines.sb3.train import build_parser, main, train
 from tests.sb3_fixtures import CorridorEnv, RandomPolicy
 from wrappers.discrete_actions import action_key
 

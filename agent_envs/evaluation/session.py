@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from agent_envs import __version__
-from agent_envs.arguments import CommandError
+from agent_envs.errors import CommandError
 from agent_envs.evaluation.formatting import error_summary
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
