@@ -111,14 +111,20 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_history(env_id: str, window: int, record: str = "action") -> tuple[Any, str]:
+def _with_history(
+    env_id: str, window: int, *_budget: Any, record: str = "action"
+) -> tuple[Any, str]:
     """Return the env with ``info["messages"]`` holding the dialogue, and its id.
 
     The recipe's ``ChatHistory`` goes outside the budget, as in the stack GRPO
     training plays (:func:`agent_envs.env_stack.make_stack`): ``record="raw"``
     keeps an LLM's whole replies, the format a model trained with
-    ``train-llm`` was trained on.
+    ``train-llm`` was trained on.  The evaluator adds the budget (its T grid
+    and visibility); the old positional ``max_budget, visible[, record]``
+    are taken and left to it.
     """
+    if len(_budget) == 3:  # the old call (env_id, window, max_budget, visible, record)
+        record = _budget[2]
     from agent_envs.env_stack import StackOptions, StackRecipe
     from agent_envs.evaluation.stack import resolve_env
 
@@ -166,7 +172,7 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     agent = make_agent(args.agent, kwargs) if local else AgentSpec(args.agent, kwargs)
     env: Any = args.env_id
     if args.history is not None:
-        env, env_name = _with_history(args.env_id, args.history, args.history_record)
+        env, env_name = _with_history(args.env_id, args.history, record=args.history_record)
         settings = settings.resolved(env_name=env_name)
     result = evaluate(agent, env, settings)
     if result.episodes and result.errors == result.episodes:
