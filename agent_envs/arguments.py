@@ -440,6 +440,8 @@ def add_config_arguments(
             spec["default"] = item.default
         if isinstance(spec.get("default"), bool) and "type" not in spec and "action" not in spec:
             spec["action"] = "store_true"
+        elif "metavar" not in spec and "choices" not in spec:  # named as the flag, not the field
+            spec["metavar"] = name.lstrip("-").upper().replace("-", "_")
         parser.add_argument(name, dest=item.name, **spec)
 
 
