@@ -69,8 +69,8 @@ _NOT_KEYS = {
     ("agent_envs/evaluation/rollout.py", "success"),
     ("agent_envs/evaluation/__init__.py", "episode_seed"),
     ("wrappers/seeding.py", "episode_seed"),
-    ("agent_envs/cli.py", "admissible_actions"),
-    ("agent_envs/cli.py", "oracle_actions"),
+    ("agent_envs/cli/play.py", "admissible_actions"),
+    ("agent_envs/cli/play.py", "oracle_actions"),
     ("baselines/llm/openai_agent.py", "messages"),
 }
 

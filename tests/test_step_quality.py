@@ -126,6 +126,37 @@ def test_evaluate_and_the_cli_report_it_and_compare_shows_the_difference(tmp_pat
     json.dumps(difference.to_dict())
 
 
+def test_the_runner_plays_judges_then_counts_and_counting_plays_no_episode(monkeypatch):
+    from agent_envs.evaluation import rollout, runner
+
+    phases: list[str] = []
+    episodes_started: list[str] = []
+    reset = rollout.EpisodeRun.reset
+
+    def counted_reset(self, env):
+        episodes_started.append(phases[-1])
+        return reset(self, env)
+
+    def traced(name):
+        phase = getattr(runner, name)
+
+        def run(*args):
+            phases.append(name)
+            return phase(*args)
+
+        return run
+
+    monkeypatch.setattr(rollout.EpisodeRun, "reset", counted_reset)
+    for name in ("_play", "_judge", "_count"):
+        monkeypatch.setattr(runner, name, traced(name))
+    result = evaluate(OracleAgent(), SOKOBAN, ks=[1], budgets=[20], tasks=2, step_quality=3)
+    assert phases == ["_play", "_judge", "_count"]
+    # The episodes' resets, then the reference attempts' and the judged states' resets.
+    assert episodes_started.count("_play") == 2 and "_count" not in episodes_started
+    assert episodes_started.count("_judge") >= 6
+    assert result.diagnostics["step_quality"]["states"] == 6
+
+
 def test_an_env_without_an_oracle_is_refused_with_a_clear_error():
     class Blind(Corridor):
         def oracle_actions(self):

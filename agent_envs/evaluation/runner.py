@@ -1,4 +1,10 @@
-"""evaluate(): measure any policy's Pass@(K,T) surface on any registered env."""
+"""evaluate(): measure any policy's Pass@(K,T) surface on any registered env.
+
+A run has three phases, in this order: :func:`_play` plays the episodes the
+log does not hold yet, :func:`_judge` judges step quality on the shared
+reference states (when asked), and :func:`_count` turns the finished episodes
+into the surface, its interval and the diagnostics, without playing anything.
+"""
 
 from __future__ import annotations
 
@@ -50,17 +56,37 @@ def _executor(setup: RunSetup) -> EpisodeExecutor:
     return RayExecutor(settings, setup.policy, spec, setup.adapter.batched)
 
 
-def _play(setup: RunSetup) -> tuple[RunState, EpisodeExecutor]:
-    """Play every episode the log does not hold yet; return the run's bookkeeping."""
+def _play(setup: RunSetup, started: float) -> tuple[RunState, EpisodeExecutor, float]:
+    """Play every episode the log does not hold yet; return the bookkeeping and the run's time.
+
+    The time runs from ``started`` to the end of play: step quality, judged
+    after it, is not part of the run's time.
+    """
     executor = _executor(setup)  # refuses an unpicklable policy before the log opens
     run = RunState(setup.settings)
     with run:
         executor.run(run.todo, run.finish)
-    return run, executor
+    return run, executor, time.perf_counter() - started
 
 
-def _result(
-    setup: RunSetup, run: RunState, executor: EpisodeExecutor, elapsed: float
+def _judge(setup: RunSetup) -> dict[str, Any] | None:
+    """Judge the policy's steps on the shared reference states, if the settings ask for it.
+
+    A phase of its own, after play and before counting: it plays the reference
+    policy and asks the policy for actions again, and none of that belongs to
+    the run's episodes, its timing or its counts.
+    """
+    if setup.settings.step_quality and setup.has_oracle:
+        return judge_steps(setup)
+    return None
+
+
+def _count(
+    setup: RunSetup,
+    run: RunState,
+    executor: EpisodeExecutor,
+    elapsed: float,
+    step_quality: dict[str, Any] | None,
 ) -> EvalResult:
     """Count the finished episodes into the surface, its interval and the diagnostics."""
     settings = setup.settings
@@ -78,7 +104,6 @@ def _result(
         settings.diagnostics,
         privileged=bool(getattr(setup.probe.unwrapped, "privileged_oracle", False)),
     )
-    # Timed before step quality, whose policy calls are not the run's.
     timing = {
         "wall_s": elapsed,
         "episodes_run": len(run.fresh),
@@ -88,8 +113,8 @@ def _result(
         "workers": executor.workers,
         "episodes_per_s": len(run.fresh) / elapsed if elapsed > 0 else None,
     }
-    if settings.step_quality and setup.has_oracle:
-        diagnostics["step_quality"] = judge_steps(setup)
+    if step_quality is not None:
+        diagnostics["step_quality"] = step_quality
     return EvalResult(
         settings=settings,
         surface=surface,
@@ -164,8 +189,8 @@ def evaluate(
     """
     started = time.perf_counter()
     setup = RunSetup.resolve(policy, env, _settings(settings, keywords))
-    state, executor = _play(setup)
-    return _result(setup, state, executor, time.perf_counter() - started)
+    state, executor, elapsed = _play(setup, started)
+    return _count(setup, state, executor, elapsed, _judge(setup))
 
 
 def _settings(settings: EvalSettings | None, keywords: dict[str, Any]) -> EvalSettings:

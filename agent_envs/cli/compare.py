@@ -1,0 +1,42 @@
+"""``agent-envs compare``: the difference surface A - B of two saved results."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agent_envs.cli.outputs import check_outputs, write_outputs
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from agent_envs.evaluation import EvalResult, compare
+
+    # a,b,c: one result per training seed, compared at the seed level.
+    names = [[name for name in files.split(",") if name] for files in (args.a, args.b)]
+    paths = check_outputs(args, inputs=names[0] + names[1])
+    sides = []
+    for files, side in zip((args.a, args.b), names, strict=True):
+        results = [EvalResult.load(name) for name in side]
+        sides.append(results if len(side) > 1 or files.endswith(",") else results[0])
+    difference = compare(*sides)
+    if difference.a == difference.b and difference.unit == "task":
+        # Same agent name: the files tell A from B.
+        difference.a, difference.b = Path(args.a).stem, Path(args.b).stem
+    print(difference.table())
+    write_outputs(difference, paths)
+    return 0
+
+
+def add_compare(cmp: argparse.ArgumentParser) -> None:
+    """Add ``compare``'s arguments."""
+    cmp.add_argument(
+        "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
+    )
+    cmp.add_argument("b", help="result JSON of agent B, or one per training seed")
+    cmp.add_argument(
+        "--plot",
+        default=None,
+        help="write a diverging heatmap PNG (scale -1..1) here (default: none)",
+    )
+    cmp.add_argument("--out", default=None, help="write the comparison JSON here (default: none)")
+    cmp.set_defaults(run=_cmd_compare, parser=cmp)

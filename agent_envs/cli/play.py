@@ -1,0 +1,115 @@
+"""``agent-envs play``: play an env yourself in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from agent_envs.arguments import UsageError
+from agent_envs.protocol import SUCCESS, TASK_ID, TURN
+
+_PLAY_HELP = (
+    "Type an action and press Enter. "
+    ":actions lists legal actions, :hint asks the oracle, :quit stops."
+)
+_PLAY_COMMANDS = (":actions", ":hint", ":help", ":quit", ":q")
+
+
+def _not_an_action(line: str) -> str | None:
+    """Return why ``line`` is not an action to send, or ``None`` if it is one.
+
+    Such a line never uses up a turn: an empty line is a slip of the Enter
+    key, an unknown ``:command`` a typo, and control characters come from
+    keys such as the arrows (``ESC [ A``), which a terminal without line
+    editing passes through.
+    """
+    text = line.strip()
+    if not text:
+        return "Empty line: type an action (or :help)."
+    if text.startswith(":") and text.lower() not in _PLAY_COMMANDS:
+        return f"Unknown command {text!r}: the commands are {', '.join(_PLAY_COMMANDS[:4])}."
+    if any(ord(char) < 32 or ord(char) == 127 for char in text):
+        return "That line holds control keys (arrow keys?): type the action as text."
+    return None
+
+
+def _without_echo(observation: str) -> str:
+    """Drop the feedback lines that the view below them repeats, so each shows once.
+
+    Wordle's feedback ``CRANE -> . . . . Y`` is also the last row of its
+    board; a person reads the board.  Agents still get the full observation.
+    """
+    feedback, gap, view = observation.partition("\n\n")
+    if not gap:
+        return observation
+    repeated = set(view.splitlines())
+    kept = [line for line in feedback.splitlines() if line not in repeated]
+    return "\n".join(kept) + gap + view if kept else view
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from agent_envs.core import MAX_TASK_ID
+    from agent_envs.evaluation.stack import resolve_env
+    from wrappers import TurnBudget
+    from wrappers.validators import check_int
+
+    seed = check_int(args.seed, "--seed", 0)
+    task = check_int(args.task, "--task", 0)
+    if task >= MAX_TASK_ID:
+        raise UsageError(f"--task must be below {MAX_TASK_ID}, got {task}.")
+    budget = check_int(args.budget, "--budget", 1)
+    make_env, env_id = resolve_env(args.env_id, None)
+    env = TurnBudget(make_env(), max_turns=budget, visible=True)
+    observation, _ = env.reset(seed=seed, options={TASK_ID: task})
+    base: Any = env.unwrapped
+    print(f"{env_id}, task {task}, {budget} turns. {_PLAY_HELP}\n")
+    print(observation)
+    while True:
+        print("> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            print("\nEnd of input: stopped.")
+            return 0
+        action = line.rstrip("\r\n")
+        command = action.strip().lower()
+        if command in (":quit", ":q"):
+            print("Stopped.")
+            return 0
+        if command in (":actions", ":hint", ":help"):
+            method = {":actions": "admissible_actions", ":hint": "oracle_actions"}.get(command)
+            try:
+                shown = getattr(base, method)() if method else _PLAY_HELP
+            except (AttributeError, NotImplementedError, TypeError):
+                shown = "not available for this env"
+            print(shown if isinstance(shown, str) else ", ".join(shown) or "(none)")
+            continue
+        problem = _not_an_action(action)
+        if problem:
+            print(f"{problem} No turn was used.")
+            continue
+        observation, _, terminated, truncated, info = env.step(action)
+        print(_without_echo(observation))
+        if info.get(SUCCESS):
+            print(f"Solved in {info[TURN]} turns.")
+            return 0
+        if terminated:
+            print("Failed: the episode ended without success.")
+        elif truncated:
+            print(f"Out of turns: not solved within {budget}.")
+        if terminated or truncated:
+            answer = getattr(base, "answer", lambda: None)()
+            if answer is not None:
+                print(f"The answer was: {answer}")
+            return 0
+
+
+def add_play(play: argparse.ArgumentParser) -> None:
+    """Add ``play``'s arguments."""
+    play.add_argument("env_id", help="a registered id, e.g. agent_envs/Wordle-v0")
+    play.add_argument("--task", type=int, default=0, help="task id, an int >= 0 (default 0)")
+    play.add_argument("--budget", type=int, default=50, help="turns, an int >= 1 (default 50)")
+    play.add_argument(
+        "--seed", type=int, default=0, help="seed of the episode, an int >= 0 (default 0)"
+    )
+    play.set_defaults(run=_cmd_play, parser=play)
