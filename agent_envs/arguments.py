@@ -33,7 +33,9 @@ under ``--eval-``: ``--eval-k``, ``--eval-budgets``, ``--eval-samples`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -463,7 +465,8 @@ def explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> froz
     try:
         for action, _ in saved:
             action.default = argparse.SUPPRESS
-        given = vars(parser.parse_args(argv))
+        with contextlib.redirect_stderr(io.StringIO()):  # its warnings were said once already
+            given = vars(parser.parse_args(argv))
     finally:
         for action, default in saved:
             action.default = default
