@@ -36,7 +36,7 @@ from wrappers.discrete_actions import DiscreteActions
 from wrappers.encode_observation import EncodeObservation
 from wrappers.numpy_info import NumpyInfo
 from wrappers.process_reward import ProcessReward
-from wrappers.protocol import ADMISSIBLE_ACTIONS, ENV_ID, ORACLE_ACTIONS
+from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, ENV_ID, ORACLE_ACTIONS
 from wrappers.task_pool import TaskPool
 from wrappers.truncation import TruncationIsTerminal
 from wrappers.validators import check_bool
@@ -44,7 +44,7 @@ from wrappers.validators import check_bool
 __all__ = ["BudgetRegime", "StackOptions", "StackRecipe", "make_stack"]
 
 #: The loose keywords a regime replaces (``budget`` or ``budgets``, ``weights``, ``visible``).
-LEGACY_KEYWORDS = ("budget", "budgets", "weights", "visible")
+LEGACY_KEYWORDS = (BUDGET, "budgets", "weights", "visible")
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class BudgetRegime:
         ``old`` is a mapping with those keys (an RLlib ``env_config``, say);
         ``visible`` is the default visibility.
         """
-        budget, budgets = old.get("budget"), old.get("budgets")
+        budget, budgets = old.get(BUDGET), old.get("budgets")
         if (budget is None) == (budgets is None):
             raise ValueError(
                 "Give exactly one of budget (a turn budget) and budgets (a BudgetMix)."
