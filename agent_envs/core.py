@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import seeding as gym_seeding
 
 from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers import seeding
@@ -146,8 +147,9 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     #: ids then repeat instances, and the evaluator warns when asked for more
     #: tasks than this.  ``None``: too many to repeat in any evaluation.
     task_supply: int | None = None
-    #: False in a family whose task is plain arithmetic on ``task_id``: its
-    #: ``_make_task`` gets ``rng=None``, which saves building a generator per reset.
+    #: False in a family that builds its task without the task generator (plain
+    #: arithmetic on ``task_id``, or ``seeding.first_integer`` on the task stream's
+    #: key): its ``_make_task`` gets ``rng=None``, which saves building a generator.
     uses_task_rng: ClassVar[bool] = True
     #: True when the oracle reads what the agent cannot see (a hidden map, hidden
     #: object locations): its figures then measure access to information as
@@ -257,13 +259,52 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     def _task_generator(self, task_id: int) -> np.random.Generator:
         return seeding.stream(self._task_salt, task_id)
 
+    # Gymnasium builds the episode generator in ``reset(seed=...)``, but most
+    # episodes never draw from it (an evaluator passes the task id), and building
+    # one costs more than the rest of a reset.  So ``reset`` keeps the seed, and
+    # the generator is built on first use from that seed: the same stream.  A
+    # reset that draws its task id from a fresh seed takes that one number
+    # without a generator (``seeding.first_integer``); a generator built after
+    # it skips the draw.  ``_np_random`` stays readable, as Gymnasium's checker reads it.
+    _lazy_rng: np.random.Generator | None = None
+    _lazy_seed: int | None = None
+    _lazy_drawn: bool = False
+
+    @property
+    def _np_random(self) -> np.random.Generator | None:  # type: ignore[override]
+        if self._lazy_rng is None and self._lazy_seed is not None:
+            self._lazy_rng = seeding.episode_generator(self._lazy_seed)
+            if self._lazy_drawn:
+                self._lazy_rng.integers(0, MAX_TASK_ID)
+            self._lazy_seed = None
+        return self._lazy_rng
+
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
+        self._lazy_rng, self._lazy_seed = value, None
+
+    def _seed(self, seed: int) -> None:
+        """Do what ``gymnasium.Env.reset(seed=seed)`` does, leaving the generator for later."""
+        if type(seed) is not int or seed < 0:
+            gym_seeding.np_random(seed)  # raises Gymnasium's own error for a bad seed
+        self._lazy_rng, self._lazy_seed, self._lazy_drawn = None, seed, False
+        self._np_random_seed = seed
+
+    def _draw_task_id(self) -> int:
+        """Draw a task id from the episode generator, as ``np_random.integers`` would."""
+        if self._lazy_rng is None and self._lazy_seed is not None and not self._lazy_drawn:
+            self._lazy_drawn = True
+            return seeding.first_integer(MAX_TASK_ID, self._lazy_seed)
+        return int(self.np_random.integers(0, MAX_TASK_ID))
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
+        if seed is not None:
+            self._seed(seed)
         task_id = (options or {}).get(TASK_ID)
         if task_id is None:
-            task_id = int(self.np_random.integers(0, MAX_TASK_ID))
+            task_id = self._draw_task_id()
         else:
             task_id = check_int(task_id, f"options[{TASK_ID!r}]", 0, MAX_TASK_ID - 1)
         # The cache lives on the instance, whose task-shaping arguments are fixed,

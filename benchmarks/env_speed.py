@@ -115,10 +115,11 @@ def action_stream(env_id: str, steps: int, seed: int = 0) -> list[tuple[int, lis
     return episodes
 
 
-def steps_per_second(env, episodes, repeats: int = 3) -> float:
+def steps_per_second(env, episodes, repeats: int = 3, now=time.perf_counter) -> float:
     """Replay the recorded episodes; time only the step loop; best of ``repeats``.
 
     The best of several runs is the figure least disturbed by other processes.
+    ``now`` is the clock (``time.process_time`` leaves out waits for a core).
     """
     best = 0.0
     for _ in range(repeats):
@@ -126,10 +127,10 @@ def steps_per_second(env, episodes, repeats: int = 3) -> float:
         for task_id, actions in episodes:
             env.reset(seed=task_id, options={"task_id": task_id})
             step = env.step
-            start = time.perf_counter()
+            start = now()
             for action in actions:
                 step(action)
-            elapsed += time.perf_counter() - start
+            elapsed += now() - start
             count += len(actions)
         best = max(best, count / elapsed)
     return best
@@ -181,16 +182,52 @@ def peer_steps_per_second(env_id: str, steps: int, repeats: int, clock: str = "c
     return best
 
 
+def reset_microseconds(env_id: str, resets: int, repeats: int, task_ids: bool) -> float:
+    """CPU microseconds of one ``reset`` on a fresh task, best of ``repeats`` loops.
+
+    ``task_ids=False`` resets as the peer protocol does, ``reset(seed=i)``: the
+    env draws the task id from the seed.  ``task_ids=True`` resets as the
+    evaluator does, ``reset(seed=i, options={"task_id": i})``.
+    """
+    env = gym.make(env_id).unwrapped
+    env.reset(seed=0, options={"task_id": 0})  # warm imports and caches of the class
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        if task_ids:
+            for i in range(1, resets + 1):
+                env.reset(seed=i, options={"task_id": i})
+        else:
+            for i in range(1, resets + 1):
+                env.reset(seed=i)
+        best = min(best, time.process_time() - start)
+    return 1e6 * best / resets
+
+
 def peer_main(ids: list[str], steps: int, repeats: int, clock: str) -> None:
-    header = f"{'id':36} {'steps/s':>10} {'before':>10} {'ratio':>6}"
+    """Print, per id: peer-protocol steps/s against :data:`PEER_BEFORE`, then
+    reset and step apart: steps/s of the step loop alone (no resets) and the
+    CPU microseconds of a reset by seed and by task id."""
+    header = (
+        f"{'id':36} {'steps/s':>10} {'before':>10} {'ratio':>6} "
+        f"{'step/s':>10} {'reset us':>9} {'+task us':>9}"
+    )
     print(f"peer protocol: {steps} steps, best of {repeats} runs, {clock} clock")
     print(header)
     print("-" * len(header))
+    clocks = {"cpu": time.process_time, "wall": time.perf_counter}
     for env_id in ids:
         now = peer_steps_per_second(env_id, steps, repeats, clock)
         before = PEER_BEFORE.get(env_id)
         was = f"{before:10,.0f} {now / before:6.2f}" if before else f"{'-':>10} {'-':>6}"
-        print(f"{env_id:36} {now:10,.0f} {was}", flush=True)
+        episodes = action_stream(env_id, min(steps, 20000))
+        stepping = steps_per_second(gym.make(env_id).unwrapped, episodes, repeats, clocks[clock])
+        by_seed = reset_microseconds(env_id, 5000, repeats, task_ids=False)
+        by_task = reset_microseconds(env_id, 5000, repeats, task_ids=True)
+        print(
+            f"{env_id:36} {now:10,.0f} {was} {stepping:10,.0f} {by_seed:9.1f} {by_task:9.1f}",
+            flush=True,
+        )
 
 
 def main() -> None:
