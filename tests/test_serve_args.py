@@ -30,12 +30,32 @@ ENV_ID = "agent_envs/GuessNumber-v0"
 def test_a_bad_value_is_one_line_and_exit_2_before_anything_starts(
     argv, named, capsys, monkeypatch
 ):
-    started = []
-    monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: started.append(1))
+    started = _FakeServer.install(monkeypatch)
     assert openenv.main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("agent-envs serve: error:") and named in err
     assert not started
+
+
+class _FakeServer:
+    """Stands in for uvicorn's server: records the sockets it would serve, serves nothing.
+
+    uvicorn's own ``Config`` would point the logging at this test's captured
+    stderr, which later tests would write to after it is closed.
+    """
+
+    def __init__(self, config, runs) -> None:
+        self.runs = runs
+
+    def run(self, sockets=None) -> None:
+        self.runs.append(sockets)
+
+    @classmethod
+    def install(cls, monkeypatch) -> list:
+        runs: list = []
+        monkeypatch.setattr(uvicorn, "Config", lambda app, **kwargs: app)
+        monkeypatch.setattr(uvicorn, "Server", lambda config: cls(config, runs))
+        return runs
 
 
 class _Bound:
@@ -55,10 +75,9 @@ class _Bound:
 def test_port_0_prints_the_real_port_and_a_foreign_host_is_warned_once(
     host, warned, capsys, monkeypatch
 ):
-    runs = []
+    runs = _FakeServer.install(monkeypatch)
     bound = _Bound()
     monkeypatch.setattr(openenv, "_bind", bound)
-    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: runs.append(sockets))
     assert openenv.main([ENV_ID, "--port", "0", "--host", host]) == 0
     out, err = capsys.readouterr()
     port = runs[0][0].getsockname()[1]
