@@ -50,6 +50,11 @@ episode.  Any other object is shared by all episodes.
 
 A policy may return an :class:`AgentAction` (a ``str``) whose ``raw`` holds the
 unparsed text it generated; the evaluator stores ``raw`` in the transcript.
+A policy that writes replies in a format of its own (LLM agents: ``"Action:
+up"``) may say how with ``write_reply(action) -> str`` (:class:`ReplyWriter`):
+step quality then shows it a reference trajectory's moves as the replies it
+would have written, so that a dialogue-keeping agent (``ChatHistory(record=
+"raw")``) reads the shared states in its own prompt format.
 
 >>> from agent_envs.protocol import SUCCESS, Policy
 >>> class Echo:
@@ -109,6 +114,7 @@ __all__ = [
     "Oracle",
     "OracleEnv",
     "Policy",
+    "ReplyWriter",
 ]
 
 #: The keys a policy may ask for in ``required_info``.
@@ -146,3 +152,17 @@ class AgentAction(str):
 
     def __reduce__(self):
         return (AgentAction, (str(self), self.raw))
+
+
+@runtime_checkable
+class ReplyWriter(Protocol):
+    """An agent that can write any action as the reply it would have generated for it.
+
+    ``write_reply(action)`` returns the text of a reply that plays ``action``
+    (it parses back to ``action``), in the agent's own format.  Step quality
+    replays a reference trajectory's moves as
+    ``AgentAction(action, raw=write_reply(action))``, so that the dialogue a
+    ``ChatHistory(record="raw")`` keeps is written as the agent writes.
+    """
+
+    def write_reply(self, action: str) -> str: ...

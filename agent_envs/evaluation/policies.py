@@ -165,6 +165,9 @@ class PolicyAdapter:
             evaluator shows the turns left (a visible ``TurnBudget``: in the
             observation and in ``info``) and runs every budget separately.
         batched: the policy has ``act_batch`` on one shared instance.
+        write_reply: the policy's ``write_reply(action) -> str``
+            (:class:`~agent_envs.protocol.ReplyWriter`): how it writes a move
+            as a reply of its own; by default the bare action.
         calls: number of policy calls made so far (``act`` or ``act_batch``).
     """
 
@@ -202,6 +205,9 @@ class PolicyAdapter:
         self.batched = self._shared is not None and callable(
             getattr(self._shared, "act_batch", None)
         )
+        # A class is not an instance: its write_reply would be unbound.
+        writer = None if isinstance(source, type) else getattr(source, "write_reply", None)
+        self.write_reply: Callable[[str], str] = writer if callable(writer) else str
 
     def recorded_name(self, name: str | None = None) -> str:
         """Return the name a run records: ``name`` (default: :attr:`name`) and the fingerprint.

@@ -12,6 +12,31 @@ a study fixes ``seed`` per env and study, never per training seed: then every
 regime and seed is judged on the same states and ``compare`` can difference
 them.  States where the env leaves one legal move are drawn but not judged
 (any masked policy plays them optimally), and their number is reported.
+
+LLM agents that keep the dialogue.  A state is rebuilt by replaying the
+reference's moves through the policy's own stack, so a ``ChatHistory`` holds
+the reference's dialogue up to that state.  A policy that writes its moves in
+a format of its own declares ``write_reply(action)``
+(:class:`~agent_envs.protocol.ReplyWriter`; ``HFAgent``, ``LlamaCppAgent``
+and ``OpenAIChatAgent`` do): each reference move is then stepped as
+``AgentAction(action, raw=write_reply(action))``, so that with
+``ChatHistory(record="raw")`` (the stack GRPO training plays) the agent reads
+the reference's turns as the replies it would have written (``Action: 7`` in
+the ``think`` format), with its own system prompt and few-shot examples, and
+its prompt at a state is token for token the one it would have read had it
+played those moves itself.  It is judged on the one move it then makes.
+
+Cost. Every judged state is one fresh prompt and one reply: the states go to
+the policy ``batch_size`` at a time, one ``act_batch`` call each
+(``ceil(states / batch_size)`` calls), and nothing is played past the judged
+move. For an LLM agent a state costs one prefill of the dialogue up to it (at
+most ``max_turns`` exchanges plus the examples; ``HFAgent``'s prefix cache may
+spare a prefix that another state already computed, such as the examples) and
+at most ``max_new_tokens`` generated tokens; a call costs, per micro-batch of
+the agent's own ``batch_size``, one prefill and at most ``max_new_tokens``
+decoding passes. So ``tasks x states_per_task`` states cost about as much as
+that many single turns of evaluation, far less than the episodes of the
+Pass@(K,T) grid (``docs/evaluation.md`` gives measured figures).
 """
 
 from __future__ import annotations
@@ -35,7 +60,7 @@ from agent_envs.evaluation.rollout import (
 )
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.evaluation.stack import RunSetup
-from agent_envs.protocol import VALID_ACTION, AdmissibleActions
+from agent_envs.protocol import VALID_ACTION, AdmissibleActions, AgentAction
 from wrappers import seeding
 from wrappers.validators import check_int
 
@@ -207,7 +232,7 @@ def _judge(
         run = EpisodeRun(EpisodeKey(task, 0, max_turns, episode), env_.unwrapped, options)
         observation, info = run.reset(env_)
         for action in actions:
-            observation, _, _, _, info = env_.step(action)
+            observation, _, _, _, info = env_.step(_as_written(adapter, action))
             info = run.policy_info(info)
         run.before_act(info)
         base = env_.unwrapped
@@ -231,6 +256,21 @@ def _judge(
         valid = bool(info.get(VALID_ACTION, True))
         outcomes.append((valid and run.is_oracle_move(action), not valid))
     return outcomes
+
+
+def _as_written(adapter: PolicyAdapter, action: str) -> str:
+    """Return a reference move as the policy's own reply would play it.
+
+    A dialogue-keeping agent (``ChatHistory(record="raw")``) then reads the
+    reference's turns as replies in its own format, as if it had written
+    them; the env parses the same action either way.
+    """
+    if adapter.write_reply is str:
+        return action
+    reply = adapter.write_reply(action)
+    if not isinstance(reply, str):
+        raise TypeError(f"{adapter.name}.write_reply returned {type(reply).__name__}, not a str.")
+    return AgentAction(action, raw=reply)
 
 
 def _act(adapter: Any, observations: list[str], infos: list[dict[str, Any]]) -> list[Any]:

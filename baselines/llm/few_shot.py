@@ -197,6 +197,18 @@ class PromptStyle:
     def __repr__(self) -> str:
         return f"few_shot={self.few_shot}, reply_format={self.reply_format!r}"
 
+    def write_reply(self, action: str) -> str:
+        """Return ``action`` written as this style's reply, as the examples show it.
+
+        The agents expose it as their ``write_reply``
+        (:class:`agent_envs.protocol.ReplyWriter`), so that step quality shows
+        them a reference trajectory in their own format.
+
+        >>> PromptStyle(reply_format="think").write_reply("up")
+        'Action: up'
+        """
+        return format_action(action, self.reply_format)
+
     def example_env(self, info: Mapping[str, Any]) -> str | None:
         """Return the env whose examples the episode ``info`` belongs to gets (``None``: none).
 

@@ -192,7 +192,7 @@ class HFAgent:
         check_int(batch_size, "batch_size", 1)
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.required_info = self.style.required_info  # the env's id, for few-shot examples
+        self.required_info, self.write_reply = self.style.required_info, self.style.write_reply
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
         self.system_prompt = self.style.system_prompt

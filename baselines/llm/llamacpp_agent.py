@@ -153,7 +153,7 @@ class LlamaCppAgent:
         if threads is not None:
             check_int(threads, "threads", 1)
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.required_info = self.style.required_info
+        self.required_info, self.write_reply = self.style.required_info, self.style.write_reply
         self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_new_tokens, self.seed = max_new_tokens, seed
         path = gguf_file(model)

@@ -237,7 +237,7 @@ class OpenAIChatAgent:
         check_int(max_reply_bytes, "max_reply_bytes", 1)
         check_int(seed, "seed")
         self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.required_info = self.style.required_info  # the env's id, for few-shot examples
+        self.required_info, self.write_reply = self.style.required_info, self.style.write_reply
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
         if api_key is not None and not isinstance(api_key, str):
