@@ -25,6 +25,8 @@ from wrappers.validators import check_int
 
 __all__ = [
     "CHARSET",
+    "EXAMPLE_POOL",
+    "FIRST_EXAMPLE_ID",
     "MAX_TASK_ID",
     "TextEnv",
     "normalize_action",
@@ -39,6 +41,10 @@ CHARSET: str = "".join(sorted(set(string.printable) - set("\t\r\x0b\x0c")))
 
 #: Task ids are drawn from ``[0, MAX_TASK_ID)`` when ``reset`` is not given one.
 MAX_TASK_ID: int = 2**31 - 1
+#: How many task ids at the top of the id space are reserved for few-shot examples.
+EXAMPLE_POOL: int = 32
+#: The lowest reserved example id: clients, evaluation and training use lower ids.
+FIRST_EXAMPLE_ID: int = MAX_TASK_ID - EXAMPLE_POOL
 
 _CHARSET_SET = frozenset(CHARSET)
 _ACTION_PREFIXES = ("action:", "action :")

@@ -16,7 +16,8 @@ is given is remembered (:func:`remember`): secret-named arguments and
 headers, URL user names, passwords and secret query parameters
 (:func:`secret_values`), and secret-named environment variables such as
 ``OPENAI_API_KEY`` (:func:`environment_secrets`).  :func:`scrub` masks each of
-them, and its JSON-escaped and URL-encoded forms, in any text; the project
+them, and every JSON-escaped (``\\/``, ``\\uXXXX``, doubled backslashes) and
+URL-encoded spelling of it, in any text; the project
 scrubs what it prints (the command line wraps stdout and stderr, Ray workers
 too), episode errors, run-log lines (transcripts included) and result files,
 always *before* a text is cut to length.
@@ -44,7 +45,7 @@ Design decisions:
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import re
 import sys
@@ -189,24 +190,50 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     return [value for name, value in environ.items() if value and is_secret_name(name)]
 
 
+# The JSON short escapes; any character may also be written \\uXXXX.
+_JSON_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r",
+                 "\t": "t"}  # fmt: skip
+
+
+def _hex(value: int, width: int) -> str:
+    """A regex for ``value`` in ``width`` hex digits, in either case (``\\u002F``, ``%2f``)."""
+    digits = f"{value:0{width}x}"
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+
+
+def _char_pattern(char: str) -> str:
+    """A regex for one character of a secret in each form a text may carry it.
+
+    Itself; a JSON escape (``\\/``, ``\\n``, ``\\u00e9``, a surrogate pair),
+    behind any number of backslashes, as JSON inside JSON doubles them; a
+    ``repr`` escape (``\\x0a``); a URL escape (``%2F``, ``+`` for a space).
+    """
+    code = ord(char)
+    # UTF-16 code units: one, or a surrogate pair outside the Basic Multilingual Plane.
+    wide = char.encode("utf-16-be", "surrogatepass")
+    units = [int.from_bytes(wide[i : i + 2], "big") for i in range(0, len(wide), 2)]
+    options = [re.escape(char), "".join(rf"\\+u{_hex(unit, 4)}" for unit in units)]
+    if char in _JSON_ESCAPES or char == "'":
+        options.append(r"\\+" + re.escape(_JSON_ESCAPES.get(char, char)))
+    if code < 256:
+        options.append(rf"\\+x{_hex(code, 2)}")
+    options.append("".join(f"%{_hex(byte, 2)}" for byte in char.encode()))
+    if char == " ":
+        options.append(r"\+")
+    return f"(?:{'|'.join(options)})"
+
+
 def _forms(secret: str) -> set[str]:
-    """A secret as it may appear in a text: itself, trimmed, JSON-escaped, URL-encoded."""
-    forms = set()
-    for value in {secret, secret.strip()}:
-        escaped = json.dumps(value)[1:-1]
-        forms.update(
-            {
-                value,
-                escaped,
-                json.dumps(value, ensure_ascii=False)[1:-1],
-                escaped.replace("\\", "\\\\"),  # JSON inside JSON (a logged error message)
-                repr(value)[1:-1],
-                urllib.parse.quote(value, safe=""),
-                urllib.parse.quote(value),
-                urllib.parse.quote_plus(value),
-            }
-        )
-    return {form for form in forms if len(form.strip()) >= MIN_SECRET_LENGTH}
+    """Regexes for a secret as it may appear in a text: itself or trimmed, in any escaped form.
+
+    Each character may be escaped on its own, so a server's JSON that writes
+    ``/`` as ``\\/`` or a letter as ``\\u0041`` is masked as surely as
+    ``json.dumps``'s output.
+    """
+    values = {
+        value for value in {secret, secret.strip()} if len(value.strip()) >= MIN_SECRET_LENGTH
+    }
+    return {"".join(map(_char_pattern, value)) for value in values}
 
 
 class _Registry:
@@ -233,6 +260,12 @@ class _Registry:
         return self.ordered
 
 
+@functools.lru_cache(maxsize=64)
+def _matcher(forms: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled alternation of the secret regexes (cached: most calls reuse one set)."""
+    return re.compile("|".join(forms))
+
+
 _REGISTRY = _Registry()
 
 
@@ -257,9 +290,8 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     forms = _REGISTRY.forms()
     if extra:
         forms = sorted(extra.union(forms), key=len, reverse=True)
-    for form in forms:
-        if form in text:
-            text = text.replace(form, MASK)
+    if forms:
+        text = _matcher(tuple(forms)).sub(MASK, text)
     return redact_url(text)
 
 

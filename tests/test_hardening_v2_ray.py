@@ -81,3 +81,24 @@ def test_a_chunk_that_keeps_killing_workers_stops_in_one_line(ray_logs):
     message = str(stopped.value)
     assert "lost its Ray worker 3 times" in message and "last cause:" in message
     assert "\n" not in message
+
+
+class PrintsItsTokenEscaped(NoisyOracleAgent):
+    """Prints its token as a JSON encoder that escapes every character would (issue 31 item 15)."""
+
+    def act(self, observation, info):
+        token = os.environ.get(SECRET_VARIABLE, "")
+        escaped = "".join(f"\\u{ord(char):04x}" for char in token)
+        print(f'stderr: {{"detail": "{escaped}"}}', file=sys.stderr, flush=True)
+        return super().act(observation, info)
+
+
+def test_a_json_escaped_secret_never_reaches_the_ray_worker_logs(ray_logs):
+    """Issue 31 item 15: a \\uXXXX-escaped key reached the Ray worker logs whole."""
+    result = evaluate(PrintsItsTokenEscaped(), "agent_envs/GuessNumber-v0", **GRID)
+    assert result.errors == 0
+    written = "".join(
+        path.read_text(errors="replace") for path in ray_logs.glob("worker-*") if path.is_file()
+    )
+    assert '"detail": "***"' in written
+    assert "\\u0074\\u006f\\u006b" not in written  # "tok", escaped

@@ -53,7 +53,7 @@ class _Server:
 
 @pytest.fixture(scope="module")
 def url():
-    with _Server(create_app(ENV_ID, regime=20)) as base_url:
+    with _Server(create_app(ENV_ID, regime=20, client_budgets=(1, 20))) as base_url:
         yield base_url
 
 

@@ -9,11 +9,14 @@ from types import ModuleType
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from agent_envs import install_hint
+from agent_envs.core import FIRST_EXAMPLE_ID
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
+from agent_envs.protocol import TASK_ID
 
-__all__ = ["budgeted_env", "masked_env", "require"]
+__all__ = ["budgeted_env", "client_task_id", "masked_env", "require"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -26,6 +29,35 @@ def require(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as error:
         raise ImportError(f"{module} is not installed: {install_hint(extra)} ({error}).") from error
+
+
+def client_task_id(value: Any, name: str = TASK_ID) -> int:
+    """Return a task id a client sent, refusing what is not a plain int or is reserved.
+
+    No coercion: ``5.9``, ``True`` and ``"7"`` are refused, not read as 5, 1
+    and 7; ids from :data:`~agent_envs.core.FIRST_EXAMPLE_ID` up are kept for
+    few-shot examples, as ``evaluate`` keeps them.
+
+    >>> client_task_id(7)
+    7
+    >>> client_task_id("7")
+    Traceback (most recent call last):
+    ...
+    ValueError: task_id must be an int in [0, 2147483614], got str '7'.
+    """
+    wanted = f"{name} must be an int in [0, {FIRST_EXAMPLE_ID - 1}]"
+    if isinstance(value, np.integer):  # a dataset column may hold numpy ints
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{wanted}, got {type(value).__name__} {value!r:.40}.")
+    if value >= FIRST_EXAMPLE_ID:
+        raise ValueError(
+            f"{wanted}: ids from {FIRST_EXAMPLE_ID} up are reserved for few-shot examples, "
+            f"got {value}."
+        )
+    if value < 0:
+        raise ValueError(f"{wanted}, got {value}.")
+    return value
 
 
 def budgeted_env(

@@ -11,12 +11,24 @@ OpenEnv client plays it; with ``openenv-core``'s ``GenericEnvClient``::
         result = env.step({"action": "up"})
         result.observation["success"], result.observation["truncated"], result.done
 
-``reset`` takes ``seed``, ``task_id`` and ``budget`` (this episode's T; without
-it a ``BudgetMix`` draws one).  OpenEnv has only ``done``, so each observation
-also carries ``terminated``, ``truncated``, ``success`` and the step's whole
-``info`` (JSON values), so that nothing is lost: ``done`` is
-``terminated or truncated``.  A step after ``done`` is refused until the next
-``reset``.  Install with the ``[openenv]`` extra.
+``reset`` takes ``seed`` and ``task_id`` (an int below the ids reserved for
+few-shot examples; ``5.9``, ``True`` and ``"7"`` are refused, not coerced).
+The server's budget is the rule: a client's ``budget`` is refused unless the
+server was started with a range for it (``client_budgets=(1, 50)``,
+``--client-budgets 1:50``), and then it must lie in that range.  OpenEnv has
+only ``done``, so each observation also carries ``terminated``, ``truncated``,
+``success`` and the step's whole ``info`` (JSON values), so that nothing is
+lost: ``done`` is ``terminated or truncated``.  A step after ``done`` is
+refused until the next ``reset``.
+
+Episodes are played over the WebSocket ``/ws`` (what OpenEnv's clients use).
+Over plain HTTP, ``POST /reset`` answers a first observation but keeps no
+session, so ``POST /step`` is refused with a message that says so.  A bad
+client value gets HTTP 422 with the message (or a WebSocket error message)
+and one log line.  Idle sessions are closed, foreign browser origins, large
+bodies and malformed messages are refused: see
+:mod:`agent_envs.integrations.openenv_guard`.  Install with the ``[openenv]``
+extra.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import argparse
 import functools
 import ipaddress
 import json
+import logging
 import socket
 import sys
 from collections.abc import Sequence
@@ -32,10 +45,53 @@ from typing import Any
 
 from agent_envs.arguments import BudgetArguments, Parser, add_budget_arguments, int_arg, run_command
 from agent_envs.env_stack import BudgetRegime
-from agent_envs.integrations.common import budgeted_env, require
+from agent_envs.integrations.common import budgeted_env, client_task_id, require
+from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
+from wrappers.validators import check_int
 
-__all__ = ["create_app", "environment_factory", "main", "openenv_types"]
+__all__ = ["ClientError", "create_app", "environment_factory", "main", "openenv_types"]
+
+logger = logging.getLogger(__name__)
+
+
+class ClientError(ValueError):
+    """A value a client sent that the server refuses (HTTP 422, or a WebSocket error message)."""
+
+
+def client_options(
+    task_id: Any, budget: Any, seed: Any, client_budgets: tuple[int, int] | None
+) -> dict[str, Any]:
+    """Return the reset options for a client's values, or raise :class:`ClientError`.
+
+    >>> client_options(5, None, 0, None)
+    {'task_id': 5}
+    >>> client_options(5, 9, 0, None)
+    Traceback (most recent call last):
+    ...
+    agent_envs.integrations.openenv.ClientError: this server sets the turn budget; ...
+    """
+    options: dict[str, Any] = {}
+    try:
+        if seed is not None:
+            check_int(seed, "seed", 0, 2**64 - 1)
+        if task_id is not None:
+            options[TASK_ID] = client_task_id(task_id)
+    except (TypeError, ValueError) as error:
+        raise ClientError(str(error)) from None
+    if budget is None:
+        return options
+    if client_budgets is None:
+        raise ClientError(
+            "this server sets the turn budget; a client's budget is refused (start the "
+            "server with --client-budgets LO:HI to let clients choose one in a range)."
+        )
+    low, high = client_budgets
+    try:
+        options[BUDGET] = check_int(budget, BUDGET, low, high)
+    except (TypeError, ValueError) as error:
+        raise ClientError(f"{error} (this server's --client-budgets)") from None
+    return options
 
 
 @functools.cache
@@ -81,9 +137,15 @@ def _environment_class(TextAction: type, TextObservation: type) -> type:
     class TextEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True  # each session builds its own env
 
-        def __init__(self, env_id: str, regime: BudgetRegime) -> None:
+        def __init__(
+            self,
+            env_id: str,
+            regime: BudgetRegime,
+            client_budgets: tuple[int, int] | None = None,
+        ) -> None:
             super().__init__()
             self.env_id = env_id
+            self.client_budgets = client_budgets
             self._env = budgeted_env(env_id, regime)
             self._state = State(env_id=env_id)
             self._done = True
@@ -96,9 +158,11 @@ def _environment_class(TextAction: type, TextObservation: type) -> type:
             budget: int | None = None,
             **kwargs: Any,
         ) -> TextObservation:
-            options = {key: value for key, value in ((TASK_ID, task_id), (BUDGET, budget))
-                       if value is not None}  # fmt: skip
-            text, info = self._env.reset(seed=seed, options=options or None)
+            options = client_options(task_id, budget, seed, self.client_budgets)
+            try:
+                text, info = self._env.reset(seed=seed, options=options or None)
+            except (TypeError, ValueError) as error:
+                raise ClientError(str(error).splitlines()[0]) from None
             self._done = False
             self._state = State(episode_id=episode_id, step_count=0, env_id=self.env_id,
                                 task_id=info.get(TASK_ID), budget=info.get(BUDGET))  # fmt: skip
@@ -135,22 +199,32 @@ def _observation(
 
 
 def environment_factory(
-    env_id: str, regime: BudgetRegime | int | None = None, **legacy: Any
+    env_id: str,
+    regime: BudgetRegime | int | None = None,
+    *,
+    client_budgets: tuple[int, int] | None = None,
+    **legacy: Any,
 ) -> Any:
     """Return a no-argument factory of OpenEnv environments for ``env_id`` under ``regime``.
 
     ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T
     (the old keywords ``budget``, ``budgets``, ``weights`` and ``visible``
     still work, with a ``DeprecationWarning``).  The factory is what
-    OpenEnv's ``create_app`` takes; each call (each session) builds a fresh
-    stack.  The id and the budget are checked here, once: an unknown id, or
-    one whose observations or actions are not text, is refused.
+    OpenEnv's server takes; each call (each session) builds a fresh stack.
+    The id and the budget are checked here, once: an unknown id, or one whose
+    observations or actions are not text, is refused.  ``client_budgets=(low,
+    high)`` lets a client's reset choose T in that range; without it a
+    client's ``budget`` is refused.
     """
     regime = BudgetRegime.of(regime, legacy, where="environment_factory")
     types = openenv_types()
+    if client_budgets is not None:
+        low, high = client_budgets
+        check_int(low, "the lowest client budget", 1)
+        check_int(high, "the highest client budget", low, 10**6)
     env_id = _text_env_id(env_id)
-    types.TextEnvironment(env_id, regime).close()  # bad budgets fail now
-    return functools.partial(types.TextEnvironment, env_id, regime)
+    types.TextEnvironment(env_id, regime, client_budgets).close()  # bad budgets fail now
+    return functools.partial(types.TextEnvironment, env_id, regime, client_budgets)
 
 
 def _text_env_id(env_id: str) -> str:
@@ -178,27 +252,59 @@ def create_app(
     env_id: str,
     max_concurrent_envs: int = 64,
     *,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    max_body: int = DEFAULT_MAX_BODY,
+    allowed_origins: Sequence[str] = (),
     regime: BudgetRegime | int | None = None,
-    **legacy: Any,
+    **budget: Any,
 ) -> Any:
-    """Return OpenEnv's FastAPI app serving ``env_id``; ``regime`` as in ``environment_factory``."""
-    from openenv.core.env_server.http_server import create_app as openenv_app
+    """Return the FastAPI app serving ``env_id``; ``regime`` and ``budget`` (``client_budgets``)
+    as in :func:`environment_factory`.
 
-    regime = BudgetRegime.of(regime, legacy, where="create_app")
+    It is OpenEnv's server (``HTTPEnvServer``, at ``app.state.openenv``)
+    behind :class:`~agent_envs.integrations.openenv_guard.ServeGuard`.
+    Sessions silent for ``idle_timeout`` seconds are closed, WebSocket ones
+    and HTTP-created (``/mcp`` ``openenv/session/create``) ones alike; ``None``
+    keeps them forever.  Bodies and messages over ``max_body`` bytes and
+    requests from browser origins other than the server's own and
+    ``allowed_origins`` are refused.  A :class:`ClientError` is HTTP 422.
+    """
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+    from openenv.core.env_server.http_server import HTTPEnvServer
+    from openenv.core.env_server.types import ConcurrencyConfig
+
+    regime = BudgetRegime.of(regime, budget, where="create_app")
     types = openenv_types()
-    factory = environment_factory(env_id, regime)
-    return openenv_app(
-        factory,
-        types.TextAction,
-        types.TextObservation,
-        env_name=factory.args[0],  # the registered id
-        max_concurrent_envs=max_concurrent_envs,
+    factory = environment_factory(env_id, regime, **budget)
+    check_int(max_concurrent_envs, "max_concurrent_envs", 1)
+    if idle_timeout is not None and not idle_timeout > 0:
+        raise ValueError(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
+    check_int(max_body, "max_body", 1024)
+    concurrency = ConcurrencyConfig(
+        max_concurrent_envs=max_concurrent_envs, session_timeout=idle_timeout
     )
+    app = FastAPI(title=f"agent-envs serve {env_id}", docs_url=None, redoc_url=None)
+    server = HTTPEnvServer(
+        factory, types.TextAction, types.TextObservation, concurrency_config=concurrency
+    )
+    server.register_routes(app)
+    app.state.openenv = server
+
+    async def refused(request: Request, error: Exception) -> JSONResponse:
+        logger.warning("refused %s %s: %s", request.method, request.url.path, error)
+        return JSONResponse({"detail": str(error)}, status_code=422)
+
+    app.add_exception_handler(ClientError, refused)
+    app.add_middleware(
+        ServeGuard, max_body=max_body, idle_timeout=idle_timeout, allowed_origins=allowed_origins
+    )
+    return app
 
 
 # ----------------------------------------------------------------------- CLI
 _PROG = "agent-envs serve"
-#: Hosts that only this machine can reach; any other address gets the warning below.
+#: Hosts that only this machine can reach; any other address gets a warning.
 _LOOPBACK = ("localhost",)
 
 
@@ -219,7 +325,53 @@ def _parser() -> tuple[Parser, BudgetArguments]:
     parser.add_argument(
         "--max-sessions", type=int_arg(1), default=64, help="concurrent sessions (default: 64)"
     )
+    _add_guard_arguments(parser)
     return parser, budget
+
+
+def _add_guard_arguments(parser: Parser) -> None:
+    """Add what guards the server: client budgets, idle timeout, origins, body size."""
+    parser.add_argument(
+        "--client-budgets",
+        metavar="LO:HI",
+        help="let a client's reset choose its budget in [LO, HI] (default: refused; the "
+        "server's --budget or --budget-mix is the rule)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"close a session silent this long (default: {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed besides the server's own, such as "
+        "http://localhost:3000 (repeatable; * allows any; default: none)",
+    )
+    parser.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        metavar="BYTES",
+        help=f"the largest request body or message (default: {DEFAULT_MAX_BODY:,})",
+    )
+
+
+def _client_budgets(parser: argparse.ArgumentParser, text: str | None) -> tuple[int, int] | None:
+    """Parse ``--client-budgets LO:HI``."""
+    if text is None:
+        return None
+    low, colon, high = text.partition(":")
+    try:
+        if not colon:
+            raise ValueError
+        return int(low), int(high)
+    except ValueError:
+        parser.error(f"--client-budgets takes LO:HI, two integers, got {text!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,7 +386,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(argv: list[str]) -> int:
     parser, budget = _parser()
     args = parser.parse_args(argv)
-    app = create_app(args.env_id, args.max_sessions, regime=budget.regime(args))
+    client_budgets = _client_budgets(parser, args.client_budgets)
+    if not args.idle_timeout >= 0:  # NaN too
+        parser.error(f"--idle-timeout must be >= 0 seconds, got {args.idle_timeout}")
+    guard = {
+        "idle_timeout": args.idle_timeout or None,
+        "max_body": args.max_body,
+        "allowed_origins": args.allow_origin,
+    }
+    app = create_app(
+        args.env_id,
+        args.max_sessions,
+        regime=budget.regime(args),
+        client_budgets=client_budgets,
+        **guard,
+    )
     import uvicorn
 
     sock = _bind(args.host, args.port)
@@ -248,7 +414,9 @@ def _serve(argv: list[str]) -> int:
         )
     shown = f"[{host}]" if ":" in host else host
     print(f"Serving {args.env_id} on http://{shown}:{port} (OpenEnv; Ctrl-C stops)", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    # The guard answers a message up to --max-body with an error; uvicorn drops far larger ones.
+    config = uvicorn.Config(app, log_level="warning", ws_max_size=4 * args.max_body)
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 

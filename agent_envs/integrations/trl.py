@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent_envs.env_stack import BudgetRegime
-from agent_envs.integrations.common import budgeted_env
+from agent_envs.integrations.common import budgeted_env, client_task_id
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
 from wrappers.seeding import episode_seed
 
@@ -81,12 +81,16 @@ class ToolEpisode:
         self.budget: int | None = None
 
     def reset(self, task_id: int | None = None, **row: Any) -> str:
-        """Start an episode of task ``task_id`` (a dataset column); return its first observation."""
+        """Start an episode of task ``task_id`` (a dataset column); return its first observation.
+
+        ``task_id`` must be a plain int below the ids reserved for few-shot
+        examples; ``5.9``, ``True`` or ``"7"`` is refused, not coerced.
+        """
         if task_id is None:
             raise ValueError(
                 "The dataset rows need a task_id column (task_rows(task_ids) builds them)."
             )
-        task_id = int(task_id)
+        task_id = client_task_id(task_id)
         self.seed = self._attempts.next_seed(task_id)
         text, info = self._env.reset(seed=self.seed, options={TASK_ID: task_id})
         self._over, self.reward, self.turns, self.calls = None, 0.0, 0, 0

@@ -33,7 +33,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agent_envs.core import MAX_TASK_ID
+from agent_envs.core import EXAMPLE_POOL, FIRST_EXAMPLE_ID, MAX_TASK_ID
 from agent_envs.protocol import ENV_ID, SUCCESS, TASK_ID, Oracle
 from baselines.llm.prompting import (
     FORMAT_PROMPT,
@@ -53,11 +53,6 @@ __all__ = [
     "example_task_ids",
     "oracle_episodes",
 ]
-
-#: How many task ids at the top of the id space are reserved for examples.
-EXAMPLE_POOL = 32
-#: The lowest reserved id: every task id from here up is an example task.
-FIRST_EXAMPLE_ID = MAX_TASK_ID - EXAMPLE_POOL
 
 # One turn per oracle step, with room for slides on slippery ice.
 _TURN_FACTOR, _TURN_SLACK = 4, 8

@@ -15,13 +15,19 @@ everywhere:
 
 Nothing is ever downloaded: a name that is none of these (a hub name such as
 ``Qwen/Qwen2.5-0.5B-Instruct``, a typo) fails at once with a one-line
-:class:`ModelError`.  So do a corrupt GGUF file and one whose quantisation or
-architecture transformers cannot dequantise.
+:class:`ModelError`.  So do a corrupt GGUF file, one whose quantisation or
+architecture transformers cannot dequantise, and one whose declared shape
+(layers, hidden and feed-forward sizes, vocabulary, heads) the tensors it
+holds contradict, checked before any model is built
+(:mod:`baselines.llm.gguf_check`).
 
 The cache directory is ``$AGENT_ENVS_MODEL_CACHE`` if set, else
 ``$XDG_CACHE_HOME/agent-envs/models``, else ``~/.cache/agent-envs/models``.
-A converted model is written to a temporary folder and renamed into place, so
-an interrupted conversion never leaves a folder that looks complete.
+A converted model is written to a staging folder, with a manifest of hashes,
+and renamed into place, so an interrupted conversion never leaves a folder
+that looks complete; a cache entry is used only if its manifest matches
+(:mod:`baselines.llm.model_cache`), and staging folders left by killed
+conversions are removed.
 
 Importing this module imports neither torch nor transformers; converting a
 GGUF file needs the ``[llm]`` extra and ``gguf``.
@@ -29,13 +35,22 @@ GGUF file needs the ``[llm]`` extra and ``gguf``.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import importlib.util
+import logging
 import os
 import shutil
-import tempfile
 from pathlib import Path
-from typing import Any
+
+from baselines.llm.gguf_check import ModelError, check_gguf
+from baselines.llm.model_cache import (
+    file_sha256,
+    make_staging,
+    remove_stale_staging,
+    trusted_entry,
+    verify_entry,
+    write_manifest,
+)
 
 __all__ = [
     "CACHE_ENV",
@@ -58,9 +73,7 @@ SHORT_NAMES: dict[str, tuple[str, str, str]] = {
 
 _GGUF_MAGIC = b"GGUF"
 
-
-class ModelError(ValueError):
-    """A model that is not on local disk, or that cannot be read (one-line message)."""
+logger = logging.getLogger(__name__)
 
 
 def cache_dir() -> Path:
@@ -156,74 +169,59 @@ def resolve_model(name_or_path: str | os.PathLike[str], cache: Path | None = Non
     )
 
 
-def _digest(path: Path) -> str:
-    """Return the first 16 hex digits of the SHA-256 of the file's bytes."""
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()[:16]
-
-
 def convert_gguf(path: str | os.PathLike[str], cache: Path | None = None) -> Path:
     """Return the cached HF folder of a GGUF file, dequantising it on the first call.
 
     The folder is ``<cache>/<file stem>-<sha256 prefix>``: a changed file gets
     a new folder, and a renamed copy of the same bytes finds the old one only
-    if its stem matches.
+    if its stem matches.  The folder is used only if its manifest names this
+    file's full hash and every file in it matches (see
+    :mod:`baselines.llm.model_cache`); otherwise it is converted again.  An
+    entry that is a symlink, another user's, or writable by all is refused.
+    Staging folders left by killed conversions are removed first.
     """
     path = Path(path)
     try:
-        folder = (cache or cache_dir()) / f"{path.stem}-{_digest(path)}"
+        source = file_sha256(path)
     except OSError as exc:
         raise ModelError(f"cannot read {os.fspath(path)!r}: {exc.strerror or exc}.") from None
-    if (folder / "config.json").is_file():
-        return folder
+    cache = cache or cache_dir()
+    folder = cache / f"{path.stem}-{source[:16]}"
+    remove_stale_staging(cache)
+    stale = None
+    if trusted_entry(folder):
+        stale = verify_entry(folder, source)
+        if stale is None:
+            return folder
+        logger.warning(
+            "converting %s again: the cache entry %s is stale (%s).", path, folder, stale
+        )
     check_gguf(path)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    staging = make_staging(folder)
     try:
         _dequantise(path, staging)
-        try:
-            staging.rename(folder)
-        except OSError:
-            # Another process finished the same conversion first: keep its folder.
-            if not (folder / "config.json").is_file():
-                raise
+        write_manifest(staging, source, path.name)
+        _move_into_place(staging, folder, source, replace=stale is not None)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 
-def check_gguf(path: Path) -> None:
-    """Raise :class:`ModelError` unless the file is a GGUF that can be dequantised."""
+def _move_into_place(staging: Path, folder: Path, source: str, replace: bool) -> None:
+    """Rename ``staging`` to ``folder``; a stale ``folder`` is first moved aside and removed."""
+    if replace:
+        aside = make_staging(folder)
+        aside.rmdir()
+        with contextlib.suppress(FileNotFoundError):  # another process moved it first
+            folder.rename(aside)
+        shutil.rmtree(aside, ignore_errors=True)
     try:
-        from gguf import GGUFReader, dequantize
-    except ImportError:
-        raise ModelError(
-            f"loading {os.fspath(path)!r} needs the gguf package: pip install gguf "
-            '(or pip install -e ".[smollm2]").'
-        ) from None
-    try:
-        reader = GGUFReader(path)
-        smallest: dict[Any, Any] = {}
-        for tensor in reader.tensors:
-            known = smallest.get(tensor.tensor_type)
-            if known is None or tensor.n_bytes < known.n_bytes:
-                smallest[tensor.tensor_type] = tensor
-    except Exception as exc:  # gguf raises ValueError, KeyError, struct and mmap errors
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ModelError(f"{os.fspath(path)!r} is not a readable GGUF file ({reason}).") from None
-    if not smallest:
-        raise ModelError(f"{os.fspath(path)!r} holds no tensors.")
-    for kind, tensor in smallest.items():
-        try:
-            dequantize(tensor.data, kind)
-        except NotImplementedError:
-            raise ModelError(
-                f"{os.fspath(path)!r} uses the quantisation {kind.name}, which the gguf "
-                "package cannot dequantise; convert it to Q8_0, Q4_K_M or F16 with llama.cpp."
-            ) from None
+        staging.rename(folder)
+    except OSError:
+        # Another process finished the same conversion first: keep its folder if it is whole.
+        if not trusted_entry(folder) or verify_entry(folder, source) is not None:
+            raise
 
 
 def _dequantise(path: Path, folder: Path) -> None:
@@ -235,9 +233,10 @@ def _dequantise(path: Path, folder: Path) -> None:
     try:
         tokenizer = AutoTokenizer.from_pretrained(path.parent, **source)
         model = AutoModelForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **source)
-    except (ValueError, KeyError, NotImplementedError, OSError) as exc:
+    except (ValueError, KeyError, NotImplementedError, OSError, RuntimeError) as exc:
+        # RuntimeError: weights whose sizes contradict the config ("ignore_mismatched_sizes").
         reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ModelError(f"transformers cannot load {os.fspath(path)!r}: {reason}") from None
+        raise ModelError(f"transformers cannot load {os.fspath(path)!r}: {reason[:300]}") from None
     # The dequantised weights are plain tensors: without this, save_pretrained
     # refuses a model that still names a GGUF quantiser.
     model.hf_quantizer = None
