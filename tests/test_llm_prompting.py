@@ -127,3 +127,29 @@ def test_turn_of():
     assert turn_of({"turn": 4}) == 4
     assert turn_of({"messages": dialogue(3)}) == 3
     assert turn_of({}) == 0
+
+
+# ------------------------------------------------------- the shared policy base
+def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
+    from agent_envs.protocol import ENV_ID
+    from baselines.llm.openai_agent import OpenAIChatAgent
+    from baselines.llm.policy import LLMPolicy
+    from baselines.llm.prompting import ACTION_SYSTEM_PROMPT
+
+    policy = LLMPolicy(few_shot=1, temperature=0.5, max_new_tokens=12, seed=5)
+    assert (policy.style.reply_format, policy.system_prompt) == ("action", ACTION_SYSTEM_PROMPT)
+    assert policy.required_info == (ENV_ID,)  # the env's id, for the examples
+    assert (policy.temperature, policy.top_p, policy.max_new_tokens) == (0.5, 1.0, 12)
+    # Token ids and their text key the same seed, the one wrappers.seeding derives.
+    expected = sampling_seed(5, 7, 1, "1,2,3")
+    assert policy.reply_seed(7, 1, [1, 2, 3]) == policy.reply_seed(7, 1, "1,2,3") == expected
+    # Without an episode seed, a policy draws one from its own seeded generator.
+    first, again = LLMPolicy(seed=5), LLMPolicy(seed=5)
+    drawn = [first._sample_seed({"turn": 0}, [1]) for _ in range(2)]
+    assert drawn == [again._sample_seed({"turn": 0}, [1]) for _ in range(2)]
+    assert drawn[0] != drawn[1]
+    agent = OpenAIChatAgent("http://127.0.0.1:9/v1", "m", few_shot=1, max_new_tokens=12)
+    assert isinstance(agent, LLMPolicy) and agent.style.reply_format == "action"
+    for bad in ({"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0}, {"seed": 1.5}):
+        with pytest.raises((TypeError, ValueError)):
+            LLMPolicy(**bad)

@@ -62,7 +62,7 @@ def no_ambient_key(monkeypatch):
 
 
 def make_agent(server, **kwargs):
-    kwargs.setdefault("max_tokens", 8)
+    kwargs.setdefault("max_new_tokens", 8)
     kwargs.setdefault("backoff", 0.0)
     kwargs.setdefault("timeout", 10.0)
     return OpenAIChatAgent(server.base_url, "tiny", **kwargs)
@@ -112,6 +112,39 @@ def test_seed_is_derived_from_episode_seed_and_turn(server):
         agent.act("same observation", info)
     seeds = [request["body"]["seed"] for request in server.requests]
     assert seeds[0] == seeds[1] and len(set(seeds)) == 3
+
+
+def test_max_tokens_is_the_deprecated_name_of_max_new_tokens(server, capsys, tmp_path):
+    with pytest.warns(DeprecationWarning, match="pass max_new_tokens"):
+        old = make_agent(server, max_new_tokens=256, max_tokens=5)
+    assert old.max_new_tokens == 5
+    with pytest.warns(DeprecationWarning, match="pass max_new_tokens"):
+        assert old.max_tokens == 5
+    old.act("Guess.", {"episode_seed": 1})
+    assert server.requests[-1]["body"]["max_tokens"] == 5  # the request's field keeps its name
+    with pytest.raises(TypeError, match="max_new_tokens only"):
+        make_agent(server, max_new_tokens=6, max_tokens=5)
+    # The old keyword keeps working through the CLI, which builds the agent.
+    from agent_envs.cli import main
+
+    kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, "backoff": 0}
+    argv = ["eval", "GuessNumber-v0", "--agent", "openai", "--agent-kwargs", json.dumps(kwargs)]
+    out = tmp_path / "old.json"
+    argv += ["--k", "1", "--t", "1", "--tasks", "1", "--n-bootstrap", "10", "--out", str(out)]
+    with pytest.warns(DeprecationWarning, match="pass max_new_tokens"):
+        assert main([*argv, "--no-progress"]) == 0, capsys.readouterr().err
+    assert server.requests[-1]["body"]["max_tokens"] == 4
+
+
+def test_the_request_seed_is_the_shared_llm_policy_derivation(server):
+    from baselines.llm.policy import LLMPolicy
+
+    agent = make_agent(server, seed=3)
+    assert isinstance(agent, LLMPolicy)
+    info = {"episode_seed": 9, "turn": 2}
+    body = agent.request_body("Guess.", info)
+    prompt = json.dumps(body["messages"], sort_keys=True)
+    assert body["seed"] == LLMPolicy(seed=3).reply_seed(9, 2, prompt)
 
 
 def test_history_from_chat_history_is_sent(server):
@@ -367,7 +400,7 @@ def test_a_failing_server_becomes_episode_errors_not_a_crash(server):
 
 def test_cli_eval_with_the_openai_agent(server, capsys, tmp_path):
     cli = pytest.importorskip("agent_envs.cli")
-    kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, "backoff": 0}
+    kwargs = {"base_url": server.base_url, "model": "tiny", "max_new_tokens": 4, "backoff": 0}
     out = tmp_path / "result.json"
     status = cli.main(
         [
@@ -416,7 +449,7 @@ def test_the_wrap_an_existing_agent_example_runs(capsys):
 def test_the_api_key_appears_nowhere_in_a_cli_run(server, capsys, tmp_path):
     """Issue 9, item 1: not in stdout, stderr, the result, the log, transcripts or plots."""
     cli = pytest.importorskip("agent_envs.cli")
-    kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, "backoff": 0}
+    kwargs = {"base_url": server.base_url, "model": "tiny", "max_new_tokens": 4, "backoff": 0}
     files = {name: tmp_path / name for name in ("r.json", "run.jsonl", "r.png")}
     common = ["eval", "GuessNumber-v0", "--agent", "openai", "--k", "1", "--t", "2"]
     status = cli.main(
@@ -463,7 +496,7 @@ def test_a_rotated_key_resumes_the_run_and_another_model_does_not(server, capsys
     log = tmp_path / "run.jsonl"
 
     def run(**changes):
-        kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, **changes}
+        kwargs = {"base_url": server.base_url, "model": "tiny", "max_new_tokens": 4, **changes}
         argv = ["eval", "GuessNumber-v0", "--agent", "openai", "--k", "1", "--t", "2"]
         argv += ["--tasks", "1", "--n-bootstrap", "10", "--no-progress", "--log", str(log)]
         return cli.main([*argv, "--agent-kwargs", json.dumps(kwargs)])

@@ -40,7 +40,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baselines.llm.prompting import PromptEncoder, build_messages
+from baselines.llm.messages import build_messages
+from baselines.llm.prompt_encoder import PromptEncoder
 
 __all__ = ["ChatTokens", "TokenHistory"]
 

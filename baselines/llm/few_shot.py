@@ -35,7 +35,7 @@ import gymnasium as gym
 
 from agent_envs.core import EXAMPLE_POOL, FIRST_EXAMPLE_ID, MAX_TASK_ID
 from agent_envs.protocol import ENV_ID, SUCCESS, TASK_ID, Oracle
-from baselines.llm.prompting import (
+from baselines.llm.replies import (
     FORMAT_PROMPT,
     choose_reply_format,
     format_action,

@@ -52,8 +52,6 @@ import functools
 import os
 from typing import Any
 
-import numpy as np
-
 from agent_envs import install_hint
 from agent_envs.fingerprint import folder_fingerprint
 from agent_envs.protocol import EPISODE_SEED
@@ -66,7 +64,6 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from agent_envs.protocol import AgentAction
 from baselines.llm.chat_tokens import ChatTokens, TokenHistory
-from baselines.llm.few_shot import PromptStyle
 from baselines.llm.generation import (
     GumbelSampler,
     context_length,
@@ -74,18 +71,10 @@ from baselines.llm.generation import (
     generate_replies,
 )
 from baselines.llm.models import resolve_model
+from baselines.llm.policy import LLMPolicy
 from baselines.llm.prefix_cache import PrefixCacheDecoder
-from baselines.llm.prompting import (
-    FORMAT_PROMPT,
-    PromptEncoder,
-    PromptTooLongError,
-    ReplyStop,
-    check_sampling,
-    reply_with_end,
-    to_agent_action,
-    turn_of,
-)
-from wrappers import seeding
+from baselines.llm.prompt_encoder import PromptEncoder, PromptTooLongError
+from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, reply_with_end, to_agent_action
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["HFAgent", "PromptTooLongError"]
@@ -113,7 +102,7 @@ def _room_for_replies(
     return context
 
 
-class HFAgent:
+class HFAgent(LLMPolicy):
     """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
 
     Args:
@@ -122,31 +111,15 @@ class HFAgent:
             downloaded), loaded with ``AutoModelForCausalLM.from_pretrained``,
             or an already-loaded model (then ``tokenizer`` is required).
         tokenizer: a tokenizer, or its folder; by default the model's.
-        system_prompt: put first in every prompt (``None`` for none); a system
-            message from ``wrappers.ChatHistory`` takes its place.  By default
-            the reply format's own (:data:`~baselines.llm.prompting.SYSTEM_PROMPTS`).
-        few_shot: put that many episodes played by the env's oracle before
-            the real one, as earlier turns of the chat
-            (:mod:`baselines.llm.few_shot`).  0 by default.
-        reply_format: ``"action"`` (the bare action; decoding stops at the end
-            of the first line) or ``"think"`` (free text, then an
-            ``Action: ...`` line, where decoding stops).  By default
-            ``"action"`` with ``few_shot`` and ``"think"`` without.
-        env_id: the env the few-shot examples come from; by default the
-            evaluator's ``info["registered_id"]``.
-        temperature: ``0`` for greedy decoding, else the sampling temperature.
-            The default 1.0 with ``top_p`` 1.0 samples the model's own
-            distribution, the policy that RL trains and that Pass@K is an
-            estimate for; use 0 for one deterministic attempt.
-        top_p: nucleus sampling threshold in ``(0, 1]``.
-        max_new_tokens: the most tokens generated per turn.
+        system_prompt, few_shot, reply_format, env_id, temperature, top_p,
+            max_new_tokens, seed: the prompt style and the sampling, as
+            :class:`~baselines.llm.policy.LLMPolicy` describes them.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; by default CUDA when
             available (a loaded model stays where it is).
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` (the
             checkpoint's) or a ``torch.dtype``; by default float32 on CPU and
             ``"auto"`` elsewhere.
         batch_size: the most episodes per ``generate`` call.
-        seed: the agent's seed, mixed into every sampling seed.
         max_context: the context length in tokens; by default read from the
             model config.
         trust_remote_code: passed to ``from_pretrained``; off by default
@@ -165,8 +138,6 @@ class HFAgent:
         agent = HFAgent("smollm2-135m", temperature=0.7, batch_size=32)
         action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
     """
-
-    visible_budget = False
 
     def __init__(
         self,
@@ -188,16 +159,19 @@ class HFAgent:
         trust_remote_code: bool = False,
         prefix_cache: bool = True,
     ) -> None:
-        check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
-        check_int(batch_size, "batch_size", 1)
-        check_int(seed, "seed")
-        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.required_info, self.write_reply = self.style.required_info, self.style.write_reply
+        super().__init__(
+            system_prompt=system_prompt,
+            few_shot=few_shot,
+            reply_format=reply_format,
+            env_id=env_id,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+        )
+        self.batch_size = check_int(batch_size, "batch_size", 1)
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
-        self.system_prompt = self.style.system_prompt
-        self.temperature, self.top_p = float(temperature), float(top_p)
-        self.max_new_tokens, self.batch_size, self.seed = max_new_tokens, batch_size, seed
         self._from_files = isinstance(model, (str, os.PathLike))
         self.model, self.tokenizer, self.name = _load(
             model, tokenizer, device, dtype, trust_remote_code
@@ -218,7 +192,6 @@ class HFAgent:
         self._histories: dict[str | None, TokenHistory] = {}
         #: Ends a reply as soon as its action line is complete.
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
-        self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
         self._decoder = (
@@ -316,13 +289,6 @@ class HFAgent:
         if env_id not in self._histories:
             self._histories[env_id] = TokenHistory(ChatTokens(self._encoder(info), self._eos_ids))
         return self._histories[env_id]
-
-    def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
-        episode_seed = info.get(EPISODE_SEED)
-        if episode_seed is None:
-            episode_seed = int(self._episode_rng.integers(2**62))
-        prompt_key = ",".join(map(str, prompt))
-        return seeding.sampling_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     # ------------------------------------------------------------ generation
     def _generate(

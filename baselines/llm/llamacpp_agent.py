@@ -33,21 +33,12 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from agent_envs import install_hint
-from agent_envs.protocol import EPISODE_SEED, AgentAction
-from baselines.llm.few_shot import PromptStyle
+from agent_envs.protocol import AgentAction
 from baselines.llm.models import gguf_file
-from baselines.llm.prompting import (
-    FORMAT_PROMPT,
-    PromptEncoder,
-    ReplyStop,
-    check_sampling,
-    to_agent_action,
-    turn_of,
-)
-from wrappers import seeding
+from baselines.llm.policy import LLMPolicy
+from baselines.llm.prompt_encoder import PromptEncoder
+from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["LlamaCppAgent", "gguf_tokenizer"]
@@ -105,7 +96,7 @@ def _llama_class() -> Any:
     return Llama
 
 
-class LlamaCppAgent:
+class LlamaCppAgent(LLMPolicy):
     """Act with a GGUF model through llama.cpp, one episode at a time.
 
     Args:
@@ -130,8 +121,6 @@ class LlamaCppAgent:
         agent = LlamaCppAgent("smollm2-135m", few_shot=1, temperature=0)
     """
 
-    visible_budget = False
-
     def __init__(
         self,
         model: str | os.PathLike[str] = "smollm2-135m",
@@ -148,14 +137,18 @@ class LlamaCppAgent:
         threads: int | None = None,
         repack: bool = False,
     ) -> None:
-        check_sampling(temperature, top_p, max_new_tokens, "max_new_tokens")
-        check_int(seed, "seed")
+        super().__init__(
+            system_prompt=system_prompt,
+            few_shot=few_shot,
+            reply_format=reply_format,
+            env_id=env_id,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+        )
         if threads is not None:
             check_int(threads, "threads", 1)
-        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.required_info, self.write_reply = self.style.required_info, self.style.write_reply
-        self.temperature, self.top_p = float(temperature), float(top_p)
-        self.max_new_tokens, self.seed = max_new_tokens, seed
         path = gguf_file(model)
         llama = _llama_class()
         self.name = os.fspath(model)
@@ -176,7 +169,6 @@ class LlamaCppAgent:
         self._eos_ids = {self.llm.token_eos(), self.tokenizer.eos_token_id} - {None, -1}
         self._encoders: dict[str | None, PromptEncoder] = {}
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
-        self._episode_rng = np.random.default_rng(seed)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
 
@@ -212,13 +204,6 @@ class LlamaCppAgent:
                 self.style.examples(info),
             )
         return self._encoders[env_id].prompt_ids(observation, info)
-
-    def _sample_seed(self, info: dict[str, Any], prompt: list[int]) -> int:
-        episode_seed = info.get(EPISODE_SEED)
-        if episode_seed is None:
-            episode_seed = int(self._episode_rng.integers(2**62))
-        prompt_key = ",".join(map(str, prompt))
-        return seeding.sampling_seed(self.seed, episode_seed, turn_of(info), prompt_key)
 
     def _reply(self, prompt: list[int], seed: int) -> str:
         """Decode one reply until an end token, a complete action line or the length limit."""

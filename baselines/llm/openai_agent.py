@@ -1,8 +1,11 @@
 """OpenAIChatAgent: a model behind an OpenAI-compatible chat-completions server.
 
 vLLM, SGLang, llama.cpp's server, TGI and the OpenAI API itself all serve
-``POST /v1/chat/completions``.  This agent talks to it with the standard
-library only (``http.client`` and threads), so the ``openai`` SDK is not needed.
+``POST /v1/chat/completions``.  The requests go through
+:class:`~baselines.llm.openai_client.ChatClient` (the standard library only,
+so the ``openai`` SDK is not needed), which retries transient failures,
+enforces the deadline and the reply cap, and keeps the API key secret; see
+:mod:`baselines.llm.openai_client`.
 
 Prompts and parsing are the ones :class:`~baselines.llm.hf_agent.HFAgent` uses
 (:mod:`baselines.llm.prompting`): the dialogue from ``info["messages"]`` or the
@@ -13,36 +16,12 @@ chat template; the agent does not trim long dialogues (use
 
 Seeds.  Each request carries ``seed``, derived from the agent's ``seed``,
 ``info["episode_seed"]`` (different for every attempt), the turn and the
-prompt.  Servers that honour it (vLLM, SGLang, llama.cpp) then make a rerun
-draw the same samples while the K attempts of Pass@K stay independent.
-
-Errors.  Connection failures, timeouts, HTTP 408, 409, 429 and 5xx are
-transient: they are retried up to ``max_retries`` times, waiting
-``backoff * 2**attempt`` seconds, or the server's ``Retry-After`` if that is
-longer, and never more than ``max_backoff``.  Anything else, or a transient error that
-outlasts the retries, raises :class:`ChatCompletionError`.
-
-Secrets.  The API key goes only into the ``Authorization`` header of requests
-to ``base_url`` itself: it is never logged, never in ``repr`` and never in an
-exception message.  Design decision: redirects are never followed (``urllib``
-re-sends every header, the bearer token included, to wherever a 30x points);
-a 30x is an error that names the new address, so that the user can point
-``base_url`` there knowingly.  A user name or password inside ``base_url`` is
-refused (a URL is printed in warnings and errors), without echoing them.
-
-Limits.  ``timeout`` is a deadline for the whole request (connect, send,
-headers and body), enforced by a timer that shuts the socket down: a socket
-timeout alone bounds each read, and a server sending a byte a second would
-hold the request for ever.  A reply longer than ``max_reply_bytes`` (8 MiB by
-default) is refused unread beyond that bound, and is that episode's error.
-
-Proxies.  The agent connects to ``base_url`` directly: ``HTTP(S)_PROXY``
-variables are not read (``urllib`` read them).  Serve the model where the
-evaluator can reach it, or point ``base_url`` at a reverse proxy.
+prompt (:meth:`~baselines.llm.policy.LLMPolicy.reply_seed`).  Servers that
+honour it (vLLM, SGLang, llama.cpp) then make a rerun draw the same samples
+while the K attempts of Pass@K stay independent.
 
 Long dialogues.  When the server refuses a prompt as longer than the model's
-context (HTTP 400/413/422 whose message speaks of the context or of too many
-tokens), the agent drops the older half of the exchanges between the task
+context, the agent drops the older half of the exchanges between the task
 statement and the latest exchange and sends the request again, as
 ``HFAgent`` trims its prompts; the system prompt, the task statement and the
 latest exchange are always kept.
@@ -50,118 +29,45 @@ latest exchange are always kept.
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
 import logging
-import math
-import os
-import re
-import socket
-import threading
-import urllib.parse
+import warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from agent_envs.protocol import EPISODE_SEED, AgentAction
-from agent_envs.redaction import redact_url, remember, scrub, secret_values
-from baselines.llm.few_shot import PromptStyle
-from baselines.llm.prompting import (
-    FORMAT_PROMPT,
+from agent_envs.redaction import remember, secret_values
+from baselines.llm.messages import (
     build_messages,
-    check_sampling,
     count_exchanges,
     drop_exchanges,
     insert_examples,
-    to_agent_action,
     turn_of,
 )
-from wrappers import seeding
-from wrappers.validators import check_int, check_number
+from baselines.llm.openai_client import (
+    DEFAULT_MAX_REPLY_BYTES,
+    MAX_TIMEOUT,
+    ChatClient,
+    ChatCompletionError,
+    ContextTooLong,
+    chat_completions_url,
+)
+from baselines.llm.policy import LLMPolicy
+from baselines.llm.replies import FORMAT_PROMPT, to_agent_action
+from wrappers.validators import check_int
 
-__all__ = ["DEFAULT_MAX_REPLY_BYTES", "MAX_TIMEOUT", "ChatCompletionError", "OpenAIChatAgent"]
+__all__ = [
+    "DEFAULT_MAX_REPLY_BYTES",
+    "MAX_TIMEOUT",
+    "ChatCompletionError",
+    "OpenAIChatAgent",
+    "chat_completions_url",
+]
 
 logger = logging.getLogger(__name__)
 
-_TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-# How vLLM, SGLang, llama.cpp, TGI and OpenAI word a prompt that is too long.
-_CONTEXT_STATUS = frozenset({400, 413, 422})
-_CONTEXT_ERROR = re.compile(
-    r"context|too long|too many tokens|maximum.{0,40}tokens|tokens.{0,40}must be <=", re.IGNORECASE
-)
-_ERROR_BODY_LIMIT = 500
-_READ_CHUNK = 1 << 16
 
-#: The most bytes read from one reply, unless ``max_reply_bytes`` says otherwise.
-DEFAULT_MAX_REPLY_BYTES = 8 * 2**20
-#: The longest ``timeout`` accepted, in seconds (one day): a longer one is a typo.
-MAX_TIMEOUT = 86_400.0
-
-
-class ChatCompletionError(RuntimeError):
-    """A chat-completions request failed for good (the message never holds the API key)."""
-
-
-class _Secret:
-    """Hold the API key so that it never prints, and have every text the project writes mask it.
-
-    The key is trimmed: one read from a file often ends in a newline, which
-    ``http.client`` refuses in a header (and quotes, key included).
-    """
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str | None) -> None:
-        self.value = value.strip() or None if value else None
-        if value:
-            remember([value])
-
-    def __repr__(self) -> str:
-        return "'***'" if self.value else "None"
-
-
-def _clip(text: str) -> str:
-    """Mask secrets, then cut to the error-body limit (masking first leaves no part of one)."""
-    return scrub(text)[:_ERROR_BODY_LIMIT]
-
-
-def chat_completions_url(base_url: str) -> str:
-    """Return the chat-completions endpoint for ``base_url``.
-
-    ``http://host:8000/v1`` and ``http://host:8000`` both give
-    ``http://host:8000/v1/chat/completions``; a URL that already ends with
-    ``/chat/completions`` is used as it is.
-
-    >>> chat_completions_url("http://127.0.0.1:8000")
-    'http://127.0.0.1:8000/v1/chat/completions'
-    >>> chat_completions_url("https://api.example.com/v1/")
-    'https://api.example.com/v1/chat/completions'
-    """
-    if not isinstance(base_url, str):
-        raise TypeError(f"base_url must be a str, got {type(base_url).__name__}.")
-    parsed = urllib.parse.urlsplit(base_url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        # Whatever precedes an "@" may be a password, even in a malformed URL.
-        shown = f"***@{base_url.rsplit('@', 1)[1]}" if "@" in base_url else base_url
-        raise ValueError(
-            f"base_url must be an http(s) URL such as 'http://localhost:8000/v1', got {shown!r}."
-        )
-    if "@" in parsed.netloc:
-        raise ValueError(
-            "base_url must not hold a user name or password (URLs are printed in warnings "
-            "and errors); pass the token as api_key or $OPENAI_API_KEY."
-        )
-    try:
-        parsed.port  # noqa: B018 (raises ValueError for a bad port)
-    except ValueError:
-        raise ValueError(f"base_url has an invalid port: {base_url!r}.") from None
-    path = parsed.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
-    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, parsed.query, ""))
-
-
-class OpenAIChatAgent:
+class OpenAIChatAgent(LLMPolicy):
     """Act with a model served behind an OpenAI-compatible ``/v1/chat/completions``.
 
     Args:
@@ -181,27 +87,23 @@ class OpenAIChatAgent:
             before the episode's own exchanges.
         temperature: ``0`` for greedy decoding, else the sampling temperature.
         top_p: nucleus sampling threshold in ``(0, 1]``.
-        max_tokens: the most tokens generated per turn.
-        timeout: seconds one request may take in all, from connecting to the
-            last byte of the reply (at most :data:`MAX_TIMEOUT`).
-        max_retries: how often a transient failure is retried.
-        backoff: the first retry waits this many seconds, doubling each time.
-        max_backoff: the longest wait between two tries.
+        max_new_tokens: the most tokens generated per turn (the request's
+            ``max_tokens``).
+        timeout, max_retries, backoff, max_backoff, max_reply_bytes: the
+            requests' deadline, retries and reply cap, as
+            :class:`~baselines.llm.openai_client.ChatClient`'s; a failure
+            that outlasts them is that episode's error.
         concurrency: the most requests in flight during ``act_batch``.
         seed: the agent's seed, mixed into every request's ``seed``.
         extra_body: more JSON fields for every request, such as
             ``{"stop": ["\\n\\n"]}`` or vLLM's ``{"top_k": 20}``.
-        max_reply_bytes: the most bytes read from one reply (default
-            :data:`DEFAULT_MAX_REPLY_BYTES`, 8 MiB); a longer reply raises
-            :class:`ChatCompletionError`, which is that episode's error.
+        max_tokens: the old name of ``max_new_tokens``; deprecated.
 
     Example::
 
         agent = OpenAIChatAgent("http://localhost:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
         action = agent.act(observation, info)   # an AgentAction; action.raw is the reply
     """
-
-    visible_budget = False
 
     def __init__(
         self,
@@ -215,7 +117,7 @@ class OpenAIChatAgent:
         env_id: str | None = None,
         temperature: float = 1.0,
         top_p: float = 1.0,
-        max_tokens: int = 256,
+        max_new_tokens: int = 256,
         timeout: float = 120.0,
         max_retries: int = 4,
         backoff: float = 1.0,
@@ -224,52 +126,59 @@ class OpenAIChatAgent:
         seed: int = 0,
         extra_body: dict[str, Any] | None = None,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        max_tokens: int | None = None,
     ) -> None:
-        self.url = chat_completions_url(base_url)
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty str, got {model!r}.")
-        check_sampling(temperature, top_p, max_tokens, "max_tokens")
-        check_number(timeout, "timeout (seconds)", 0.0, MAX_TIMEOUT, open_low=True)
-        check_number(backoff, "backoff", 0.0)
-        check_number(max_backoff, "max_backoff", 0.0)
-        check_int(max_retries, "max_retries", 0)
-        check_int(concurrency, "concurrency", 1)
-        check_int(max_reply_bytes, "max_reply_bytes", 1)
-        check_int(seed, "seed")
-        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.required_info, self.write_reply = self.style.required_info, self.style.write_reply
+        super().__init__(
+            system_prompt=system_prompt,
+            few_shot=few_shot,
+            reply_format=reply_format,
+            env_id=env_id,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=_renamed_max_tokens(max_tokens, max_new_tokens),
+            seed=seed,
+        )
+        #: Sends the requests; holds the URL, the key, the deadline and the retries.
+        self.client = ChatClient(
+            base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            max_reply_bytes=max_reply_bytes,
+        )
+        self.concurrency = check_int(concurrency, "concurrency", 1)
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
-        if api_key is not None and not isinstance(api_key, str):
-            raise TypeError("api_key must be a str or None.")
         self.model = model
-        self.system_prompt = self.style.system_prompt
-        self.temperature, self.top_p = float(temperature), float(top_p)
-        self.max_tokens = max_tokens
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
-        self.concurrency = concurrency
-        self.max_reply_bytes = max_reply_bytes
-        self.seed = seed
         self.extra_body = dict(extra_body or {})
         # Checked now so that a bad extra_body fails here, not on the first turn.
         json.dumps(self.extra_body)
-        self._api_key = _Secret(api_key or os.environ.get("OPENAI_API_KEY") or None)
-        remember(secret_values({"base_url": base_url, "extra_body": self.extra_body}))
-        #: The URL as messages show it (secret query parameters masked).
-        self.shown_url = redact_url(self.url)
-        #: Completion tokens the server reported so far (when it reports usage).
-        self.completion_tokens = 0
-        self._setup_threads()
+        remember(secret_values({"extra_body": self.extra_body}))
 
-    def _setup_threads(self) -> None:
-        self._usage_lock = threading.Lock()
-        # Set by interrupt(): no retry starts, and the requests in flight are cut.
-        self._stopped = threading.Event()
-        self._in_flight: set[Any] = set()  # the cut-off callbacks of live requests
-        self._in_flight_lock = threading.Lock()
+    @property
+    def url(self) -> str:
+        """The chat-completions endpoint."""
+        return self.client.url
+
+    @property
+    def shown_url(self) -> str:
+        """The endpoint as messages show it (secret query parameters masked)."""
+        return self.client.shown_url
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens the server reported so far (when it reports usage)."""
+        return self.client.completion_tokens
+
+    @property
+    def max_tokens(self) -> int:
+        """The old name of :attr:`max_new_tokens` (deprecated)."""
+        warnings.warn(_MAX_TOKENS_RENAMED, DeprecationWarning, stacklevel=2)
+        return self.max_new_tokens
 
     def interrupt(self) -> None:
         """Stop at once: cut every request in flight and send no retry.
@@ -278,33 +187,15 @@ class OpenAIChatAgent:
         request threads end now instead of waiting out their timeouts and
         retries; the next ``act_batch`` starts afresh.
         """
-        self._stopped.set()
-        with self._in_flight_lock:
-            cut = list(self._in_flight)
-        for expire in cut:
-            expire()
+        self.client.interrupt()
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIChatAgent(url={self.shown_url!r}, model={self.model!r}, "
-            f"temperature={self.temperature}, top_p={self.top_p}, max_tokens={self.max_tokens}, "
-            f"concurrency={self.concurrency}, seed={self.seed}, api_key={self._api_key!r}, "
+            f"OpenAIChatAgent(model={self.model!r}, temperature={self.temperature}, "
+            f"top_p={self.top_p}, max_new_tokens={self.max_new_tokens}, "
+            f"concurrency={self.concurrency}, seed={self.seed}, client={self.client!r}, "
             f"{self.style!r})"
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Pickles (sent to worker processes, say) do not carry the key; the
-        # receiving side reads $OPENAI_API_KEY again.
-        state = dict(self.__dict__)
-        state["_api_key"] = _Secret(None)
-        for name in ("_usage_lock", "_stopped", "_in_flight", "_in_flight_lock"):
-            del state[name]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._setup_threads()
-        self._api_key = _Secret(os.environ.get("OPENAI_API_KEY") or None)
 
     # ---------------------------------------------------------------- acting
     def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
@@ -327,7 +218,7 @@ class OpenAIChatAgent:
         bodies = [
             self.request_body(obs, info) for obs, info in zip(observations, infos, strict=True)
         ]
-        self._stopped.clear()
+        self.client.resume()
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies)))
         try:
             futures = [pool.submit(self.complete, body) for body in bodies]
@@ -354,16 +245,13 @@ class OpenAIChatAgent:
             "messages": messages,
             "temperature": self.temperature,
             "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_new_tokens,
             "n": 1,
-            "seed": seeding.sampling_seed(
-                self.seed, info.get(EPISODE_SEED), turn_of(info), prompt_key
-            ),
+            "seed": self.reply_seed(info.get(EPISODE_SEED), turn_of(info), prompt_key),
             **stop,
             **self.extra_body,
         }
 
-    # ---------------------------------------------------------------- HTTP
     def complete(self, body: dict[str, Any]) -> str:
         """Send one request and return the reply's text.
 
@@ -372,8 +260,8 @@ class OpenAIChatAgent:
         """
         while True:
             try:
-                return self._complete_once(body)
-            except _ContextTooLong as failure:
+                return self.client.send(body)
+            except ContextTooLong as failure:
                 messages = body["messages"]
                 exchanges = count_exchanges(messages)
                 if exchanges == 0:
@@ -385,177 +273,21 @@ class OpenAIChatAgent:
                 logger.info("Prompt too long for the server; dropping %d exchanges.", dropped)
                 body = {**body, "messages": drop_exchanges(messages, dropped)}
 
-    def _complete_once(self, body: dict[str, Any]) -> str:
-        data = json.dumps(body).encode("utf-8")
-        for attempt in range(self.max_retries + 1):
-            try:
-                reply = self._post(data)
-            except _Transient as failure:
-                if attempt == self.max_retries or self._stopped.is_set():
-                    raise ChatCompletionError(
-                        f"POST {self.shown_url} failed after {attempt + 1} tries: {failure}"
-                        + ("; interrupted, so not retried" if self._stopped.is_set() else "")
-                    ) from None
-                wait = self.backoff * 2**attempt
-                if failure.retry_after is not None:
-                    wait = max(wait, failure.retry_after)
-                wait = min(wait, self.max_backoff)
-                logger.warning(
-                    "POST %s: %s; retry %d of %d in %.2fs.",
-                    self.shown_url,
-                    failure,
-                    attempt + 1,
-                    self.max_retries,
-                    wait,
-                )
-                if self._stopped.wait(wait):  # interrupted while waiting: no retry
-                    raise ChatCompletionError(
-                        f"POST {self.shown_url}: interrupted, so not retried: {failure}"
-                    ) from None
-                continue
-            return self._content(reply)
-        raise AssertionError("unreachable")  # pragma: no cover
 
-    def _post(self, data: bytes) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key.value:
-            headers["Authorization"] = f"Bearer {self._api_key.value}"
-        status, reason, reply_headers, payload = self._exchange(data, headers)
-        if 300 <= status < 400:
-            location = scrub(reply_headers.get("Location") or "nowhere")
-            raise ChatCompletionError(
-                f"POST {self.shown_url} was redirected (HTTP {status}) to {location}; "
-                "redirects are not followed, so that the API key goes nowhere else: "
-                "set base_url to the server's own address."
-            )
-        if status >= 400:
-            detail = _clip(payload.decode("utf-8", "replace")).strip() or "(empty body)"
-            # The reason phrase too: a server may echo the key anywhere.
-            message = scrub(f"HTTP {status} {reason}: {detail}")
-            if status in _TRANSIENT_STATUS:
-                raise _Transient(message, _retry_after(reply_headers.get("Retry-After")))
-            if status in _CONTEXT_STATUS and _CONTEXT_ERROR.search(detail):
-                raise _ContextTooLong(message)
-            raise ChatCompletionError(f"POST {self.shown_url} failed with {message}")
-        try:
-            return json.loads(payload)
-        except ValueError:
-            snippet = _clip(payload.decode("utf-8", "replace"))
-            raise ChatCompletionError(
-                f"POST {self.shown_url} returned a body that is not JSON: {snippet!r}"
-            ) from None
-
-    def _exchange(
-        self, data: bytes, headers: dict[str, str]
-    ) -> tuple[int, str, http.client.HTTPMessage, bytes]:
-        """POST ``data`` once and return (status, reason, headers, body) within ``timeout``.
-
-        ``http.client`` rather than ``urllib``: it follows no redirect, and it
-        exposes the socket that the deadline timer shuts down.
-        """
-        parts = urllib.parse.urlsplit(self.url)
-        connection_class = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
-        connection = connection_class(parts.hostname, parts.port, timeout=self.timeout)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        expired = threading.Event()
-        # The socket, held here: a response that closes the connection takes it
-        # over, and connection.sock becomes None while the body is still read.
-        held: list[socket.socket] = []
-
-        def expire() -> None:
-            expired.set()
-            sock = held[0] if held else connection.sock
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-
-        if self._stopped.is_set():
-            raise _Transient("interrupted before sending")
-        with self._in_flight_lock:
-            self._in_flight.add(expire)  # interrupt() cuts this request as the deadline would
-        timer = threading.Timer(self.timeout, expire)
-        timer.daemon = True
-        timer.start()
-        too_slow = _Transient(f"no complete response within {self.timeout:g}s")
-        try:
-            connection.connect()
-            held.append(connection.sock)
-            if expired.is_set():  # the deadline passed while connecting
-                raise too_slow
-            connection.request("POST", target, body=data, headers=headers)
-            response = connection.getresponse()
-            payload = self._read_capped(response)
-            if expired.is_set():  # a shut-down socket reads as a short body
-                raise too_slow
-            return response.status, response.reason, response.headers, payload
-        except (OSError, http.client.HTTPException) as error:
-            if expired.is_set() or isinstance(error, TimeoutError):
-                raise too_slow from None
-            # A garbage status line or a refused header may quote the key.
-            raise _Transient(scrub(f"connection failed: {type(error).__name__}: {error}")) from None
-        finally:
-            timer.cancel()
-            with self._in_flight_lock:
-                self._in_flight.discard(expire)
-            connection.close()
-
-    def _read_capped(self, response: http.client.HTTPResponse) -> bytes:
-        """Read the body, refusing it as soon as it passes ``max_reply_bytes``."""
-        limit = self.max_reply_bytes
-        declared = response.getheader("Content-Length") or ""
-        if declared.isdigit() and int(declared) > limit:
-            raise self._too_large()
-        chunks, size = [], 0
-        while True:
-            chunk = response.read(min(_READ_CHUNK, limit + 1 - size))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise self._too_large()
-
-    def _too_large(self) -> ChatCompletionError:
-        return ChatCompletionError(
-            f"POST {self.shown_url} returned a reply larger than max_reply_bytes="
-            f"{self.max_reply_bytes}; lower max_tokens or raise max_reply_bytes."
-        )
-
-    def _content(self, reply: dict[str, Any]) -> str:
-        try:
-            message = reply["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            snippet = _clip(json.dumps(reply))
-            raise ChatCompletionError(
-                f"POST {self.shown_url} returned no choices[0].message: {snippet}"
-            ) from None
-        usage = reply.get("usage") if isinstance(reply, dict) else None
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            with self._usage_lock:
-                self.completion_tokens += usage["completion_tokens"]
-        content = message.get("content") if isinstance(message, dict) else None
-        # A reply with only tool calls or a refusal has no content: an empty
-        # action, which the env answers as invalid.
-        return scrub(content) if isinstance(content, str) else ""
+_MAX_TOKENS_RENAMED = (
+    "OpenAIChatAgent's max_tokens is deprecated: pass max_new_tokens, the name every LLM "
+    "agent here gives the most tokens of one reply."
+)
 
 
-class _ContextTooLong(Exception):
-    """The server refused the prompt as too long for the model's context."""
-
-
-class _Transient(Exception):
-    """A failure worth retrying."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date; the exponential backoff applies
-    return max(seconds, 0.0) if seconds is not None and math.isfinite(seconds) else None
+def _renamed_max_tokens(max_tokens: int | None, max_new_tokens: int) -> int:
+    """Return the reply length asked for; the old keyword ``max_tokens`` works, with a warning."""
+    if max_tokens is None:
+        return max_new_tokens
+    if max_new_tokens != 256:
+        raise TypeError("pass max_new_tokens only (max_tokens is its old name).")
+    # Attributed to this module rather than the caller: through `agent-envs eval
+    # --agent-kwargs` the caller is agent_envs.plugins, and the old keyword must
+    # keep working there too wherever DeprecationWarnings from agent_envs are errors.
+    warnings.warn(_MAX_TOKENS_RENAMED, DeprecationWarning, stacklevel=1)
+    return max_tokens

@@ -14,7 +14,7 @@ model's tokens and 0 on the env's, so the loss never trains on env text.
 
 Token in, token out.  The sampled tokens are the truth: an episode's
 sequence is its first prompt (the task, rendered by
-:class:`baselines.llm.prompting.PromptEncoder` from ``info["messages"]`` of a
+:class:`baselines.llm.prompt_encoder.PromptEncoder` from ``info["messages"]`` of a
 ``ChatHistory(record="raw")`` stack, :data:`TRAINING_STACK`), then every reply
 exactly as sampled, each followed by the chat template's delta for the env's
 answer (:class:`baselines.llm.chat_tokens.ChatTokens`: the end of the
@@ -29,19 +29,14 @@ without success) or ``"context"`` (the next prompt would not leave
 ``max_new_tokens`` of room in the model's context; HFAgent would drop old
 exchanges there, a training sequence cannot).
 
-Generation (:mod:`baselines.llm.generation`) is batched: one batched decode
-per turn for all live episodes of the step.  By default it keeps each
-episode's keys and values from one turn to the next
-(:mod:`baselines.llm.prefix_cache`), so a turn runs only the tokens the env
-added, not the whole dialogue again; ``HFGenerator(...,
-prefix_cache=False)`` calls ``model.generate`` instead.  Sampling is
-:class:`~baselines.llm.hf_agent.HFAgent`'s seeded Gumbel-max sampler
-(:class:`~baselines.llm.generation.GumbelSampler`), so what an
-episode samples does not depend on the batch it shares, and the
-log-probability of each sampled token is recorded on the way.  When the
-trainer runs vLLM (``use_vllm=True``), generation goes through
-``trainer.vllm_generation`` instead; that path is written against TRL 1.16
-but untested here (no GPU).
+Generation (:mod:`baselines.llm.generation`) is one batched decode per turn
+for all live episodes of the step, each episode's keys and values kept from
+one turn to the next (:mod:`baselines.llm.prefix_cache`; ``HFGenerator(...,
+prefix_cache=False)`` calls ``model.generate`` instead).  Sampling is
+``HFAgent``'s seeded Gumbel-max sampler, so what an episode samples does not
+depend on the batch it shares; each sampled token's log-probability is
+recorded.  With ``use_vllm=True`` generation goes through
+``trainer.vllm_generation``, written against TRL 1.16 but untested here (no GPU).
 
 The budgets of training episodes are a :class:`~baselines.llm.budget_spec.
 BudgetSpec`; the rewards are in :mod:`baselines.llm.rewards`.
@@ -57,16 +52,10 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from agent_envs.protocol import (
-    BUDGET,
-    EPISODE_SEED,
-    SUCCESS,
-    TASK_ID,
-    VALID_ACTION,
-)
+from agent_envs.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
-from baselines.llm.few_shot import PromptStyle, check_not_example
+from baselines.llm.few_shot import check_not_example
 from baselines.llm.generation import (
     Generate,
     Generation,
@@ -76,12 +65,9 @@ from baselines.llm.generation import (
     eos_token_ids,
     reply_decoder,
 )
-from baselines.llm.prompting import (
-    FORMAT_PROMPT,
-    PromptEncoder,
-    ReplyStop,
-    to_agent_action,
-)
+from baselines.llm.policy import LLMPolicy
+from baselines.llm.prompt_encoder import PromptEncoder
+from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from baselines.llm.tasks import task_of
 from wrappers import seeding
 from wrappers.budget import StackBudget
@@ -246,23 +232,18 @@ def start_episode(
     return episode
 
 
-class EpisodeRollout:
+class EpisodeRollout(LLMPolicy):
     """A TRL ``rollout_func``: whole episodes of ``env_id`` under a budget spec.
 
     Args:
         env_id: a registered env id.
         budget: a :class:`BudgetSpec` (a fixed T or a BudgetMix).
         seed: the base seed of episode seeds, budget draws and sampling.
-        system_prompt: as ``HFAgent``'s (the default is the same: the reply
-            format's own).
-        few_shot: oracle episodes shown before each real one, as ``HFAgent``'s
-            (:mod:`baselines.llm.few_shot`); training task ids must lie below
-            the examples' reserved ids.
-        reply_format: ``"action"`` or ``"think"``, as ``HFAgent``'s (default:
-            ``"action"`` with ``few_shot``, else ``"think"``).  A reply ends
-            once its action line is complete, as ``HFAgent``'s does.
-        max_new_tokens: the most tokens of one reply (as ``HFAgent``'s).
-        temperature: the sampling temperature; must equal the trainer's
+        system_prompt, few_shot, reply_format, max_new_tokens: as
+            :class:`~baselines.llm.policy.LLMPolicy`'s, so as ``HFAgent``'s; a
+            reply ends once its action line is complete, and training task
+            ids must lie below the few-shot examples' reserved ids.
+        temperature: the sampling temperature (> 0); must equal the trainer's
             ``temperature``, which TRL uses to recompute log-probs.
         process_reward: track each episode's progress toward success with the
             env's oracle, as ``process_return`` (for :func:`baselines.llm.rewards.process_reward`).
@@ -296,13 +277,17 @@ class EpisodeRollout:
             raise TypeError(f"budget must be a BudgetSpec, got {type(budget).__name__}.")
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0 for GRPO sampling, got {temperature}.")
+        super().__init__(
+            system_prompt=system_prompt,
+            few_shot=few_shot,
+            reply_format=reply_format,
+            env_id=env_id,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+        )
         self.env_id = env_id
         self.budget = budget
-        self.seed = int(seed)
-        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
-        self.system_prompt = self.style.system_prompt
-        self.max_new_tokens = int(max_new_tokens)
-        self.temperature = float(temperature)
         self.process_reward = process_reward
         self.batch_size = batch_size
         self._budget_rng = budget.draws.generator(self.seed)
@@ -395,9 +380,7 @@ class EpisodeRollout:
 
     def sampling_seed(self, episode: Episode, prompt: list[int]) -> int:
         """Return the seed of one reply, derived as ``HFAgent`` derives it."""
-        return seeding.sampling_seed(
-            self.seed, episode.episode_seed, episode.turns, ",".join(map(str, prompt))
-        )
+        return self.reply_seed(episode.episode_seed, episode.turns, prompt)
 
 
 def summarize(episodes: Sequence[Episode]) -> dict[str, float]:

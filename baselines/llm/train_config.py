@@ -13,8 +13,9 @@ from agent_envs.arguments import flag, int_arg, number_arg, parse_tasks
 from agent_envs.evaluation.settings import check_tasks
 from agent_envs.protocol import BUDGET
 from baselines.llm.budget_spec import BudgetSpec
-from baselines.llm.few_shot import EXAMPLE_POOL, PromptStyle
+from baselines.llm.few_shot import EXAMPLE_POOL
 from baselines.llm.lora import LoRASpec
+from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
 from wrappers.validators import check_int, check_number, check_probability
 
@@ -169,7 +170,10 @@ class LLMTrainConfig:
             check_number(getattr(self, name), name, 0.0)
         check_number(self.collapse_invalid, "collapse_invalid", 0.0, 1.0, open_low=True)
         check_probability(self.warm_start_epsilon, "warm_start_epsilon")
-        PromptStyle(self.few_shot, self.reply_format, self.system_prompt)  # checks all three
+        # The prompt settings, checked by the owner that will use them.
+        LLMPolicy(
+            few_shot=self.few_shot, reply_format=self.reply_format, system_prompt=self.system_prompt
+        )
         if not self.tasks:
             raise ValueError("tasks must not be empty.")
         if self.micro_batch is not None and (

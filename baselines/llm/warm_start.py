@@ -23,7 +23,7 @@ from typing import Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 from baselines.llm.generation import Generation, eos_token_ids, reply_decoder
-from baselines.llm.prompting import format_action
+from baselines.llm.replies import format_action
 from baselines.llm.rollout import Episode, EpisodeRollout
 from baselines.simple_agents import NoisyOracleAgent
 

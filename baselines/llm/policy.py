@@ -1,0 +1,123 @@
+"""LLMPolicy: what every language-model policy here shares: prompt style, sampling, seeds.
+
+:class:`~baselines.llm.hf_agent.HFAgent`,
+:class:`~baselines.llm.llamacpp_agent.LlamaCppAgent` and
+:class:`~baselines.llm.openai_agent.OpenAIChatAgent` act, and the GRPO rollout
+(:class:`~baselines.llm.rollout.EpisodeRollout`) trains, with the same prompt
+arguments (:class:`~baselines.llm.few_shot.PromptStyle`), the same sampling
+settings (``temperature``, ``top_p``, ``max_new_tokens``) and the same seed
+for each reply: a hash of the policy's ``seed``, the episode seed, the turn
+and the prompt (:func:`wrappers.seeding.sampling_seed`).  This base checks and
+builds them once, so that a model is evaluated as it was trained.
+
+This module imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from agent_envs.protocol import EPISODE_SEED
+from baselines.llm.few_shot import PromptStyle
+from baselines.llm.messages import turn_of
+from baselines.llm.replies import FORMAT_PROMPT
+from wrappers import seeding
+from wrappers.validators import check_int, check_number
+
+__all__ = ["LLMPolicy", "check_sampling"]
+
+
+def check_sampling(
+    temperature: float, top_p: float, max_new_tokens: int, name: str = "max_new_tokens"
+) -> None:
+    """Raise a clear error for out-of-range sampling arguments."""
+    check_number(temperature, "temperature (0 means greedy)", 0.0)
+    check_number(top_p, "top_p", 0.0, 1.0, open_low=True)
+    check_int(max_new_tokens, name, 1)
+
+
+class LLMPolicy:
+    """The prompt style, sampling settings and seed derivation of a language-model policy.
+
+    Args:
+        system_prompt: put first in every prompt (``None`` for none); a system
+            message from ``wrappers.ChatHistory`` takes its place.  By default
+            the reply format's own (:data:`~baselines.llm.replies.SYSTEM_PROMPTS`).
+        few_shot: put that many episodes played by the env's oracle before
+            the real one, as earlier turns of the chat
+            (:mod:`baselines.llm.few_shot`).  0 by default.
+        reply_format: ``"action"`` (the bare action; decoding stops at the end
+            of the first line) or ``"think"`` (free text, then an
+            ``Action: ...`` line, where decoding stops).  By default
+            ``"action"`` with ``few_shot`` and ``"think"`` without.
+        env_id: the env the few-shot examples come from; by default the
+            evaluator's ``info["registered_id"]``.
+        temperature: ``0`` for greedy decoding, else the sampling temperature.
+            The default 1.0 with ``top_p`` 1.0 samples the model's own
+            distribution, the policy that RL trains and that Pass@K is an
+            estimate for; use 0 for one deterministic attempt.
+        top_p: nucleus sampling threshold in ``(0, 1]``.
+        max_new_tokens: the most tokens generated per turn.
+        seed: the policy's seed, mixed into every reply's sampling seed.
+
+    Attributes:
+        style: the :class:`~baselines.llm.few_shot.PromptStyle`.
+        system_prompt: the system prompt the style resolved (``None``: none).
+        required_info: the info keys the evaluator must provide (the env's
+            id, for few-shot examples).
+    """
+
+    visible_budget = False
+
+    def __init__(
+        self,
+        *,
+        system_prompt: str | None = FORMAT_PROMPT,
+        few_shot: int = 0,
+        reply_format: str | None = None,
+        env_id: str | None = None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        seed: int = 0,
+    ) -> None:
+        check_sampling(temperature, top_p, max_new_tokens)
+        self.seed = check_int(seed, "seed")
+        self.style = PromptStyle(few_shot, reply_format, system_prompt, env_id)
+        self.required_info = self.style.required_info
+        self.system_prompt = self.style.system_prompt
+        self.temperature, self.top_p = float(temperature), float(top_p)
+        self.max_new_tokens = int(max_new_tokens)
+        # Outside the evaluator, which gives every attempt its episode seed.
+        self._episode_rng = np.random.default_rng(seed)
+
+    def write_reply(self, action: str) -> str:
+        """Return ``action`` written as this policy's reply, as its few-shot examples show it.
+
+        The :class:`agent_envs.protocol.ReplyWriter` hook: step quality shows
+        the policy a reference trajectory in its own format.
+        """
+        return self.style.write_reply(action)
+
+    def reply_seed(self, episode_seed: int | None, turn: int, prompt: Sequence[int] | str) -> int:
+        """Return the sampling seed of the reply at ``turn`` of an episode to ``prompt``.
+
+        ``prompt`` is the prompt's token ids, or its text (a chat server's
+        messages as JSON); ``episode_seed`` ``None`` counts as one value of its own.
+        """
+        key = prompt if isinstance(prompt, str) else ",".join(map(str, prompt))
+        return seeding.sampling_seed(self.seed, episode_seed, turn, key)
+
+    def _sample_seed(self, info: Mapping[str, Any], prompt: Sequence[int]) -> int:
+        """Return the sampling seed of one turn's reply, its episode seed read from ``info``.
+
+        Without ``info["episode_seed"]`` (outside the evaluator) the episode
+        seed is drawn from the policy's own generator, seeded with ``seed``.
+        """
+        episode_seed = info.get(EPISODE_SEED)
+        if episode_seed is None:
+            episode_seed = int(self._episode_rng.integers(2**62))
+        return self.reply_seed(episode_seed, turn_of(info), prompt)
