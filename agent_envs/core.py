@@ -9,6 +9,7 @@ describes its own world through a handful of hooks.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import string
 from typing import Any, ClassVar, Generic, TypeVar
@@ -55,6 +56,8 @@ _ACTION_PREFIXES = ("action:", "action :")
 _MOVE_MEMO_SIZE = 4096
 
 TaskT = TypeVar("TaskT")
+#: Public attributes that do not shape the task (see ``TextEnv.instance_key``).
+_NOT_SHAPING = frozenset({TASK_ID, "render_mode", "stochastic"})
 _UNPARSED = object()  # a memo miss; None is a remembered unparsable action
 
 
@@ -244,6 +247,45 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     def oracle_turns(self) -> int | None:
         """Return the fewest turns to success from now, or ``None`` if unreachable."""
         raise NotImplementedError
+
+    def instance_key(self) -> str:
+        """Return a short key of the current task's *instance*: equal keys, identical tasks.
+
+        Two task ids can build the same instance (GuessNumber-20 has 20, Hanoi-3
+        has 6), so disjointness between few-shot examples, training and
+        evaluation is checked on these keys, not on ids.  The key hashes the
+        family, its task-shaping arguments (the public scalar attributes set
+        in ``__init__``, such as ``max_number``) and :meth:`_instance_data`.
+        Memoised oracle results are no part of it: it is the same before and
+        after an episode.
+
+        >>> import gymnasium as gym
+        >>> env = gym.make("agent_envs/GuessNumber-20-v0").unwrapped
+        >>> keys = []
+        >>> for task_id in (2147483644, 2147483640):  # both build secret 5
+        ...     _ = env.reset(options={"task_id": task_id})
+        ...     keys.append(env.instance_key())
+        >>> keys[0] == keys[1], len(keys[0])
+        (True, 16)
+        """
+        shape = sorted(
+            (name, value)
+            for name, value in vars(self).items()
+            if not name.startswith("_")
+            and name not in _NOT_SHAPING
+            and isinstance(value, (bool, int, float, str))
+        )
+        text = f"{type(self).__name__}|{shape!r}|{self._instance_data()!r}"
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def _instance_data(self) -> Any:
+        """Return what identifies the current task: by default the task object itself.
+
+        Its ``repr`` must be deterministic and leave out memoised results (task
+        dataclasses mark such fields ``repr=False``).  Override where the task
+        object holds more than the instance.
+        """
+        return self.task
 
     def answer(self) -> str | None:
         """Return the hidden answer of the task (a word, a number), or ``None`` if it has none.

@@ -27,6 +27,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agent_envs.registration import make_env
 from wrappers.action_hints import ActionHints
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.budget_draw import BudgetDraw
@@ -230,7 +231,8 @@ def make_stack(
         ``.wrapper`` the one budget wrapper in it.
     """
     options = options or StackOptions()
-    base = gym.make(env, **options.make_kwargs) if isinstance(env, str) else env()
+    # make_env also resolves module:EnvId ids and installed env packages' ids.
+    base = make_env(env, **options.make_kwargs) if isinstance(env, str) else env()
     if not isinstance(base, gym.Env):
         raise TypeError(f"the env factory returned {type(base).__name__}, not a gymnasium.Env.")
     if options.task_ids is not None:

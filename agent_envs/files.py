@@ -5,6 +5,8 @@ goes through :func:`atomic_write`: the content is written to a temporary file
 beside the target, flushed to disk, and renamed onto the target.  A rename
 within one folder is atomic, so a crash, a full disk or Ctrl-C leaves either
 the old file or the new one, never a cut one, and no temporary file behind.
+The file gets the permissions a plain ``open()`` would give it: a new file
+``0o666`` less the umask, a replaced file its old mode.
 Every ``OSError`` raised here names the path it was about.
 
 >>> import tempfile, pathlib
@@ -18,6 +20,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -54,17 +58,15 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=f".tmp{target.suffix}"
-        )
-        os.close(handle)
+        temporary, mode = _new_temporary(target)
     except OSError as exc:
         raise path_error(exc, target) from None
-    temporary = Path(name)
     try:
         write(temporary)
         with open(temporary, "rb+") as written:
             os.fsync(written.fileno())  # on disk before the rename makes it the file
+        # A writer may have replaced the temporary file; the mode is set last.
+        os.chmod(temporary, mode)
         os.replace(temporary, target)
     except OSError as exc:
         raise path_error(exc, target) from None
@@ -72,6 +74,30 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         with contextlib.suppress(OSError):
             temporary.unlink()
     return target
+
+
+def _new_temporary(target: Path) -> tuple[Path, int]:
+    """Create an empty temporary file beside ``target``; return it and the mode to give it.
+
+    ``tempfile.mkstemp`` would make it ``0o600`` whatever the umask, so a
+    teammate or a web server could not read the result.  The file is created
+    with ``0o666`` instead, which the kernel narrows by the umask exactly as
+    for ``open()``; an existing ``target`` keeps its own mode.
+    """
+    for _ in range(100):
+        name = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp{target.suffix}"
+        try:
+            handle = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        try:
+            mode = stat.S_IMODE(os.fstat(handle).st_mode)
+        finally:
+            os.close(handle)
+        with contextlib.suppress(FileNotFoundError):
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        return name, mode
+    raise FileExistsError(f"no free temporary name beside {target}")
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

@@ -32,6 +32,10 @@ Protocols below state the shape, in the manner of Stable-Baselines3's
   random and oracle baselines see the env's action API while
   ``act(observation, info)`` stays the only call.  ``ENV_ID`` adds the
   registered id of the env (LLM agents build few-shot examples from it).
+* ``check_tasks(env, task_ids)``: called once before the run with the
+  evaluator's env stack and its task ids; a ``ValueError`` it raises refuses
+  the run (one line, nothing played).  LLM agents with few-shot examples
+  refuse a task whose instance is an example's.
 
 Every ``info`` the evaluator hands a policy also carries :data:`EPISODE_SEED`,
 an int in ``[0, 2**32)`` derived from (base seed, task, attempt), and

@@ -10,13 +10,33 @@ change to dynamics or rewards bumps the version.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import importlib
+import importlib.metadata
+import logging
 from typing import Any
 
 import gymnasium as gym
 
 from agent_envs.protocol import TASK_ID
 
-__all__ = ["FAMILIES", "oracle_turn_range", "register_all"]
+__all__ = [
+    "ENV_GROUP",
+    "FAMILIES",
+    "env_packages",
+    "make_env",
+    "oracle_turn_range",
+    "register_all",
+    "resolve_env_id",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The entry-point group of env packages: ``name = "package.module"``, a module
+#: that registers its ids with gymnasium when imported.  ``agent-envs list``
+#: and every command that takes an id see them once the package is installed.
+ENV_GROUP = "agent_envs.envs"
 
 #: id -> (entry point, kwargs, one-line description).  ``agent-envs list`` and
 #: the README's environment table are generated from, and tested against, this.
@@ -45,6 +65,12 @@ _family(
             "agent_envs.envs.guess_number:GuessNumberEnv",
             {"max_number": 1000},
             "Find a secret in 1..1000 from higher/lower feedback (bisection).",
+        ),
+        "agent_envs/GuessNumber-Range-v0": (
+            "agent_envs.envs.guess_number:GuessNumberRangeEnv",
+            {"max_low": 60, "min_width": 10, "max_width": 40},
+            "Find a secret in a range stated per task (10-40 numbers within 1..99; "
+            "46 500 distinct tasks): bisection transfers, a memorised prior does not.",
         ),
     },
 )
@@ -250,3 +276,73 @@ def oracle_turn_range(env_id: str, tasks: int) -> tuple[int, int] | None:
     except (AttributeError, NotImplementedError):
         return None
     return (min(turns), max(turns)) if turns else None
+
+
+@functools.cache
+def env_packages() -> dict[str, tuple[str, ...]]:
+    """Import every installed env package of :data:`ENV_GROUP`; return the ids each registered.
+
+    A package that fails to import is logged and skipped (its ids stay
+    unknown), so one broken package cannot stop a command on another id.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+    for entry in importlib.metadata.entry_points(group=ENV_GROUP):
+        before = set(gym.registry)
+        try:
+            importlib.import_module(entry.value.split(":")[0])
+        except Exception as error:
+            logger.warning("env package %s (%s) failed to import: %s", entry.name, entry.value,
+                           error)  # fmt: skip
+            continue
+        new = tuple(env_id for env_id in gym.registry if env_id not in before)
+        found[entry.name] = found.get(entry.name, ()) + new
+    return found
+
+
+def resolve_env_id(text: str) -> str:
+    """Return the registered id ``text`` names, importing what registers it.
+
+    ``text`` is a registered id; or gymnasium's ``"module:EnvId"`` (the module
+    is imported, then ``EnvId`` is looked up); or an id that an installed env
+    package (:data:`ENV_GROUP`) registers; or an ``agent_envs/`` id without
+    its namespace.
+
+    Raises:
+        ValueError: one line, for an id nothing registers or a module that
+            cannot be imported.
+
+    >>> resolve_env_id("Sokoban-v0")
+    'agent_envs/Sokoban-v0'
+    >>> resolve_env_id("agent_envs.registration:agent_envs/Hanoi-3-v0")
+    'agent_envs/Hanoi-3-v0'
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"An env id is a non-empty str, got {text!r}.")
+    env_id = text
+    if ":" in text:
+        module, env_id = text.split(":", 1)
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ValueError(f"Env id {text!r}: cannot import {module!r} ({error}).") from None
+    for known in (lambda: None, env_packages):
+        known()
+        if env_id in gym.registry:
+            return env_id
+        if f"agent_envs/{env_id}" in gym.registry:
+            return f"agent_envs/{env_id}"
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(
+        f"Unknown env id {text!r}.{hint} Run `agent-envs list` for the registered ids, or "
+        "name the module that registers it: module:EnvId."
+    )
+
+
+def make_env(text: str, **kwargs: Any) -> gym.Env:
+    """Return ``gym.make`` of the id ``text`` names (see :func:`resolve_env_id`).
+
+    It resolves in the process that calls it, so a worker process (Ray, a
+    subprocess vector env) imports the module or env package itself.
+    """
+    return gym.make(resolve_env_id(text), **kwargs)

@@ -279,11 +279,13 @@ class TrainingCommand:
         return args
 
     def _main(self, argv: list[str]) -> int:
-        import agent_envs
+        from agent_envs.registration import resolve_env_id
 
         args = self.parse(argv)
-        if args.env_id not in agent_envs.env_ids():
-            raise UsageError(f"unknown env id {args.env_id!r}; run `agent-envs list` for the ids")
+        try:  # a registered id, module:EnvId, or an id an installed env package registers
+            args.env_id = resolve_env_id(args.env_id)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         configs = self.configs(args)
         top, subs = self.run_layout(args, configs)
         files = [f"{sub}{name}" for sub in subs for name in self.model_files + self.eval_files]

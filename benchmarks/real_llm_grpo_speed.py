@@ -1,6 +1,6 @@
 """Seconds per GRPO step with SmolLM2-135M-Instruct on CPU, split into rollout and update.
 
-Setting: the run's env and prompt (``real_llm_setup``: few-shot, bare
+Setting: the run's env and prompt (``studies.real_llm.setup``: few-shot, bare
 actions), T=8, K=8 attempts per task, 16 and 32 episodes a step, LoRA (r=16
 on q_proj and v_proj) and full fine-tuning, float32, ``--threads`` torch
 threads.  One GRPO step per setting (TRL 1.16, ``beta=0``, micro-batches of
@@ -26,6 +26,8 @@ label is not ignored, in tiles, so the (batch, length, 49152) logits are never
 materialised.  The floor does the same work with ``logits_to_keep``.
 
 CPU is scarce: run it with ``nice`` and report the load average it prints.
+It imports :mod:`studies.real_llm.setup`, so run it where the project is
+installed (``pip install -e .``) or with the repository root on the path:
 
     nice -n 10 python benchmarks/real_llm_grpo_speed.py --model smollm2-135m
 """
@@ -38,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import real_llm_setup as setup
+from studies.real_llm import setup
 
 K = 8
 BUDGET = 8

@@ -102,7 +102,8 @@ def load_tiny(path: Path, chat_template: bool = True):
 class ChatServer:
     """A real HTTP server on 127.0.0.1 serving ``POST /v1/chat/completions``.
 
-    The replies come from ``backend(body) -> str``; :func:`tiny_backend` puts
+    The replies come from ``backend(body)``: the reply text, or a whole message dict
+    (to answer with ``tool_calls``); :func:`tiny_backend` puts
     the tiny model behind it.  ``script`` holds what the next requests do
     instead of answering: ``"503"``, ``"429"`` (with ``Retry-After: 0``),
     ``"hang"`` (wait until :meth:`close`, at most 10 s), ``"401"`` (echoes
@@ -206,8 +207,13 @@ class ChatServer:
                 return error(500, "alone")
         with self._generate_lock:
             content = self.backend(body)
+        # A backend may answer a whole message (tool calls, say) instead of its text.
+        if not isinstance(content, dict):
+            content = {"role": "assistant", "content": content}
+        message = content
+        content = message.get("content") or ""
         if action == "huge":
-            content += " " * self.huge_bytes
+            message["content"] = content = content + " " * self.huge_bytes
         reply = {
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -215,8 +221,8 @@ class ChatServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                 }
             ],
             "usage": {"completion_tokens": len(content.split())},

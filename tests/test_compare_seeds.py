@@ -9,8 +9,6 @@ import pytest
 
 from agent_envs.cli import main
 from agent_envs.evaluation import EvalResult, EvalSettings, compare
-from agent_envs.evaluation.compare import holm_family
-from agent_envs.evaluation.diagnostic_tests import diagnostic_family
 from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
 from agent_envs.evaluation.seed_stats import (
     hierarchical_bootstrap,
@@ -21,6 +19,7 @@ from agent_envs.evaluation.seed_stats import (
     task_sampler,
     unpaired_permutation_test,
 )
+from studies.families import diagnostic_family, holm_family
 
 
 def fake(successes, samples=4, agent="A", tasks=None):

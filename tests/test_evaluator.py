@@ -658,6 +658,10 @@ def test_table_and_plot(tmp_path, monkeypatch):
 
 
 def test_progress_bar_is_optional(monkeypatch, capsys):
+    from agent_envs.evaluation import session
+
+    # On a terminal (where stderr is a file, one-line records: tests/test_progress_lines.py).
+    monkeypatch.setattr(session, "wants_lines", lambda: False)
     grid = dict(ks=[1], budgets=[7], tasks=3, n_bootstrap=10, progress=True)
     assert evaluate(OracleAgent(), GUESS, **grid).pass_at(1, 7) == 1.0
     assert "3/3" in capsys.readouterr().err  # tqdm writes to stderr

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import statistics
+
 import gymnasium as gym
 import pytest
 
+from agent_envs.evaluation import evaluate
+from agent_envs.instances import instance_key
 from agent_envs.protocol import ENV_ID, SUCCESS, TASK_ID
 from baselines.llm.few_shot import (
     FIRST_EXAMPLE_ID,
     PromptStyle,
     check_not_example,
+    check_not_example_instance,
     example_messages,
+    example_task_ids,
     oracle_episodes,
 )
 from baselines.llm.prompting import (
@@ -32,6 +38,7 @@ FAMILIES = [
     "agent_envs/WebShop-v0",
     "agent_envs/FrozenLake-Slippery-v0",
 ]
+GUESS_20 = "agent_envs/GuessNumber-20-v0"
 
 
 # ------------------------------------------------------------------ examples
@@ -53,14 +60,65 @@ def test_examples_are_oracle_episodes_on_reserved_ids(env_id):
         assert info[SUCCESS]
 
 
-def test_the_shortest_reserved_tasks_are_used():
-    env = gym.make("agent_envs/GuessNumber-v0")
-    lengths = []
-    for task_id in range(FIRST_EXAMPLE_ID, FIRST_EXAMPLE_ID + 32):
+@pytest.mark.parametrize("env_id", [*FAMILIES, GUESS_20])
+def test_examples_are_distinct_instances_of_typical_length(env_id):
+    episodes = oracle_episodes(env_id, 3)
+    keys = [instance_key(env_id, task_id) for task_id, _ in episodes]
+    assert len(set(keys)) == 3
+    # Typical games: no reserved task's length is nearer the pool's median
+    # than the farthest example's, unless it repeats a shown instance.
+    env = gym.make(env_id)
+    lengths = {}
+    for task_id in example_task_ids():
         env.reset(seed=0, options={TASK_ID: task_id})
-        lengths.append(env.unwrapped.oracle_turns())
-    ((_, turns),) = oracle_episodes("agent_envs/GuessNumber-v0", 1)
-    assert len(turns) == min(lengths)
+        lengths[task_id] = env.unwrapped.oracle_turns()
+    median = statistics.median_low([n for n in lengths.values() if n is not None])
+    worst = max(abs(lengths[task_id] - median) for task_id, _ in episodes)
+    nearer = {
+        instance_key(env_id, task_id)
+        for task_id, turns in lengths.items()
+        if turns is not None and abs(turns - median) < worst
+    }
+    assert nearer <= set(keys)
+
+
+def test_guess_number_20_shows_three_different_typical_games():
+    # Shortest-first showed secret 5 (2 turns) three times; now three 4-turn games.
+    episodes = oracle_episodes(GUESS_20, 3)
+    secrets = [int(turns[-1][1]) for _, turns in episodes]
+    assert len(set(secrets)) == 3 and 5 not in secrets
+    assert [len(turns) for _, turns in episodes] == [4, 4, 4]
+
+
+def test_a_task_that_is_an_examples_instance_is_refused_before_the_run():
+    shown = {int(turns[-1][1]) for _, turns in oracle_episodes(GUESS_20, 3)}
+    env = gym.make(GUESS_20)
+    by_secret = {}
+    for task_id in range(100):
+        env.reset(options={TASK_ID: task_id})
+        by_secret.setdefault(int(env.unwrapped.task), task_id)
+    leaked = [by_secret[s] for s in sorted(shown)]
+    clean = [t for s, t in by_secret.items() if s not in shown]
+
+    class Guesser:  # the few-shot agents' check, without a model
+        style = PromptStyle(few_shot=3, env_id=GUESS_20)
+        check_tasks = style.check_tasks
+
+        def act(self, observation, info):
+            self.style.example_env(info)
+            return "10"
+
+    with pytest.raises(ValueError, match=f"task {leaked[0]} of {GUESS_20} is the same instance"):
+        evaluate(Guesser(), GUESS_20, ks=[1], budgets=[3], tasks=[*clean[:2], leaked[0]])
+    result = evaluate(Guesser(), GUESS_20, ks=[1], budgets=[3], tasks=clean, n_bootstrap=10)
+    assert result.episodes == len(clean) == 17 and result.errors == 0
+    # A policy that skips the up-front check still meets it on every episode.
+    Guesser.check_tasks = None
+    result = evaluate(Guesser(), GUESS_20, ks=[1], budgets=[3], tasks=leaked[:1], n_bootstrap=10)
+    assert result.errors == 1 and "same instance" in result.error_examples[0]
+    with pytest.raises(ValueError, match="same instance"):
+        check_not_example_instance(GUESS_20, 3, leaked[1:2])
+    check_not_example_instance(GUESS_20, 0, leaked)  # no examples, nothing to leak
 
 
 def test_example_messages_alternate_in_the_agents_format():
@@ -154,3 +212,13 @@ def test_the_openai_agent_sends_the_same_examples_and_stops_at_the_line():
     assert body["stop"] == ["\n"]
     thinking = OpenAIChatAgent("http://127.0.0.1:9/v1", "m").request_body("The task.", {})
     assert "stop" not in thinking and thinking["messages"][0]["content"] == DEFAULT_SYSTEM_PROMPT
+
+
+def test_the_docs_show_the_examples_each_family_gets():
+    import pathlib
+
+    from tools.few_shot_table import rows
+
+    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "real_llm.md").read_text()
+    for line in rows():
+        assert line in page

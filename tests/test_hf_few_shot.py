@@ -12,8 +12,9 @@ pytest.importorskip("transformers")
 
 
 from agent_envs.evaluation import evaluate  # noqa: E402
+from agent_envs.instances import instance_key  # noqa: E402
 from agent_envs.protocol import ENV_ID, TASK_ID  # noqa: E402
-from baselines.llm.few_shot import FIRST_EXAMPLE_ID, example_messages  # noqa: E402
+from baselines.llm.few_shot import FIRST_EXAMPLE_ID, example_messages, oracle_episodes  # noqa: E402
 from baselines.llm.generation import generate_replies  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
@@ -75,6 +76,14 @@ def test_an_example_task_is_refused(loaded):
     agent = agent_for(loaded, few_shot=1, env_id=ENV)
     with pytest.raises(ValueError, match="reserved for few-shot"):
         agent.act("obs", {TASK_ID: FIRST_EXAMPLE_ID})
+
+
+def test_the_evaluator_refuses_a_task_of_an_examples_instance_before_playing(loaded):
+    agent = agent_for(loaded, few_shot=1)
+    ((example, _),) = oracle_episodes(ENV, 1)
+    same = next(t for t in range(5000) if instance_key(ENV, t) == instance_key(ENV, example))
+    with pytest.raises(ValueError, match=f"task {same} of {ENV} is the same instance"):
+        evaluate(agent, ENV, ks=[1], budgets=[2], tasks=[0, same])
 
 
 def test_the_evaluator_hands_the_env_id_to_a_few_shot_agent(loaded):

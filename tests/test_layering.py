@@ -1,4 +1,4 @@
-"""The layering, enforced: ``baselines -> agent_envs -> wrappers``, and no import cycle.
+"""The layering, enforced: ``studies -> baselines -> agent_envs -> wrappers``, and no import cycle.
 
 A lower layer never names a higher one: not in an import (in code or in a
 docstring example), and not in a string that names a module
@@ -20,9 +20,14 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-#: Each layer and the packages above it, which it must never name.
-HIGHER = {"wrappers": ("agent_envs", "baselines"), "agent_envs": ("baselines",)}
-PACKAGES = ("wrappers", "agent_envs", "baselines")
+#: Each layer and the packages above it, which it must never name.  ``studies``
+#: (the research studies) is the top: it may import every package, none imports it.
+HIGHER = {
+    "wrappers": ("agent_envs", "baselines", "studies"),
+    "agent_envs": ("baselines", "studies"),
+    "baselines": ("studies",),
+}
+PACKAGES = ("wrappers", "agent_envs", "baselines", "studies")
 
 
 def _sources(package: str) -> list[pathlib.Path]:

@@ -20,8 +20,9 @@ from llm_fixtures import load_left_padded as load  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
+from agent_envs.instances import instance_key  # noqa: E402
 from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
-from baselines.llm.few_shot import FIRST_EXAMPLE_ID  # noqa: E402
+from baselines.llm.few_shot import FIRST_EXAMPLE_ID, oracle_episodes  # noqa: E402
 from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
 from baselines.llm.grpo import make_rollout  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
@@ -483,7 +484,9 @@ def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_llama_p
     assert json.loads((off / "train_llm.json").read_text())["stopped"] is None
 
 
-def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(tiny_llama_path):
+def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(
+    tiny_llama_path, capsys, tmp_path
+):
     """--few-shot: the action reply format in warm-start rows, flags to the saved command."""
     model, tokenizer = load(tiny_llama_path)
     rows = demonstrations(model, tokenizer, rollout(few_shot=1), [3], 1, epsilon=0.0)
@@ -504,6 +507,16 @@ def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(tiny
     assert command.endswith("--t 8 --k 1,2 --samples 4 --tasks 10050,10002")
     with pytest.raises(ValueError, match="reserved for few-shot examples"):
         rollout(few_shot=1).run([FIRST_EXAMPLE_ID], None, None, None)
+    # An ordinary id that builds the example's instance is refused as well.
+    ((example, _),) = oracle_episodes(GUESS, 1)
+    same = next(t for t in range(5000) if instance_key(GUESS, t) == instance_key(GUESS, example))
+    with pytest.raises(ValueError, match=f"task {same} of {GUESS} is the same instance"):
+        rollout(few_shot=1).run([same], None, None, None)
+    capsys.readouterr()
+    argv = ["train-llm", GUESS, "--few-shot", "1", "--tasks", f"{same}:{same + 1}"]
+    assert cli.main([*argv, "--out", str(tmp_path / "refused")]) == 2  # before any model loads
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "same instance as few-shot example" in line
 
 
 def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
@@ -523,7 +536,7 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["agent_envs/Nope-v0"], "unknown env id"),
+        (["agent_envs/Nope-v0"], "Unknown env id"),
         ([GUESS, "--group-size", "1"], "argument --group-size: the value must be an int >= 2"),
         ([GUESS, "--context", "0"], "argument --context: the value must be an int >= 1"),
         ([GUESS, "--budget-mix", "4,x"], "argument --budget-mix: the list takes"),

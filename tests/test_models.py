@@ -215,3 +215,18 @@ def test_the_shipped_smollm2_file_is_found_and_readable():
         pytest.skip(f"the [smollm2] extra is not installed: {error}")
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     check_gguf(path)  # header, tensor index and each quantisation (Q4_1, Q8_0, F32)
+
+
+def test_the_first_conversion_says_what_it_does_and_how_long_it_took(gguf_path, cache, caplog):
+    """Issue 32, item 4: the slow first load is announced, the cached ones are quiet."""
+    with caplog.at_level("INFO", logger="agent_envs.progress"):
+        folder = resolve_model(gguf_path)
+    notes = [record.getMessage() for record in caplog.records]
+    assert len(notes) == 2, notes
+    assert notes[0] == f"converting tiny.Q8_0.gguf (GGUF) to a transformers folder, once: {folder}"
+    assert notes[1].startswith("converted tiny.Q8_0.gguf in ")
+    assert notes[1].endswith("later loads reuse the folder")
+    caplog.clear()
+    with caplog.at_level("INFO", logger="agent_envs.progress"):
+        assert resolve_model(gguf_path) == folder
+    assert caplog.records == []

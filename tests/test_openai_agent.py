@@ -432,14 +432,12 @@ def test_cli_eval_with_the_openai_agent(server, capsys, tmp_path):
 
 
 def test_the_wrap_an_existing_agent_example_runs(capsys):
-    import importlib.util
+    import runpy
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "examples" / "wrap_existing_agent.py"
-    spec = importlib.util.spec_from_file_location("wrap_existing_agent", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    result = example.main(["--tasks", "8"])
+    example = runpy.run_path(str(path))  # the script's globals, run as a module, not as main
+    result = example["main"](["--tasks", "8"])
     assert result["errors"] == 0
     assert "Pass@(K,T)" in capsys.readouterr().out
     # Bisection within 7 guesses always finds a secret in 1..100.

@@ -27,6 +27,7 @@ HEAVY = (
         "agent_envs.integrations.trl",
         "wrappers",
         "baselines",
+        "studies.runner",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(package):
@@ -49,16 +50,17 @@ def _imported_top_levels(package: str) -> set[str]:
 def test_layering_points_one_way():
     # baselines -> agent_envs -> wrappers -> gymnasium, never back.
     assert not _imported_top_levels("wrappers") & {"agent_envs", "baselines"}
-    assert "baselines" not in _imported_top_levels("agent_envs")
+    assert not _imported_top_levels("agent_envs") & {"baselines", "studies"}
+    assert "studies" not in _imported_top_levels("baselines")
 
 
-@pytest.mark.parametrize("package", ["agent_envs", "wrappers", "baselines"])
+@pytest.mark.parametrize("package", ["agent_envs", "wrappers", "baselines", "studies"])
 def test_packages_carry_py_typed(package):
     assert (ROOT / package / "py.typed").is_file()
 
 
 def test_nothing_evaluates_text():
-    for package in ("agent_envs", "wrappers", "baselines"):
+    for package in ("agent_envs", "wrappers", "baselines", "studies"):
         for path in (ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):

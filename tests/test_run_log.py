@@ -75,7 +75,7 @@ def test_every_episode_is_one_json_line_after_a_header(tmp_path):
     log = tmp_path / "run.jsonl"
     result = evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
     header, *episodes = lines(log)
-    assert header["type"] == "header" and header["format"] == "agent-envs-runlog/5"
+    assert header["type"] == "header" and header["format"] == "agent-envs-runlog/6"
     # The header holds the run's EvalSettings, exactly as the result does.
     assert header["settings"] == result.settings.to_json() == result.to_dict()["settings"]
     assert header["settings"]["tasks"] == [0, 1, 2, 3, 4]

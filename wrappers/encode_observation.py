@@ -9,6 +9,7 @@ evaluation time exactly what the network saw in training.
 from __future__ import annotations
 
 import re
+import warnings
 import zlib
 from collections.abc import Sequence
 from typing import Any, SupportsFloat
@@ -18,7 +19,7 @@ import numpy as np
 from gymnasium import spaces
 
 from wrappers.discrete_actions import expose_action_masks
-from wrappers.protocol import TURNS_LEFT
+from wrappers.protocol import TURNS_LEFT, CompactView
 from wrappers.turn_budget import strip_budget_line
 from wrappers.validators import check_bool, check_int
 
@@ -387,15 +388,48 @@ def _text_charset(space: spaces.Space) -> str:
     return "".join(sorted(space.character_set))
 
 
+def _view_settings(env: gym.Env, mode: str, given: dict, whole_text: bool, layout: str) -> dict:
+    """Return the view settings to encode with: the ones given, else the env's compact view.
+
+    The compact view is the default for ``mode="chars"`` on an env that
+    declares ``compact_view()``, when no view setting is given and
+    ``whole_text`` is off; the one-release note on that change is warned here.
+    """
+    chosen = {name: value for name, value in given.items() if value is not None}
+    compact: dict[str, Any] = {}
+    if mode == "chars" and not chosen and not whole_text and isinstance(env.unwrapped, CompactView):
+        compact = dict(env.unwrapped.compact_view())
+        if layout == "array":
+            warnings.warn(
+                f"EncodeObservation now encodes {type(env.unwrapped).__name__}'s compact_view() "
+                "by default (it encoded the whole text before); pass whole_text=True for the "
+                "former arrays.  This note is dropped in the next release.",
+                FutureWarning,
+                stacklevel=3,
+            )
+    return {**given, "keep": "tail", "view_only": False, **compact, **chosen}
+
+
 class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Replace each text observation by :class:`TextEncoder`'s array.
 
     The arguments are :class:`TextEncoder`'s.  With ``budget_scale`` the
     turns left come from ``info["turns_left"]`` (a ``TurnBudget`` or
-    ``BudgetMix`` inside this wrapper provides it).  For ``mode="chars"`` the
-    charset defaults to the env's ``Text`` observation charset (sorted), so
-    that no emitted character is unknown.  The encoder's settings are
-    :meth:`encoder_config`; an agent rebuilds the same encoder from them.
+    ``BudgetMix`` inside this wrapper provides it).
+
+    What is encoded: for ``mode="chars"`` on an env that declares
+    ``compact_view()`` (``CompactView``), and where none of ``max_length``,
+    ``keep``, ``view_only``, ``charset`` and ``feedback_length`` is given,
+    the compact view is the default: FrozenLake's 4x4 map in ``FHSG@`` is 217
+    one-hot inputs where its whole text is 25,088.  ``whole_text=True`` (or
+    any of those settings) encodes the whole text instead, as before.
+    Otherwise the charset defaults to the env's ``Text`` observation charset
+    (sorted), so that no emitted character is unknown.  The encoder's settings
+    are :meth:`encoder_config`; an agent rebuilds the same encoder from them.
+
+    Deprecation note (for one release): before the compact default, the
+    default was the whole text, so ``layout="array"`` arrays change where the
+    encoding was left to the default; a ``FutureWarning`` says so then.
 
     ``layout`` says how the array is handed over.  ``"array"`` (the default)
     is :class:`TextEncoder`'s array in its own space.  ``"box"`` is a flat
@@ -428,8 +462,8 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         mode: str = "chars",
         *,
         max_length: int | None = None,
-        keep: str = "tail",
-        view_only: bool = False,
+        keep: str | None = None,
+        view_only: bool | None = None,
         charset: str | None = None,
         dim: int = 1024,
         ngram_range: Sequence[int] = (2, 4),
@@ -437,8 +471,15 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         budget_scale: int | None = None,
         feedback_length: int | None = None,
         layout: str = "array",
+        whole_text: bool = False,
     ) -> None:
         _check_layout(layout, mode)
+        check_bool(whole_text, "whole_text")
+        given = dict(max_length=max_length, keep=keep, view_only=view_only, charset=charset,
+                     feedback_length=feedback_length)  # fmt: skip
+        view = _view_settings(env, mode, given, whole_text, layout)
+        max_length, keep, view_only = view["max_length"], view["keep"], view["view_only"]
+        charset, feedback_length = view["charset"], view["feedback_length"]
         if mode == "chars" and charset is None:
             charset = _text_charset(env.observation_space)
         encoder = TextEncoder(
@@ -466,6 +507,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             budget_scale=budget_scale,
             feedback_length=feedback_length,
             layout=layout,
+            whole_text=whole_text,
         )
         gym.Wrapper.__init__(self, env)
         expose_action_masks(self)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from typing import Any
 
 from agent_envs.arguments import UsageError, add_eval_arguments
@@ -57,7 +56,8 @@ def _settings(args: argparse.Namespace, agent_name: str) -> Any:
         if field.name not in grids and hasattr(args, field.name)
     }
     same["log_path"] = args.log
-    same["progress"] = sys.stderr.isatty() if args.progress is None else args.progress
+    # A bar on a terminal, a record every 30 s where stderr is a file: never silent.
+    same["progress"] = True if args.progress is None else args.progress
     return args.flags.settings(args, **same, agent_name=agent_name)
 
 
@@ -170,7 +170,7 @@ def _add_eval_outputs(ev: argparse.ArgumentParser) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar (default: when stderr is a terminal)",
+        help="progress: a bar on a terminal, else a one-line record every 30 s (default: on)",
     )
 
 

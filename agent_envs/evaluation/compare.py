@@ -21,7 +21,6 @@ from agent_envs.evaluation.seed_stats import (
     MIN_SEEDS,
     SeedSampler,
     hierarchical_bootstrap,
-    holm,
     min_p_value,
     paired_permutation_test,
     task_sampler,
@@ -31,7 +30,7 @@ from agent_envs.evaluation.settings import MAX_BOOTSTRAP
 from wrappers import seeding
 from wrappers.validators import check_int, check_number
 
-__all__ = ["CompareResult", "compare", "holm_family"]
+__all__ = ["CompareResult", "compare"]
 
 
 @dataclass
@@ -54,10 +53,10 @@ class CompareResult:
     seeds per side, or when ``min_p_value`` (the smallest p-value the test
     can give with these seeds) is above ``1 - confidence``, no cell can be.
 
-    ``p_adjusted``, after :func:`holm_family`: the cell's Holm-adjusted
-    p-value within its ``family`` of ``family_size`` tests (``nan`` for a cell
-    outside the family, which is then never marked); marks then use it
-    instead of ``p_value``.
+    ``p_adjusted``, when a study Holm-corrects a declared family of
+    comparisons: the cell's Holm-adjusted p-value within its ``family`` of
+    ``family_size`` tests (``nan`` for a cell outside the family, which is
+    then never marked); marks then use it instead of ``p_value``.
 
     ``step_quality``, when every result carries one on the same state set:
     the optimal-action rates of A and B and their difference with an interval
@@ -245,37 +244,6 @@ class CompareResult:
             label="Pass@(K,T) of A minus B",
             marks=marks,
         )
-
-
-def holm_family(
-    comparisons: Sequence[CompareResult], family: str, ks: Sequence[int] | None = None
-) -> int:
-    """Holm-correct one family of seed-level tests in place; return the family's size.
-
-    The family is every cell (or, with ``ks``, every cell of those K rows) of
-    every comparison given: declare it before looking at the p-values.  Each
-    comparison gets ``p_adjusted`` (``nan`` outside the family), ``family``
-    and ``family_size``, and :meth:`CompareResult.wins` then marks only cells
-    whose adjusted p is at most ``1 - confidence``.
-    """
-    blocks = []
-    for comparison in comparisons:
-        if comparison.p_value is None:
-            raise ValueError("holm_family needs seed-level comparisons (lists of results).")
-        p_value = np.array(comparison.p_value, dtype=float)
-        if ks is not None:
-            p_value[[i for i, k in enumerate(comparison.ks) if k not in ks]] = np.nan
-        blocks.append(p_value)
-    adjusted = holm(np.concatenate([block.ravel() for block in blocks])) if blocks else []
-    size = int(sum(np.isfinite(block).sum() for block in blocks))
-    start = 0
-    for comparison, block in zip(comparisons, blocks, strict=True):
-        comparison.p_adjusted = np.asarray(adjusted[start : start + block.size]).reshape(
-            block.shape
-        )
-        comparison.family, comparison.family_size = family, size
-        start += block.size
-    return size
 
 
 #: The diagnostics ``reply_rates`` holds, with their labels in the table.

@@ -117,8 +117,9 @@ def error_recovery(records: Sequence[EpisodeRecord], budget: int) -> dict[str, A
     Counts the errors made by turn ``budget`` (see ``EpisodeRecord.oracle_errors``):
     ``fatal`` ones entered a dead end, the others are ``recoverable``, and
     ``recovered`` those that a later turn, by turn ``budget``, brought strictly
-    closer to the goal than before the error (or solved): a wasted turn,
-    which loses no ground, is not a recovery.  ``rate`` is recovered / recoverable and
+    closer to the goal than both before and right after the error (or
+    solved): a wasted turn, which gains no ground, is not a recovery, even
+    after an error that itself moved closer.  ``rate`` is recovered / recoverable and
     ``mean_turns_to_recover`` the mean of (recovery turn - error turn) over
     the recovered ones.
     """

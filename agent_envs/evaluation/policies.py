@@ -202,6 +202,12 @@ class PolicyAdapter:
         self.fingerprint = fingerprint.of(source)
         self.required_info = _required_info(source)
         self.visible_budget = _visible_budget(source)
+        # A class's method is unbound here: its instances check their own episodes.
+        check = None if isinstance(source, type) else getattr(source, "check_tasks", None)
+        #: The policy's ``check_tasks(env, task_ids)``, called before the run, or None.
+        self.check_tasks: Callable[[Any, Sequence[int]], None] | None = (
+            check if callable(check) else None
+        )
         self.batched = self._shared is not None and callable(
             getattr(self._shared, "act_batch", None)
         )

@@ -93,9 +93,11 @@ class EpisodeRecord:
             valid judged action not in ``oracle_actions()`` that did not win):
             ``fatal`` when it entered a dead end; ``recovered_turn`` is the
             first *later* turn that ended with success or with
-            ``oracle_turns()`` strictly below its value before the error
-            (``None`` if none did, and for a fatal error).  A wasted turn,
-            which loses no ground, is not a recovery.
+            ``oracle_turns()`` strictly below both its value before the error
+            and its value right after it (``None`` if none did, and for a
+            fatal error).  A wasted turn, which gains no ground, is not a
+            recovery, even after an error that itself moved closer.  (Before
+            issue 29 the limit was the value before the error alone.)
     """
 
     task_id: int
@@ -326,7 +328,7 @@ class EpisodeRun:
                 error = not success  # a move that wins is no error, whoever names it
         distance = self._distance
         # Errors made before this turn are recovered by it when it ends in success
-        # or strictly closer to the goal than before the error; this turn's own
+        # or strictly closer to the goal than its limit (see _add_error); this turn's own
         # error is added after, so it can only be recovered by a later turn.
         if self._pending and (success or (distance is not None and distance < self._ceiling)):
             self._settle(turn, success, distance)
@@ -341,8 +343,12 @@ class EpisodeRun:
             return
         entry: list[Any] = [turn, None, False]
         self.record.oracle_errors.append(entry)
-        # Without a distance before, only success recovers the error.
-        limit = -1 if before is None else before
+        # Recovered only by success or by ending strictly closer to the goal than
+        # both before the error and right after it: an error that itself moved
+        # closer (a non-bisecting guess inside the interval) is not then
+        # "recovered" by a later wasted turn.  Without a distance before, only
+        # success recovers it.
+        limit = -1 if before is None else min(before, distance)
         self._pending.append((limit, entry))
         self._ceiling = max(self._ceiling, limit)
 

@@ -44,7 +44,10 @@ __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 #     goal (a /3 log counted a wasted turn as recovered at once): its
 #     oracle_errors mean something else, so it is not resumed.
 # /5: the header and every episode line carry the run's fingerprint.
-LOG_FORMAT = "agent-envs-runlog/5"
+# /6: an error is recovered only by a turn strictly closer than both the state
+#     before it and the state right after it (issue 29): /5 oracle_errors credit
+#     a wasted turn after an error that itself moved closer, so it is not resumed.
+LOG_FORMAT = "agent-envs-runlog/6"
 
 
 def _short(value: Any, limit: int = 100) -> str:

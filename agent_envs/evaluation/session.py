@@ -12,6 +12,7 @@ from agent_envs.evaluation.formatting import error_summary
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
 from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.progress import ProgressLines, wants_lines
 
 __all__ = ["MIN_ERRORS_TO_STOP", "Progress", "RunAborted", "RunState"]
 
@@ -26,26 +27,38 @@ class RunAborted(CommandError, RuntimeError):
 
 
 class Progress:
-    """A tqdm bar when asked for and installed; silently nothing otherwise."""
+    """A tqdm bar when asked for on a terminal, one-line records elsewhere.
+
+    Where stderr is no terminal (redirected to a file) a bar cannot be drawn,
+    so :class:`agent_envs.progress.ProgressLines` writes a record at a steady
+    interval instead.  Without tqdm on a terminal: nothing.
+    """
 
     def __init__(self, enabled: bool, total: int, initial: int, description: str) -> None:
-        self._bar = None
-        if enabled:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:
-                return
-            self._bar = tqdm(total=total, initial=initial, desc=description, unit="ep")
+        self._bar: Any = None
+        self._lines = enabled and wants_lines()
+        if not enabled:
+            return
+        if self._lines:
+            self._bar = ProgressLines(total, initial, description, heartbeat=True)
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return
+        self._bar = tqdm(total=total, initial=initial, desc=description, unit="ep")
 
     def update(self, errors: int) -> None:
         """Count one finished episode; show the error count once there are errors."""
-        if self._bar is not None:
+        if self._lines:
+            self._bar.update(errors)
+        elif self._bar is not None:
             self._bar.update(1)
             if errors:
                 self._bar.set_postfix(errors=errors, refresh=False)
 
     def close(self) -> None:
-        """Close the bar (if any)."""
+        """Close the bar or write the last record (if any)."""
         if self._bar is not None:
             self._bar.close()
 

@@ -126,7 +126,8 @@ class EvalSettings:
         max_error_rate: stop with ``RunAborted`` when more than this share of
             this run's episodes (and at least 5) raised in the policy.
         n_bootstrap, confidence: the bootstrap interval over tasks.
-        progress: show a tqdm progress bar (if tqdm is installed).
+        progress: show progress: a tqdm bar on a terminal (if tqdm is installed), else a
+            one-line record every 30 s (:class:`agent_envs.progress.ProgressLines`).
         step_quality: reference states per task for the step-quality
             diagnostic (0: off); see :mod:`agent_envs.evaluation.step_quality`.
         step_quality_seed: seeds the draw of those states.  Keep it fixed per

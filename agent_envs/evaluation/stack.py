@@ -8,7 +8,6 @@ tell.  Step quality judges with the same setup, so both see one stack.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import logging
@@ -19,6 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agent_envs import registration
 from agent_envs.env_stack import BudgetRegime, StackOptions, StackRecipe, make_stack
 from agent_envs.evaluation.policies import PolicyAdapter, adapt_policy
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
@@ -51,17 +51,10 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
         make_env, name = resolve_env(env.env, env_name)
         return StackRecipe(make_env, env.options), name
     if isinstance(env, str):
-        env_id = env
-        if env_id not in gym.registry and f"agent_envs/{env_id}" in gym.registry:
-            env_id = f"agent_envs/{env_id}"
-        if env_id not in gym.registry:
-            close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.5)
-            hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise ValueError(
-                f"Unknown env id {env!r}.{hint} Run `agent-envs list` for the registered ids."
-            )
-        # A partial, not a lambda: it pickles by reference for Ray workers.
-        return functools.partial(gym.make, env_id), env_name or env_id
+        env_id = registration.resolve_env_id(env)
+        # A partial, not a lambda: it pickles by reference for Ray workers,
+        # which import the module or package that registers the id themselves.
+        return functools.partial(registration.make_env, env), env_name or env_id
     if isinstance(env, gym.Env):
         raise TypeError(
             "env must be a registered id or a function that builds the env (e.g. "
@@ -264,6 +257,8 @@ class RunSetup:
         stack, probe = open_stack(make_env, adapter, max_budget, settings.visible_budget, _GRID)
         name = name or _env_name(probe.unwrapped)
         has_oracle = _probe(probe, settings.tasks[0], max_budget, name)
+        if adapter.check_tasks is not None:
+            adapter.check_tasks(probe, settings.tasks)  # e.g. a few-shot example's instance
         _warn_if_tasks_repeat(probe.unwrapped, len(settings.tasks), name)
         if settings.diagnostics and not has_oracle:
             logger.info("%s has no oracle: diagnostics cover invalid actions and dead ends.", name)

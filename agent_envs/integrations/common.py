@@ -63,7 +63,7 @@ def client_task_id(value: Any, name: str = TASK_ID) -> int:
 def budgeted_env(
     env_id: str, regime: BudgetRegime | int | None = None, **make_kwargs: Any
 ) -> gym.Env:
-    """Return ``gym.make(env_id, **make_kwargs)`` under ``regime`` (a fixed T or a mix).
+    """Return ``make_env(env_id, **make_kwargs)`` under ``regime`` (a fixed T or a mix).
 
     ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T;
     the old keywords ``budget``, ``budgets``, ``weights`` and ``visible``

@@ -10,11 +10,20 @@ agent's own reply format), to be put before the real episode's dialogue.
 Which tasks.  Examples come only from the :data:`EXAMPLE_POOL` task ids at the
 top of the id space, ``MAX_TASK_ID - 1`` downwards (see
 :func:`example_task_ids`).  Evaluation and training count task ids from 0, so
-an example task is never evaluated or trained on; an agent with examples
-checks every episode's ``task_id`` (:func:`check_not_example`) and refuses one
-from the pool.  Of the pool, the ``count`` tasks with the fewest oracle turns
-are used (ties by id), so that examples stay short on families with long
-horizons; a slippery episode the oracle fails is skipped.
+an example *id* is never evaluated or trained on (:func:`check_not_example`).
+Ids are not instances, though: GuessNumber-20 has 20 secrets, and three of the
+pool's ids build secret 5.  So the examples are distinct *instances*
+(:func:`agent_envs.instances.instance_key`), and an agent with examples
+refuses a task whose instance is one of its examples'
+(:meth:`PromptStyle.check_tasks`): a model must never be shown the episode it
+is scored or trained on.
+
+How they are chosen: typical games, not the easiest.  The pool's tasks are
+ranked by how far their oracle turns lie from the pool's median (the
+``median_low``), ties by id (highest first), and the first ``count`` distinct
+instances the oracle solves are used (a slippery episode it fails is
+skipped).  Shortest-first, the earlier rule, showed the trivial games only:
+on GuessNumber-20 one two-turn game (secret 5) three times.
 
 What they show.  Only what the agent itself sees: the observations of the
 registered env and the actions.  Where the oracle is privileged (Maze's map,
@@ -28,12 +37,14 @@ This module imports neither torch nor transformers.
 from __future__ import annotations
 
 import functools
+import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import gymnasium as gym
 
 from agent_envs.core import EXAMPLE_POOL, FIRST_EXAMPLE_ID, MAX_TASK_ID
+from agent_envs.instances import instance_key
 from agent_envs.protocol import ENV_ID, SUCCESS, TASK_ID, Oracle
 from baselines.llm.replies import (
     FORMAT_PROMPT,
@@ -49,6 +60,8 @@ __all__ = [
     "Episode",
     "PromptStyle",
     "check_not_example",
+    "check_not_example_instance",
+    "example_instances",
     "example_messages",
     "example_task_ids",
     "oracle_episodes",
@@ -85,35 +98,75 @@ Episode = tuple[int, tuple[tuple[str, str], ...]]
 def oracle_episodes(env_id: str, count: int) -> tuple[Episode, ...]:
     """Return ``count`` oracle episodes of ``env_id``: ``(task_id, ((observation, action), ...))``.
 
-    Each episode lists the observation the agent sees before each oracle
-    action; the final observation (after the last action) is left out, so an
-    example ends with the move that solved it.  Cached per process.
+    The tasks are distinct instances of typical length (see the module
+    docstring).  Each episode lists the observation the agent sees before
+    each oracle action; the final observation (after the last action) is left
+    out, so an example ends with the move that solved it.  Cached per process.
 
     Raises:
-        ValueError: the env has no oracle, or fewer than ``count`` of the
-            reserved tasks were solved.
+        ValueError: the env has no oracle, or fewer than ``count`` distinct
+            instances of the reserved tasks were solved.
     """
     check_int(count, "few_shot", 0, EXAMPLE_POOL)
     env = gym.make(env_id)
     base = env.unwrapped
     if not isinstance(base, Oracle):
         raise ValueError(f"{env_id} has no oracle_actions(), so it has no few-shot examples.")
-    ranked = []
-    for index, task_id in enumerate(example_task_ids()):
+    lengths = []
+    for task_id in example_task_ids():
         env.reset(seed=0, options={TASK_ID: task_id})
-        turns = base.oracle_turns()
-        ranked.append((turns if turns is not None else MAX_TASK_ID, index, task_id))
-    episodes = []
-    for turns, _, task_id in sorted(ranked):
+        lengths.append(base.oracle_turns())
+    solvable = [turns for turns in lengths if turns is not None]
+    median = statistics.median_low(solvable) if solvable else 0
+    ranked = sorted(
+        (abs(turns - median), index, task_id, turns)
+        for index, (task_id, turns) in enumerate(zip(example_task_ids(), lengths, strict=True))
+        if turns is not None
+    )
+    episodes: list[Episode] = []
+    shown: set[str] = set()
+    for _, _, task_id, turns in ranked:
         if len(episodes) == count:
             break
+        key = instance_key(env_id, task_id)
+        if key in shown:
+            continue
         episode = _play(env, task_id, _TURN_FACTOR * min(turns, 64) + _TURN_SLACK)
         if episode is not None:
             episodes.append((task_id, episode))
+            shown.add(key)
     env.close()
     if len(episodes) < count:
-        raise ValueError(f"the oracle solved only {len(episodes)} example tasks of {env_id}.")
+        raise ValueError(
+            f"the oracle solved only {len(episodes)} distinct example instances of {env_id}."
+        )
     return tuple(episodes)
+
+
+@functools.cache
+def example_instances(env_id: str, count: int) -> dict[str, int]:
+    """Return ``{instance key: example task id}`` of the ``count`` examples of ``env_id``."""
+    return {instance_key(env_id, task_id): task_id for task_id, _ in oracle_episodes(env_id, count)}
+
+
+def check_not_example_instance(env_id: str, count: int, task_ids: Iterable[int]) -> None:
+    """Raise ``ValueError`` (one line) if a task of ``task_ids`` is an example's instance.
+
+    Also refuses the reserved example ids themselves (:func:`check_not_example`).
+    """
+    task_ids = [int(t) for t in task_ids]
+    check_not_example(task_ids)
+    if not count:
+        return
+    examples = example_instances(env_id, count)
+    for task_id in dict.fromkeys(task_ids):
+        shown = examples.get(instance_key(env_id, task_id))
+        if shown is not None:
+            raise ValueError(
+                f"task {task_id} of {env_id} is the same instance as few-shot example task "
+                f"{shown}: a model must not be shown the episode it is scored or trained on; "
+                "use tasks of other instances (agent_envs.instances.instance_key) or no examples."
+            )
 
 
 def _play(env: gym.Env, task_id: int, max_turns: int) -> tuple[tuple[str, str], ...] | None:
@@ -213,9 +266,11 @@ class PromptStyle:
         """
         if not self.few_shot:
             return None
+        env_id = self.env_id or info.get(ENV_ID)
         if info.get(TASK_ID) is not None:
             check_not_example([info[TASK_ID]])
-        env_id = self.env_id or info.get(ENV_ID)
+            if isinstance(env_id, str):
+                check_not_example_instance(env_id, self.few_shot, [info[TASK_ID]])
         if not isinstance(env_id, str):
             raise ValueError(
                 "few_shot needs the env's id: run under the evaluator (it adds "
@@ -223,9 +278,30 @@ class PromptStyle:
             )
         return env_id
 
+    def check_tasks(self, env: Any, task_ids: Iterable[int]) -> None:
+        """Refuse, before a run starts, tasks that are an example's instance (``ValueError``).
+
+        The evaluator calls this with its env and task ids (see
+        :func:`agent_envs.evaluation.evaluate`); ``env`` is the env stack or
+        a registered id.
+        """
+        if not self.few_shot:
+            return
+        env_id = self.env_id or (env if isinstance(env, str) else _registered_id(env))
+        if env_id is None:
+            check_not_example(task_ids)
+            return
+        check_not_example_instance(env_id, self.few_shot, task_ids)
+
     def examples(self, info: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         """Return the example messages for the episode ``info`` belongs to (``()``: none)."""
         env_id = self.example_env(info)
         if env_id is None:
             return ()
         return example_messages(env_id, self.few_shot, self.reply_format)
+
+
+def _registered_id(env: Any) -> str | None:
+    """Return the registered id of an env stack (``None`` if it was not made by id)."""
+    spec = getattr(getattr(env, "unwrapped", env), "spec", None)
+    return getattr(spec, "id", None)

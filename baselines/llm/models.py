@@ -40,8 +40,10 @@ import importlib.util
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 
+from agent_envs.progress import format_seconds, notice
 from baselines.llm.gguf_check import ModelError, check_gguf
 from baselines.llm.model_cache import (
     file_sha256,
@@ -199,8 +201,13 @@ def convert_gguf(path: str | os.PathLike[str], cache: Path | None = None) -> Pat
     check_gguf(path)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = make_staging(folder)
+    # The first load of a file is slow and would be silent: say what happens and how long.
+    notice("converting %s (GGUF) to a transformers folder, once: %s", path.name, folder)
+    started = time.perf_counter()
     try:
         _dequantise(path, staging)
+        took = format_seconds(time.perf_counter() - started)
+        notice("converted %s in %s; later loads reuse the folder", path.name, took)
         write_manifest(staging, source, path.name)
         _move_into_place(staging, folder, source, replace=stale is not None)
     finally:

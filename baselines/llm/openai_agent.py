@@ -35,7 +35,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
-from agent_envs.protocol import EPISODE_SEED, AgentAction
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, AgentAction
 from agent_envs.redaction import remember, secret_values
 from baselines.llm.messages import (
     build_messages,
@@ -54,7 +54,8 @@ from baselines.llm.openai_client import (
 )
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.replies import FORMAT_PROMPT, to_agent_action
-from wrappers.validators import check_int
+from baselines.llm.tool_calls import action_tool
+from wrappers.validators import check_bool, check_int
 
 __all__ = [
     "DEFAULT_MAX_REPLY_BYTES",
@@ -98,6 +99,13 @@ class OpenAIChatAgent(LLMPolicy):
         extra_body: more JSON fields for every request, such as
             ``{"stop": ["\\n\\n"]}`` or vLLM's ``{"top_k": 20}``.
         max_tokens: the old name of ``max_new_tokens``; deprecated.
+        tool_calls: offer the env's action as the function ``act``
+            (:func:`baselines.llm.tool_calls.action_tool`: a JSON schema, with
+            an enum of the admissible actions where they are few) and read
+            the move from the reply's ``tool_calls``; a reply without a call
+            of ``act`` is an empty action, counted as unparsable.  The server
+            must support function calling (vLLM, SGLang, llama.cpp's server
+            with a function-calling chat format).
 
     Example::
 
@@ -127,6 +135,7 @@ class OpenAIChatAgent(LLMPolicy):
         extra_body: dict[str, Any] | None = None,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         max_tokens: int | None = None,
+        tool_calls: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty str, got {model!r}.")
@@ -150,6 +159,9 @@ class OpenAIChatAgent(LLMPolicy):
             max_backoff=max_backoff,
             max_reply_bytes=max_reply_bytes,
         )
+        # The client reads the move from tool_calls; the tool's enum needs the admissible actions.
+        self.tool_calls = self.client.tool_calls = check_bool(tool_calls, "tool_calls")
+        self.required_info = (*self.required_info, *[ADMISSIBLE_ACTIONS] * tool_calls)
         self.concurrency = check_int(concurrency, "concurrency", 1)
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
@@ -200,7 +212,7 @@ class OpenAIChatAgent(LLMPolicy):
     # ---------------------------------------------------------------- acting
     def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
         """Return the action for one episode."""
-        return to_agent_action(self.complete(self.request_body(observation, info)))
+        return _action(self.complete(self.request_body(observation, info)))
 
     def act_batch(
         self, observations: list[str], infos: list[dict[str, Any]]
@@ -229,7 +241,7 @@ class OpenAIChatAgent(LLMPolicy):
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return [
-            to_agent_action(future.result()) if future.exception() is None else future.exception()
+            _action(future.result()) if future.exception() is None else future.exception()
             for future in futures
         ]
 
@@ -240,6 +252,8 @@ class OpenAIChatAgent(LLMPolicy):
         )
         prompt_key = json.dumps(messages, sort_keys=True)
         stop = {"stop": ["\n"]} if self.style.reply_format == "action" else {}
+        if self.tool_calls:  # a call is JSON that a stop at a newline could cut
+            stop = {"tools": [action_tool(info)], "tool_choice": "auto"}
         return {
             "model": self.model,
             "messages": messages,
@@ -252,7 +266,7 @@ class OpenAIChatAgent(LLMPolicy):
             **self.extra_body,
         }
 
-    def complete(self, body: dict[str, Any]) -> str:
+    def complete(self, body: dict[str, Any]) -> str | AgentAction:
         """Send one request and return the reply's text.
 
         Transient failures are retried; a prompt the server finds too long is
@@ -272,6 +286,11 @@ class OpenAIChatAgent(LLMPolicy):
                 dropped = (exchanges + 1) // 2
                 logger.info("Prompt too long for the server; dropping %d exchanges.", dropped)
                 body = {**body, "messages": drop_exchanges(messages, dropped)}
+
+
+def _action(reply: str | AgentAction) -> AgentAction:
+    """Return the action of a reply: a tool call's as it is, a text's as parsed."""
+    return reply if isinstance(reply, AgentAction) else to_agent_action(reply)
 
 
 _MAX_TOKENS_RENAMED = (

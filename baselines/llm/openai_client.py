@@ -46,7 +46,9 @@ import threading
 import urllib.parse
 from typing import Any
 
+from agent_envs.protocol import AgentAction
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
+from baselines.llm.tool_calls import action_from_message
 from wrappers.validators import check_int, check_number
 
 __all__ = [
@@ -153,6 +155,10 @@ class ChatClient:
         max_reply_bytes: the most bytes read from one reply (8 MiB by default); a
             longer reply raises :class:`ChatCompletionError`.
     """
+
+    #: Read the move from the reply's ``tool_calls`` (:func:`action_from_message`)
+    #: instead of returning its text; ``OpenAIChatAgent(tool_calls=True)`` sets it.
+    tool_calls = False
 
     def __init__(
         self,
@@ -374,6 +380,9 @@ class ChatClient:
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             with self._usage_lock:
                 self.completion_tokens += usage["completion_tokens"]
+        if self.tool_calls:
+            action = action_from_message(message)
+            return AgentAction(scrub(action), raw=scrub(action.raw))
         content = message.get("content") if isinstance(message, dict) else None
         # A reply with only tool calls or a refusal has no content: an empty
         # action, which the env answers as invalid.

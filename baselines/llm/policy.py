@@ -94,6 +94,10 @@ class LLMPolicy:
         # Outside the evaluator, which gives every attempt its episode seed.
         self._episode_rng = np.random.default_rng(seed)
 
+    def check_tasks(self, env: Any, task_ids: Any) -> None:
+        """Refuse, before a run, tasks that are a few-shot example's instance (``ValueError``)."""
+        self.style.check_tasks(env, task_ids)
+
     def write_reply(self, action: str) -> str:
         """Return ``action`` written as this policy's reply, as its few-shot examples show it.
 

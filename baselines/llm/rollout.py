@@ -55,7 +55,6 @@ from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
-from baselines.llm.few_shot import check_not_example
 from baselines.llm.generation import (
     Generate,
     Generation,
@@ -322,8 +321,7 @@ class EpisodeRollout(LLMPolicy):
         keep_prompts: bool = False,
     ) -> list[Episode]:
         """Play one episode per entry of ``task_ids`` (a group per run of equal ids)."""
-        if self.style.few_shot:
-            check_not_example(task_ids)
+        self.style.check_tasks(self.env_id, task_ids)  # no example's instance, no example id
         episodes = []
         group_budget = None
         for index, task_id in enumerate(task_ids):

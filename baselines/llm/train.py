@@ -44,6 +44,7 @@ from agent_envs import arguments as cli
 from agent_envs.files import add_run_folder_flags, atomic_write_text
 from baselines.command import TrainingCommand, base_parser, check_same_settings, versions
 from baselines.llm.budget_spec import BudgetSpec
+from baselines.llm.few_shot import check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.prompting import FORMAT_PROMPT
 from baselines.llm.train_config import COLLAPSE_WINDOW, EVAL_FIRST_TASK, QUICK, LLMTrainConfig
@@ -296,7 +297,11 @@ class LLMCommand(TrainingCommand):
         return configs[0].to_json()
 
     def evaluation(self, args: argparse.Namespace, config: LLMTrainConfig) -> Any:
-        return _eval_settings(args, config)
+        settings = _eval_settings(args, config)
+        if config.few_shot:  # refused now, in one line, rather than at the first step
+            eval_ids = settings.tasks if settings is not None else ()
+            check_not_example_instance(config.env_id, config.few_shot, (*config.tasks, *eval_ids))
+        return settings
 
     def trained(self, config: LLMTrainConfig, out: Path) -> Path | None:
         sidecar = out / MODEL / "train_llm.json"

@@ -12,6 +12,7 @@ the ``[sb3]`` extra; torch is imported only when an agent is built.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import json
@@ -164,6 +165,12 @@ class _Model:
     """The model, its encoder and action index: shared by every agent of a factory."""
 
     def __init__(self, model: Any, stack: StackSettings, settings: dict[str, Any]) -> None:
+        if settings["algo"] == "maskable_ppo" and not stack.action_masks:
+            # MaskablePPO learned under masks and never had to rule out an
+            # illegal action itself: unmasked it picks them (0.84 invalid in one
+            # user's run).  So a maskable model always acts masked.
+            stack = dataclasses.replace(stack, action_masks=True)
+            settings = {**settings, "action_masks": True}
         self.model = model
         self.stack = stack
         self.settings = settings
@@ -220,10 +227,13 @@ class SB3Agent:
     or episode order.  :meth:`act_batch` encodes the batch and makes one
     forward pass for all of it.
 
-    Masks: a model trained with action masks (MaskablePPO) declares
+    Masks: a model trained with action masks declares
     ``required_info = ("admissible_actions",)``; the admissible actions are
     mapped to vocabulary indices and the inadmissible ones are never chosen.
-    Models trained without masks act unmasked, as in training.
+    A MaskablePPO model always acts masked, whatever its settings say (it
+    never learned to avoid illegal actions itself), and without
+    ``info["admissible_actions"]`` it refuses with one line instead of acting
+    unmasked.  Other models act as they were trained.
 
     Budget: a model trained with a visible budget declares ``visible_budget``,
     so the evaluator shows the ``[Turns left: N of T]``
@@ -298,7 +308,9 @@ class SB3Agent:
 
         ``env_stack_settings`` is a :class:`baselines.sb3.env.StackSettings`
         (``StackSettings.from_env(train_env)`` reads it off your training
-        stack) or its dict form, as in the sidecar.
+        stack) or its dict form, as in the sidecar.  A MaskablePPO model
+        acts masked even where the settings say ``action_masks=False``
+        (``from_env``'s default).
 
         Example:
             >>> import gymnasium as gym, agent_envs

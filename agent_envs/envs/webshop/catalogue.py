@@ -101,8 +101,8 @@ class ShopTask:
     price_limit: int
     instruction: str
     query: str
-    index: BM25
-    searches: dict[tuple[str, ...], tuple[int, ...]] = field(default_factory=dict)
+    index: BM25 = field(repr=False)
+    searches: dict[tuple[str, ...], tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     def search(self, text: str) -> tuple[int, ...]:
         """Return the product positions matching ``text``, best first."""

@@ -1,8 +1,7 @@
 """What the real-model GRPO scripts share: SmolLM2, its few-shot prompt, and the rollout.
 
-``real_llm_grpo_speed.py`` and ``real_llm_pick.py`` import this module
-(run them as ``python benchmarks/<script>.py``, which puts this folder on the
-path).
+``benchmarks/real_llm_grpo_speed.py``, :mod:`studies.real_llm.pick` and the
+real-model study import this module.
 
 The prompt is the product's few-shot prompt (:mod:`baselines.llm.few_shot`):
 the ``"action"`` reply format's system prompt, then ``FEW_SHOT`` episodes

@@ -15,7 +15,7 @@ answers every smaller T of the grid.
 Prints one markdown row per family and run, writes each result as JSON and a
 heatmap per family (the few-shot surface), and the wall time and load average.
 
-    python benchmarks/real_llm_families.py --out docs/real_llm
+    python -m studies.real_llm.every_family --out docs/real_llm
 """
 
 from __future__ import annotations

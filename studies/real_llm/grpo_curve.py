@@ -3,7 +3,7 @@
 Reads ``train_llm.json`` (its ``log``: one entry per GRPO step) and writes a
 PNG beside the markdown table it prints.  Needs the ``[plot]`` extra.
 
-    python benchmarks/real_llm_grpo_curve.py runs/real-grpo/train_llm.json curve.png
+    python -m studies.real_llm.grpo_curve runs/real-grpo/train_llm.json curve.png
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: real_llm_grpo_curve.py TRAIN_LLM_JSON PNG", file=sys.stderr)
+        print("usage: python -m studies.real_llm.grpo_curve TRAIN_LLM_JSON PNG", file=sys.stderr)
         return 2
     source, target = Path(argv[0]), Path(argv[1])
     log = json.loads(source.read_text())["log"]

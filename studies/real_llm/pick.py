@@ -1,15 +1,15 @@
 """Few-shot success of SmolLM2-135M-Instruct on held-out tasks: how the GRPO run's env was picked.
 
 It evaluates the base model with ``HFAgent`` on the training prompt of
-``real_llm_setup`` (few-shot oracle examples, bare actions, temperature
+:mod:`studies.real_llm.setup` (few-shot oracle examples, bare actions, temperature
 ``--temperature``) at T = ``--budget``, ``--eval-samples`` sampled attempts
 per held-out task, and writes ``before.json`` (``EvalResult.save``) and its
 episode log into ``--out``.  The tasks: on GuessNumber-20-v0, whose 20 tasks
 are its 20 secrets, one evaluation id per held-out secret of the LLM study's
-split (``llm_budgetmix_study.split_tasks``); elsewhere ``--eval-tasks`` ids
+split (``studies.llm_budgetmix.design.split_tasks``); elsewhere ``--eval-tasks`` ids
 from 10000.  The run itself is ``agent-envs train-llm`` (docs/real_llm.md).
 
-    python benchmarks/real_llm_pick.py --env agent_envs/GuessNumber-20-v0 --eval-samples 8 \
+    python -m studies.real_llm.pick --env agent_envs/GuessNumber-20-v0 --eval-samples 8 \
         --threads 2 --out runs/pick-gn20
 """
 
@@ -19,12 +19,12 @@ import argparse
 import time
 from pathlib import Path
 
-import real_llm_setup as setup
+from studies.real_llm import setup
 
 
 def held_out_tasks(env_id: str, count: int) -> list[int]:
     """Return the held-out evaluation task ids of ``env_id`` (see the module docstring)."""
-    import llm_budgetmix_study as study
+    from studies.llm_budgetmix import design as study
 
     if env_id == study.ENV_ID:
         return study.split_tasks(64, study.EVAL_SECRETS)[1]

@@ -1,0 +1,63 @@
+"""CPU seconds of 4,096 MaskablePPO steps on the docs' ActionMasker stack: compact vs whole text.
+
+The stack is docs/integrations.md's ``ActionMasker(EncodeObservation(DiscreteActions(
+TurnBudget(gym.make(ENV_ID), 8))), ...)`` on FrozenLake-v0.  ``EncodeObservation``'s
+default is the env's ``compact_view()`` (217 one-hot inputs); ``whole_text=True``
+is the former default (25,088).  MaskablePPO runs with its default settings on
+one torch thread; the figure is the process's CPU time (``time.process_time``),
+which shared load inflates far less than wall time.
+
+    python benchmarks/compact_encoding.py [--steps 4096] [--env agent_envs/FrozenLake-v0]
+
+Not a test: it takes minutes, and its times depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+
+def measure(env_id: str, steps: int, whole_text: bool) -> tuple[int, float, float]:
+    """Return (inputs to the network, CPU seconds, wall seconds) of ``steps`` training steps."""
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.wrappers import ActionMasker
+
+    import agent_envs  # noqa: F401  (registers the ids)
+    from wrappers import DiscreteActions, EncodeObservation, TurnBudget
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # the one-release note on the default
+        encoded = EncodeObservation(
+            DiscreteActions(TurnBudget(gym.make(env_id), 8)), whole_text=whole_text
+        )
+    env = ActionMasker(encoded, lambda e: e.action_masks())
+    model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")
+    inputs = int(model.policy.features_extractor.features_dim)
+    cpu, wall = time.process_time(), time.perf_counter()
+    model.learn(steps)
+    return inputs, time.process_time() - cpu, time.perf_counter() - wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=4096)
+    parser.add_argument("--env", default="agent_envs/FrozenLake-v0")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    print("| encoding | inputs | CPU s | wall s |\n|---|---|---|---|")
+    for whole_text in (False, True):
+        inputs, cpu, wall = measure(args.env, args.steps, whole_text)
+        name = "whole text (whole_text=True)" if whole_text else "compact_view() (default)"
+        print(f"| {name} | {inputs:,} | {cpu:.1f} | {wall:.1f} |", flush=True)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

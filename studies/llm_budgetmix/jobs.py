@@ -1,0 +1,142 @@
+"""The LLM BudgetMix study's jobs: one warm start, then GRPO and evaluation per (regime, seed).
+
+:func:`warm_start_job` and :func:`run_job` are the job functions handed to
+:func:`studies.runner.run_jobs`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from studies.llm_budgetmix.design import (
+    BETA,
+    ENV_ID,
+    KS,
+    LEARNING_RATE,
+    PLAN,
+    STEP_QUALITY_SEED,
+    TASKS_PER_STEP,
+    WARM_START_LR,
+    K,
+)
+from studies.runner import Job
+
+
+def _setup_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # 2 threads on 2 shared cores swung step time 0.45 s to 20 s
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def train_config(budget: Any, tasks: list[int], **settings: Any) -> Any:
+    """Return the study's ``LLMTrainConfig`` for one run."""
+    from baselines.llm.budget_spec import BudgetSpec
+    from baselines.llm.train import LLMTrainConfig
+
+    return LLMTrainConfig(
+        ENV_ID,
+        budget or BudgetSpec.fixed(PLAN.long),
+        tasks=tuple(tasks),
+        k=K,
+        tasks_per_step=TASKS_PER_STEP,
+        learning_rate=LEARNING_RATE,
+        warm_start_lr=WARM_START_LR,
+        beta=BETA,
+        context=PLAN.context,
+        **settings,
+    )
+
+
+def warm_start_job(job: Job) -> dict[str, Any]:
+    """Build the tiny model and warm-start it (the one job of phase 0)."""
+    from baselines.llm.train import train_llm
+
+    _setup_worker()
+    started = time.perf_counter()
+    config = train_config(
+        None, job.settings["tasks"], warm_start=job.settings["steps"], steps=0, seed=0
+    )
+    train_llm(config, job.folder, log=lambda line: print(f"[warm] {line}", flush=True))
+    return {"seconds": round(time.perf_counter() - started, 1)}
+
+
+def declare_jobs(regimes: dict, seeds: list[int], common: dict, work: Path) -> list[Job]:
+    """One job per (regime, seed), seed by seed: a run stopped early leaves whole seeds."""
+    order = {"long+pr": 0, "long": 1, "mix": 2, "short": 3, "warm": 4}  # the longest first
+    jobs = [
+        Job(
+            name,
+            seed,
+            str(work / f"{name}-seed{seed}"),
+            {
+                **common,
+                "process_reward": coef,
+                "budget": None if budget is None else budget.to_json(),
+            },
+        )
+        for name, (budget, coef) in regimes.items()
+        for seed in seeds
+    ]
+    return sorted(jobs, key=lambda job: (job.seed, order[job.regime]))
+
+
+def _train(job: Job, config: Any, run: Path) -> float:
+    """GRPO from the warm start (unless this run trained before it was stopped); seconds."""
+    from baselines.llm.train import train_llm
+
+    if (run / "train_llm.json").exists():  # trained; only the evaluation was missing
+        return json.loads((run / "train_llm.json").read_text())["timings"]["grpo_seconds"]
+    started = time.perf_counter()
+    prefix = f"[{job.regime} seed {job.seed}]"
+    train_llm(config, run, log=lambda line: print(f"{prefix} {line}", flush=True))
+    return time.perf_counter() - started
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """Train one (regime, seed) from the warm start and evaluate it; return its seconds."""
+    from agent_envs.evaluation import EvalResult
+    from baselines.llm.budget_spec import BudgetSpec
+    from baselines.llm.train import evaluate_model
+
+    _setup_worker()
+    s, run = job.settings, Path(job.folder)
+    budget = BudgetSpec(**s["budget"]) if s["budget"] else None
+    config = train_config(
+        budget,
+        s["tasks"],
+        model=s["warm"],
+        steps=s["steps"] if budget else 0,
+        warm_start=0,
+        process_reward=s["process_reward"],
+        seed=job.seed,
+    )
+    trained = _train(job, config, run) if budget else 0.0
+    started = time.perf_counter()
+    result = evaluate_model(
+        run if budget else Path(s["warm"]),
+        config,
+        budgets=PLAN.eval_budgets,
+        tasks=s["eval_tasks"],
+        samples=s["samples"],
+        ks=[k for k in KS if k <= s["samples"]],
+        seed=job.seed,
+        log_path=run / "episodes.jsonl",
+        step_quality=s["step_quality"],
+        step_quality_seed=STEP_QUALITY_SEED,
+    )
+    seconds = {"train": round(trained, 1), "eval": round(time.perf_counter() - started, 1)}
+    run.mkdir(parents=True, exist_ok=True)
+    result.save(run / "result.json")
+    print(
+        f"[{job.regime} seed {job.seed}] Pass@(1,T) {np.round(result.surface[0], 3).tolist()} "
+        f"{seconds}"
+    )
+    EvalResult.load(run / "result.json")  # fail here, not in the report, if it does not round-trip
+    return {"seconds": seconds}

@@ -1,0 +1,121 @@
+"""One durable runner for a study's (regime x seed) jobs.
+
+A study declares its jobs (:class:`Job`: a regime, a seed, a folder and the
+settings the job needs) and hands :func:`run_jobs` the function that does one
+job.  The runner never imports a study, so no circle closes.
+
+Durable: when a job's function returns, its summary is written atomically to
+``<job folder>/job.json`` (:func:`agent_envs.files.atomic_write_text`), and a
+job whose ``job.json`` exists is skipped on the next run.  A study killed
+mid-run, or one that outlives a sitting, continues where it stopped: it
+redoes only the job that was in progress.  A job's own files (a model, an
+evaluation) may be left half-written by a kill; the job function starts its
+folder afresh, because without ``job.json`` the job never finished.
+
+Phases: jobs run in the order of their ``phase`` (a fine-tune after the warm
+start it starts from), and within a phase in the order given.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from agent_envs.files import atomic_write_text
+from studies.report import jsonable
+
+__all__ = ["RECORD", "Job", "finished", "run_jobs"]
+
+#: The file, in a job's folder, that says the job finished and holds its summary.
+RECORD = "job.json"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (regime, seed) job of a study: what its job function needs to run it."""
+
+    regime: str
+    seed: int
+    #: Where the job writes; ``folder/job.json`` marks it finished.
+    folder: str
+    #: Whatever the study's job function reads (JSON-able values).
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    #: Phases run in increasing order; a job may read an earlier phase's output.
+    phase: int = 0
+
+    @property
+    def record(self) -> Path:
+        """The path of this job's ``job.json``."""
+        return Path(self.folder) / RECORD
+
+
+def finished(job: Job) -> dict[str, Any] | None:
+    """Return the summary a finished job wrote, or ``None`` if it has not finished."""
+    try:
+        return json.loads(job.record.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def _run_one(work: Callable[[Job], Mapping[str, Any]], job: Job) -> dict[str, Any]:
+    """Run one job and write its summary atomically; return it."""
+    summary = {"regime": job.regime, "seed": job.seed, "folder": job.folder, **work(job)}
+    atomic_write_text(job.record, json.dumps(jsonable(summary), indent=1) + "\n")
+    return {**summary, "reused": False}
+
+
+def run_jobs(
+    jobs: Iterable[Job],
+    work: Callable[[Job], Mapping[str, Any]],
+    workers: int = 1,
+    log: Callable[[str], object] = print,
+    fresh_process: bool = False,
+) -> list[dict[str, Any]]:
+    """Run every unfinished job with ``work``; return every job's summary, in job order.
+
+    ``work(job)`` returns a JSON-able summary of the finished job.  With
+    ``workers`` above 1 the jobs run in that many spawned processes (each
+    imports torch afresh: forking a process that holds torch is fragile), so
+    ``work`` must be a module-level function; ``fresh_process`` gives each job
+    its own process (a model's memory goes back when the job ends).  Each
+    summary gains ``regime``, ``seed``, ``folder`` and ``reused`` (the job had
+    finished before this run).
+    """
+    jobs = list(jobs)
+    summaries: dict[int, dict[str, Any]] = {}
+    for phase in sorted({job.phase for job in jobs}):
+        pending = []
+        for index, job in enumerate(jobs):
+            if job.phase != phase:
+                continue
+            done = finished(job)
+            if done is None:
+                pending.append(index)
+            else:
+                summaries[index] = {**done, "reused": True}
+        log(
+            f"phase {phase}: {len(pending)} job(s) to run, "
+            f"{sum(jobs[i].phase == phase for i in summaries)} finished before"
+        )
+        for index, summary in zip(
+            pending, _map(work, [jobs[i] for i in pending], workers, fresh_process), strict=True
+        ):
+            log(f"  done {summary['regime']} seed {summary['seed']} ({summary['folder']})")
+            summaries[index] = summary
+    return [summaries[index] for index in range(len(jobs))]
+
+
+def _map(work: Callable, jobs: list[Job], workers: int, fresh_process: bool) -> Iterable[dict]:
+    """Yield ``_run_one(work, job)`` for each job, in order, here or in spawned workers."""
+    if workers == 1 or len(jobs) < 2:
+        yield from (_run_one(work, job) for job in jobs)
+        return
+    context = multiprocessing.get_context("spawn")
+    limit = 1 if fresh_process else None
+    with context.Pool(min(workers, len(jobs)), maxtasksperchild=limit) as pool:
+        yield from pool.imap(partial(_run_one, work), jobs, chunksize=1)
