@@ -1,17 +1,13 @@
 """SB3Agent: a trained Stable-Baselines3 model as a compliant text policy.
 
-A model trained by :mod:`baselines.sb3.train` is saved as ``model.zip`` next to
-a JSON *sidecar* ``model.json`` that records everything needed to act exactly
-as in training: the algorithm, the observation encoder's settings, the action
-vocabulary, whether action masks were used, and whether the budget was
-visible (:class:`baselines.sb3.env.StackSettings`).  :class:`SB3Agent` acts
-through the very encoder (:class:`wrappers.TextEncoder`) and mask function
-(:func:`wrappers.action_mask`) of the training stack, built from those
-settings, so the network sees at evaluation time the arrays it saw in
-training.  :meth:`SB3Agent.from_model` wraps a model in memory instead.
-
-Needs the ``[sb3]`` extra (torch, stable-baselines3, sb3-contrib); torch is
-imported only when an agent is built.
+``train-sb3`` saves a model as ``model/model.zip`` beside its JSON *sidecar*
+``model.json``: the algorithm, the encoder's settings, the action vocabulary,
+whether actions were masked and whether the budget was visible
+(:class:`baselines.sb3.env.StackSettings`).  :class:`SB3Agent` acts through the
+training stack's own encoder (:class:`wrappers.TextEncoder`) and mask function
+(:func:`wrappers.action_mask`), built from them, so the network sees the arrays
+it saw in training; :meth:`SB3Agent.from_model` wraps a model in memory.  Needs
+the ``[sb3]`` extra; torch is imported only when an agent is built.
 """
 
 from __future__ import annotations
@@ -84,12 +80,8 @@ def _flatten_int_extractor() -> type:
     from stable_baselines3.common.torch_layers import FlattenExtractor
 
     class FlattenIntExtractor(FlattenExtractor):
-        """SB3's FlattenExtractor with ``features_dim`` as a Python ``int``.
-
-        For ``MultiDiscrete`` observations SB3 computes ``features_dim`` as a
-        numpy integer, which ``torch.nn.LSTM`` refuses; RecurrentPPO on the
-        ``"chars"`` encoding needs this cast.
-        """
+        """SB3's FlattenExtractor with ``features_dim`` an ``int``, not the numpy integer
+        SB3 computes for ``MultiDiscrete`` observations, which ``torch.nn.LSTM`` refuses."""
 
         def __init__(self, observation_space: Any) -> None:
             super().__init__(observation_space)
