@@ -66,6 +66,12 @@ _family(
             {"max_number": 1000},
             "Find a secret in 1..1000 from higher/lower feedback (bisection).",
         ),
+        "agent_envs/GuessNumber-Range-v0": (
+            "agent_envs.envs.guess_number:GuessNumberRangeEnv",
+            {"max_low": 60, "min_width": 10, "max_width": 40},
+            "Find a secret in a range stated per task (10-40 numbers within 1..99; "
+            "46 500 distinct tasks): bisection transfers, a memorised prior does not.",
+        ),
     },
 )
 

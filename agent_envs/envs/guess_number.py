@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from agent_envs.core import TextEnv
 from wrappers import seeding
@@ -96,16 +98,26 @@ class GuessNumberEnv(TextEnv[int]):
         return 1 + seeding.first_integer(self.max_number, self._task_salt, task_id)
 
     def _start(self, task: int) -> None:
-        self._low, self._high = 1, self.max_number
+        # The task's range: the first interval, and the only legal guesses.
+        self._first, self._last = self._range(task)
+        self._low, self._high = self._first, self._last
         self._last_guess: int | None = None
         self._shown = self._interval_line()
+
+    def _range(self, task: int) -> tuple[int, int]:
+        """Return the lowest and highest possible secret of ``task``."""
+        return 1, self.max_number
+
+    def _secret(self) -> int:
+        """Return the current task's secret."""
+        return self._task
 
     def _interval_line(self) -> str:
         return f"The secret is between {self._low} and {self._high}."
 
     def _intro(self) -> str:
         return (
-            f"I am thinking of an integer between 1 and {self.max_number}. "
+            f"I am thinking of an integer between {self._first} and {self._last}. "
             "Find it. After each guess I say whether the secret is higher or lower. "
             f"{self.action_format}"
         )
@@ -128,10 +140,11 @@ class GuessNumberEnv(TextEnv[int]):
         return int(match.group(1)) if match else None
 
     def _apply(self, move: int) -> tuple[str, bool]:
-        if not 1 <= move <= self.max_number:
-            return f"Invalid guess {move}: it must be between 1 and {self.max_number}.", False
+        if not self._first <= move <= self._last:
+            bounds = f"between {self._first} and {self._last}"
+            return f"Invalid guess {move}: it must be {bounds}.", False
         self._last_guess = move
-        secret = self._task
+        secret = self._secret()
         if move == secret:
             self._low = self._high = move
             self._shown = self._interval_line()
@@ -147,7 +160,7 @@ class GuessNumberEnv(TextEnv[int]):
         return f"{move} is too high: the secret is lower.", True
 
     def _is_success(self) -> bool:
-        return self._last_guess == self._task
+        return self._last_guess == self._secret()
 
     def admissible_actions(self) -> list[str]:
         """Every guess in ``1..N``: one outside the consistent interval is legal, only wasteful."""
@@ -160,9 +173,109 @@ class GuessNumberEnv(TextEnv[int]):
 
     def answer(self) -> str:
         """Return the secret number."""
-        return str(self.task)
+        return str(self._secret())
 
     def oracle_turns(self) -> int | None:
         if self._success:
             return 0
-        return bisection_guesses(self._low, self._high, self.task)
+        return bisection_guesses(self._low, self._high, self._secret())
+
+
+class RangeTask(NamedTuple):
+    """One GuessNumber-Range instance: the range it states and the secret inside it."""
+
+    low: int
+    high: int
+    secret: int
+
+
+class GuessNumberRangeEnv(GuessNumberEnv):
+    """Guess a secret in a range that differs per task and is stated in the first observation.
+
+    ## Description
+    The study env of GuessNumber: the skill under test (bisect the interval
+    you are shown) transfers from one task to the next, and a memorised prior
+    does not.  In ``GuessNumber-20`` nothing in the prompt tells the tasks
+    apart, so the best policy for a training reward over a few secrets is a
+    prior over those secrets.  Here every task draws its own range
+    ``low..high`` (stated in the reset observation) and a secret uniform in
+    it, so that, given what the agent is shown, every secret of the range is
+    equally likely, and tens of thousands of distinct instances make a
+    held-out task a new one (``docs/envs/guess_number.md`` measures both).
+
+    ## Action Space
+    ``Text``: an integer, as in :class:`GuessNumberEnv`.  A guess outside the
+    task's range is invalid and uses up the turn.
+
+    ## Observation Space
+    ``Text``: the reset observation states the task's range and the action
+    format; each step observation gives the feedback and the interval still
+    consistent with it.
+
+    ## Starting State
+    The task id draws ``low`` uniformly in ``1..max_low``, the range's size
+    ``high - low + 1`` uniformly in ``min_width..max_width``, and the secret
+    uniformly in ``low..high``.
+
+    ## Task supply
+    ``task_supply`` distinct instances, ``max_low * sum(min_width..max_width)``
+    (46 500 by default); task ids can still share one.
+
+    ## Rewards
+    ``1.0`` on the step that guesses the secret, ``0.0`` otherwise.
+
+    ## Episode End
+    ### Termination
+    The secret is guessed.
+    ### Truncation
+    Never by the env; use ``wrappers.TurnBudget``.
+
+    ## Information
+    ``task_id``, ``success``, ``valid_action``, ``dead_end`` (always
+    ``False``).
+
+    ## Oracle
+    As :class:`GuessNumberEnv`'s: the bisection guess of the consistent
+    interval, and the guesses bisection needs from it (1..6 with the default
+    sizes).  It reads nothing the agent is not shown.
+
+    ## Arguments
+    ``max_low`` (int, default 60), ``min_width`` (int, default 10) and
+    ``max_width`` (int, default 40): the ranges drawn, as above.  The highest
+    secret is ``max_low + max_width - 1`` (99 by default, two digits).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    def __init__(
+        self,
+        max_low: int = 60,
+        min_width: int = 10,
+        max_width: int = 40,
+        render_mode: str | None = None,
+    ) -> None:
+        self.max_low = check_int(max_low, "max_low", 1)
+        self.min_width = check_int(min_width, "min_width", 2)
+        self.max_width = check_int(max_width, f"max_width (>= min_width {min_width})", min_width)
+        super().__init__(max_number=max_low + max_width - 1, render_mode=render_mode)
+        self.task_supply = max_low * sum(range(min_width, max_width + 1))
+
+    uses_task_rng = True  # three draws: the task stream's generator
+    # No example number: a fixed one would lie outside many tasks' ranges.
+    action_format = "Reply with one integer from the range."
+
+    def _make_task(self, task_id: int, rng: np.random.Generator) -> RangeTask:
+        low = int(rng.integers(1, self.max_low + 1))
+        high = low + int(rng.integers(self.min_width, self.max_width + 1)) - 1
+        return RangeTask(low, high, int(rng.integers(low, high + 1)))
+
+    def _range(self, task: RangeTask) -> tuple[int, int]:
+        return task.low, task.high
+
+    def _secret(self) -> int:
+        return self._task.secret
+
+    def admissible_actions(self) -> list[str]:
+        """Every guess in the task's range (the action mask of discrete-action agents)."""
+        return list(self.action_vocabulary[self._first - 1 : self._last])
