@@ -22,7 +22,7 @@ from agent_envs.files import atomic_write_text
 from studies import report as kit
 from studies.real_model import design, report
 from studies.real_model.jobs import run_job, setup_process, warm_start_job
-from studies.runner import Job, run_jobs
+from studies.runner import Job, finished, run_jobs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,29 +39,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--threads", type=int, help=f"torch threads a run ({design.THREADS}; --quick: 1)"
     )
+    parser.add_argument(
+        "--pilot-tasks",
+        type=int,
+        help=f"--calibrate: training tasks ({design.CALIBRATION['tasks']}; --quick: all)",
+    )
+    parser.add_argument(
+        "--max-runs", type=int, help="run at most this many unfinished runs, then stop"
+    )
+    parser.add_argument("--no-plots", action="store_true", help="no surface plots")
     parser.add_argument("--out", type=Path, default=Path("docs/real_model_study"))
     parser.add_argument("--work", type=Path, default=Path("runs/real_model"))
     return parser
 
 
-def split(env_id: str, train: int, held_out: int) -> tuple[list[int], list[int]]:
-    """Training and held-out task ids: GuessNumber-20's by secret, else disjoint id ranges."""
-    from studies.llm_budgetmix import design as llm_study
-
-    if env_id == llm_study.ENV_ID:
-        train_ids, eval_ids = llm_study.split_tasks(train, llm_study.EVAL_SECRETS)
-        return train_ids, eval_ids[:held_out]
-    return (
-        list(range(design.TRAIN_FIRST, design.TRAIN_FIRST + train)),
-        list(range(design.EVAL_FIRST, design.EVAL_FIRST + held_out)),
-    )
-
-
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """Every setting one job reads, for this command line."""
     q = design.QUICK if args.quick else {}
-    train, held_out = split(
-        args.env, q.get("train_tasks", design.TRAIN_TASKS), q.get("eval_tasks", design.EVAL_TASKS)
+    few_shot = 0 if args.quick else design.FEW_SHOT
+    train, held_out = design.split(
+        args.env,
+        q.get("train_tasks", design.TRAIN_TASKS),
+        q.get("eval_tasks", design.EVAL_TASKS),
+        few_shot,
     )
     if not args.quick:
         from baselines.llm.models import resolve_model
@@ -75,6 +75,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "device": args.device,
         # Two threads of the tiny model wait on each other: one is ten times cheaper.
         "threads": args.threads or (1 if args.quick else design.THREADS),
+        "few_shot": few_shot,
         "train_tasks": train,
         "eval_tasks": held_out,
         "base_model": base_model,
@@ -86,6 +87,8 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "t_grid": q.get("t_grid", design.T_GRID),
         "step_quality": q.get("step_quality", design.STEP_QUALITY_STATES),
         "seeds": q.get("seeds", args.seeds),
+        "pilot_tasks": args.pilot_tasks or q.get("train_tasks", design.CALIBRATION["tasks"]),
+        "pilot_samples": q.get("samples", design.CALIBRATION["samples"]),
     }
 
 
@@ -93,7 +96,7 @@ def declare_jobs(s: dict, out: Path, work: Path) -> list[Job]:
     """One job per (regime, seed), seed by seed; its record in ``out``, its model in ``work``."""
     jobs = []
     for seed in range(s["seeds"]):
-        for name, (budget, coef) in design.regimes().items():
+        for name, (budget, coef) in design.regimes(s["t_grid"]).items():
             slug = f"{name.replace('+', '-')}-seed{seed}"
             settings_ = {
                 **s,
@@ -105,40 +108,37 @@ def declare_jobs(s: dict, out: Path, work: Path) -> list[Job]:
     return jobs
 
 
-def calibrate(args: argparse.Namespace, s: dict) -> int:
-    """The pilot: the base model's Pass@(1,T) on training tasks, against the bands."""
-    from baselines.llm.budget_spec import BudgetSpec
-    from baselines.llm.train import LLMTrainConfig, evaluate_model
+def pilot_jobs(s: dict, out: Path) -> list[Job]:
+    """The pilot's jobs: the base model on ``CALIBRATION["chunk"]`` training tasks each."""
+    tasks, chunk = s["train_tasks"][: s["pilot_tasks"]], design.CALIBRATION["chunk"]
+    folder = out / "pilot"
+    return [
+        Job("pilot", first, str(folder / f"tasks{first}"), {**s, "tasks": tasks[first:][:chunk]})
+        for first in range(0, len(tasks), chunk)
+    ]
 
-    config = LLMTrainConfig(
-        args.env,
-        BudgetSpec.fixed(design.LONG),
-        model=s["base_model"],
-        few_shot=0 if args.quick else design.FEW_SHOT,
-        temperature=design.TEMPERATURE,
-        max_new_tokens=design.MAX_NEW_TOKENS,
-    )
-    tasks = s["train_tasks"][: design.CALIBRATION["tasks"]]
-    result = evaluate_model(
-        s["base_path"],
-        config,
-        budgets=s["t_grid"],
-        tasks=tasks,
-        samples=s["samples"],
-        ks=[1],
-        seed=0,
-    )
-    lines, record = report.calibration_lines(result)
+
+def calibrate(args: argparse.Namespace, s: dict) -> int:
+    """The pilot: the base model's Pass@(1,T) on training tasks, against the bands.
+
+    Durable like the study: each chunk of tasks writes its ``job.json`` and a
+    rerun skips finished chunks.
+    """
+    from studies.real_model.jobs import pilot_job
+
+    done = run_jobs(pilot_jobs(s, args.out), pilot_job, log=lambda line: print(line, flush=True))
+    results = [EvalResult.from_dict(job["result"]) for job in done]
+    cpu = sum(job["seconds"]["process_cpu"] for job in done)
+    lines, record = report.calibration_lines(results, args.env, cpu, kit.load_average())
     atomic_write_text(args.out / "pilot.md", "\n".join(lines) + "\n")
-    atomic_write_text(
-        args.out / "pilot.json",
-        json.dumps(kit.jsonable({**record, "result": result.to_dict()}), indent=1) + "\n",
-    )
+    atomic_write_text(args.out / "pilot.json", json.dumps(kit.jsonable(record), indent=1) + "\n")
     print("\n".join(lines))
     return 0
 
 
-def _header(args: argparse.Namespace, s: dict, done: list[dict], started: float) -> list[str]:
+def _header(
+    args: argparse.Namespace, s: dict, done: list[dict], started: float, balance: dict
+) -> list[str]:
     cpu = [job["seconds"]["process_cpu"] for job in done]
     return [
         f"# The BudgetMix study on {'the tiny model (--quick)' if args.quick else design.MODEL}",
@@ -151,6 +151,10 @@ def _header(args: argparse.Namespace, s: dict, done: list[dict], started: float)
         f"this sitting took {time.perf_counter() - started:.0f} s wall, load "
         f"{kit.load_average()}).",
         "",
+        f"Split: {len(s['train_tasks'])} training and {len(s['eval_tasks'])} held-out tasks, "
+        f"distinct instances, none a few-shot example's; oracle turns {balance['mean_a']:.2f} "
+        f"and {balance['mean_b']:.2f} (permutation p {balance['p']:.3f}).",
+        "",
     ]
 
 
@@ -159,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the project never requires a GPU
-    s, started = settings(args), time.perf_counter()
+    try:
+        s, started = settings(args), time.perf_counter()
+    except ValueError as error:  # an env too small for the split, say
+        print(f"studies.real_model: {error}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     if args.quick:
         base = Job(
@@ -172,18 +180,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibrate:
         return calibrate(args, s)
     setup_process(args.device, s["threads"])
+    jobs = declare_jobs(s, args.out, args.work)
+    if args.max_runs is not None:  # a sitting's share: the first unfinished runs only
+        pending = [job for job in jobs if finished(job) is None][: args.max_runs]
+        jobs = [job for job in jobs if finished(job) is not None or job in pending]
     done = run_jobs(
-        declare_jobs(s, args.out, args.work),
-        run_job,
-        args.workers,
-        lambda line: print(line, flush=True),
-        fresh_process=True,
+        jobs, run_job, args.workers, lambda line: print(line, flush=True), fresh_process=True
     )
+    total = len(declare_jobs(s, args.out, args.work))
+    if len(done) < total:
+        print(f"{len(done)} of {total} runs finished; the same command continues the study")
+        return 0
     runs: dict[str, list[EvalResult]] = {}
     for job in sorted(done, key=lambda job: job["seed"]):
         runs.setdefault(job["regime"], []).append(EvalResult.from_dict(job["result"]))
-    lines, record = report.analyse(runs, args.out)
+    lines, record = report.analyse(runs, None if args.no_plots else args.out)
     record["settings"] = s
-    kit.write_report(args.out, _header(args, s, done, started) + lines, record)
+    record["split"] = design.split_check(args.env, s["train_tasks"], s["eval_tasks"])
+    kit.write_report(args.out, _header(args, s, done, started, record["split"]) + lines, record)
     print(f"wrote {args.out / 'results.md'}")
     return 0

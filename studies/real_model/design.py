@@ -3,15 +3,19 @@
 * **Model:** the shipped SmolLM2-135M-Instruct with LoRA (``LORA_RANK`` on
   ``LORA_TARGETS``), ``FEW_SHOT`` oracle examples from the reserved example
   ids (never a trained or evaluated task), bare actions.
-* **Env and split:** ``ENV_ID`` (a declared setting: the measurement issue's
-  split, whose range differs per task, replaces it once it lands; see the
-  note in ``ENV_ID``).  Training ids from ``TRAIN_FIRST``, held-out ids from
-  ``EVAL_FIRST``: disjoint.
+* **Env and split:** ``ENV_ID``, GuessNumber-Range-v0 (each task its own
+  range, stated in the first observation; 46 500 instances), split by
+  :func:`split`: ``TRAIN_TASKS`` training ids and ``EVAL_TASKS`` held-out ids
+  that are all distinct instances (:func:`agent_envs.splits.instance_split`),
+  none of them the instance of a few-shot example.  On this family a
+  memorised prior gains nothing on held-out tasks and the oracle turns are
+  balanced across the split (``docs/envs/guess_number.md``); the study
+  records its own split's balance test (``split_check``).
 * **Calibrate first, on training tasks only** (``CALIBRATION``): the base
   model's Pass@(1, long T) between 0.2 and 0.6, and its Pass@(1, short T) at
   most half of that.  ``--calibrate`` measures it and writes the pilot.
 * **Regimes** (``regimes``): ``base`` (no RL, the same prompt), ``short``,
-  ``long``, ``mix`` (BudgetMix over ``MIX``, one T per group), ``long+pr``
+  ``long``, ``mix`` (BudgetMix over ``T_GRID``, one T per group), ``long+pr``
   (long with the process reward).  Every trained regime plays the same
   number of GRPO steps and episodes (``STEPS`` x ``K`` x ``TASKS_PER_STEP``).
 * **Seeds:** ``SEEDS`` (at least 8) training seeds per regime, each its own
@@ -53,21 +57,17 @@ from studies.real_llm.setup import (  # noqa: F401  (this design's prompt and Lo
 )
 
 # ------------------------------------------------------------------ settings
-#: The env of the study.  GuessNumber-20-v0 has 20 tasks in all (a memorised
-#: prior could win it); the measurement issue's GuessNumber variant whose range
-#: differs per task (``GuessNumber-Range-v0``, split by ``agent_envs.splits``)
-#: replaces it here once it is on main.
-ENV_ID = "agent_envs/GuessNumber-20-v0"
+#: The env of the study: a range per task, so what transfers is bisection, not a
+#: memorised prior (GuessNumber-20's 20 secrets let a prior win; issue 29).
+ENV_ID = "agent_envs/GuessNumber-Range-v0"
 MODEL = "smollm2-135m"
 LORA_RANK = 16
 #: The prompt and LoRA settings of the single-seed run (studies.real_llm.setup):
 #: FEW_SHOT oracle examples, TEMPERATURE, MAX_NEW_TOKENS, LORA_TARGETS.
 SEEDS = 8
-TRAIN_FIRST, TRAIN_TASKS = 0, 64
-EVAL_FIRST, EVAL_TASKS = 10_000, 16
+TRAIN_TASKS, EVAL_TASKS = 128, 16
 EVAL_SAMPLES = 8
 SHORT, LONG = 3, 12
-MIX = (3, 5, 8, 12)
 T_GRID = (3, 5, 8, 12)  # at least 4 budgets, short to long
 KS = (1, 2, 4, 8)
 #: GRPO: the same steps and episodes in every trained regime.
@@ -77,7 +77,11 @@ PROCESS_REWARD_COEF = 0.3
 STEP_QUALITY_STATES = 4  # shared reference states per evaluation task
 STEP_QUALITY_SEED = zlib.crc32(f"real_model/{ENV_ID}".encode()) & 0x7FFFFFFF
 #: The calibration bands (base model, training tasks only).
-CALIBRATION = {"long": (0.2, 0.6), "short_at_most": 0.5, "tasks": 16, "samples": 8}
+#: ``chunk`` tasks per pilot job (the pilot is durable like the study).
+CALIBRATION = {"long": (0.2, 0.6), "short_at_most": 0.5, "tasks": 16, "samples": 8, "chunk": 4}
+#: The pilot's budgets: every T the grid could use (one episode at the largest T
+#: gives Pass@(1,T) at each, the budget being invisible to the agent).
+PILOT_T_GRID = (1, 2, 3, 4, 5, 6, 8, 10, 12)
 WORKERS = 1  # SmolLM2 runs use 2 torch threads each: one run at a time on 2 cores
 THREADS = 2
 #: ``--quick``: the tiny model built from config, warm-started, and miniature sizes.
@@ -89,22 +93,48 @@ QUICK = {
     "steps": 1,
     "k": 4,
     "tasks_per_step": 1,
-    "warm_start": 10,
+    "warm_start": 1,
     "step_quality": 1,
-    "t_grid": (3, 5, 8, 12),
+    # Shorter episodes than the study's grid: a few CPU seconds in all.
+    "t_grid": (1, 2, 3, 4),
 }
 
 
-def regimes() -> dict[str, tuple[Any, float]]:
-    """Return {name: (BudgetSpec, or None for the base model, process-reward coefficient)}."""
+def split(env_id: str, train: int, held_out: int, few_shot: int) -> tuple[list[int], list[int]]:
+    """Training and held-out task ids: distinct instances, none a few-shot example's.
+
+    Raises:
+        ValueError: the env has too few distinct instances for the split.
+    """
+    from agent_envs.splits import instance_split
+    from baselines.llm.few_shot import oracle_episodes
+
+    examples = [task_id for task_id, _ in oracle_episodes(env_id, few_shot)] if few_shot else []
+    return instance_split(env_id, train, held_out, exclude=examples)
+
+
+def split_check(env_id: str, train: list[int], held_out: list[int]) -> dict[str, Any]:
+    """The split's balance: the oracle-turn distributions of the two sets (permutation test)."""
+    from agent_envs.splits import oracle_turns_test
+
+    return oracle_turns_test(env_id, train, held_out)
+
+
+def regimes(t_grid: Sequence[int] = T_GRID) -> dict[str, tuple[Any, float]]:
+    """Return {name: (BudgetSpec, or None for the base model, process-reward coefficient)}.
+
+    Short T is the grid's first budget, long T its last, and the mix draws
+    over the whole grid (``--quick`` passes its own, shorter grid).
+    """
     from baselines.llm.budget_spec import BudgetSpec
 
+    short, long_ = BudgetSpec.fixed(t_grid[0]), BudgetSpec.fixed(t_grid[-1])
     return {
         "base": (None, 0.0),
-        "short": (BudgetSpec.fixed(SHORT), 0.0),
-        "long": (BudgetSpec.fixed(LONG), 0.0),
-        "mix": (BudgetSpec(MIX), 0.0),
-        "long+pr": (BudgetSpec.fixed(LONG), PROCESS_REWARD_COEF),
+        "short": (short, 0.0),
+        "long": (long_, 0.0),
+        "mix": (BudgetSpec(tuple(t_grid)), 0.0),
+        "long+pr": (long_, PROCESS_REWARD_COEF),
     }
 
 

@@ -47,9 +47,9 @@ def train_config(job: Job, budget: Any) -> Any:
         steps=s["steps"] if budget else 0,
         learning_rate=design.LEARNING_RATE,
         warm_start=0,
-        process_reward=s["process_reward"],
+        process_reward=s.get("process_reward", 0.0),
         seed=job.seed,
-        few_shot=0 if quick else design.FEW_SHOT,
+        few_shot=s["few_shot"],
         temperature=design.TEMPERATURE,
         max_new_tokens=design.MAX_NEW_TOKENS,
         beta=design.BETA,
@@ -136,3 +136,22 @@ def run_job(job: Job) -> dict[str, Any]:
             "process_cpu": round(cpu, 1),
         },
     }
+
+
+def pilot_job(job: Job) -> dict[str, Any]:
+    """The calibration pilot on some training tasks: the base model, ``PILOT_T_GRID``, K=1."""
+    from baselines.llm.train import evaluate_model
+
+    s, cpu = job.settings, time.process_time()
+    setup_process(s["device"], s["threads"])
+    config = train_config(job, None)
+    result = evaluate_model(
+        s["base_path"],
+        config,
+        budgets=design.PILOT_T_GRID,
+        tasks=s["tasks"],
+        samples=s["pilot_samples"],
+        ks=[1],
+        seed=0,
+    )
+    return {"result": result.to_dict(), "seconds": {"process_cpu": time.process_time() - cpu}}

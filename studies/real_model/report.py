@@ -20,10 +20,27 @@ from studies.families import diagnostic_family, family_table, interval
 from studies.real_model import design
 
 
-def _verdict(diff: float, holm_p: float) -> str:
+def _verdict(diff: float | None, holm_p: float) -> str:
+    if diff is None:
+        return "not measured"
     if holm_p <= 0.05:
         return "supports" if diff > 0 else "reverses"
     return "consistent with" if diff > 0 else "does not support"
+
+
+def _part(values: list[np.ndarray]) -> dict[str, Any]:
+    """One statistic over seeds: difference, interval and sign-flip p.
+
+    A seed whose statistic is undefined (no error to recover from, say) is
+    left out; with fewer than 2 seeds left the statistic is not measured and
+    its p is 1 (no evidence), so the Holm family stays the declared three.
+    """
+    kept = [v for v in values if np.all(np.isfinite(v))]
+    if len(kept) < 2:
+        return {"diff": None, "low": None, "high": None, "p": 1.0, "seeds": len(kept)}
+    diff, low, high = interval(kept)
+    p = seed_paired_test(kept, [np.zeros_like(v) for v in kept], bootstrap_rng(1))
+    return {"diff": diff, "low": low, "high": high, "p": p, "seeds": len(kept)}
 
 
 def primary_tests(runs: Mapping[str, Sequence[EvalResult]]) -> dict[str, dict[str, Any]]:
@@ -37,19 +54,14 @@ def primary_tests(runs: Mapping[str, Sequence[EvalResult]]) -> dict[str, dict[st
         if not set(needs) <= set(runs):
             continue
         seeds = min(len(runs[regime]) for regime in needs)
-        parts = []
-        for statistic in statistics:
-            values = [statistic(runs, seed) for seed in range(seeds)]
-            diff, low, high = interval(values)
-            zeros = [np.zeros_like(v) for v in values]
-            p = seed_paired_test(values, zeros, bootstrap_rng(1))
-            parts.append({"diff": diff, "low": low, "high": high, "p": p})
+        parts = [_part([stat(runs, seed) for seed in range(seeds)]) for stat in statistics]
         cells[name] = {"parts": parts, "p": max(part["p"] for part in parts), "seeds": seeds}
     for cell, q in zip(
         cells.values(), holm(np.array([c["p"] for c in cells.values()])), strict=True
     ):
         cell["holm_p"] = float(q)
-        cell["verdict"] = _verdict(min(part["diff"] for part in cell["parts"]), float(q))
+        diffs = [part["diff"] for part in cell["parts"]]
+        cell["verdict"] = _verdict(None if None in diffs else min(diffs), float(q))
     return cells
 
 
@@ -59,7 +71,9 @@ def primary_lines(cells: Mapping[str, Mapping[str, Any]]) -> list[str]:
         (
             name,
             "; ".join(
-                f"{kit.cell(p['diff'], p['low'], p['high'], True)} (p {p['p']:.3f})"
+                "not measured (fewer than 2 seeds define it)"
+                if p["diff"] is None
+                else f"{kit.cell(p['diff'], p['low'], p['high'], True)} (p {p['p']:.3f})"
                 for p in cell["parts"]
             ),
             cell["seeds"],
@@ -145,18 +159,46 @@ def analyse(runs: Mapping[str, Sequence[EvalResult]], out: Path | None) -> tuple
     return lines, record
 
 
-def calibration_lines(result: EvalResult) -> tuple[list[str], dict[str, Any]]:
-    """The pilot: the base model's Pass@(1,T) on training tasks against the bands."""
-    surface = dict(zip(result.budgets, result.surface[0].tolist(), strict=True))
+def calibration_lines(
+    results: Sequence[EvalResult], env_id: str, cpu: float, load: str
+) -> tuple[list[str], dict[str, Any]]:
+    """The pilot: the base model's Pass@(1,T) on training tasks, pooled, against the bands."""
+    counts = np.concatenate([r.success_counts for r in results])
+    samples, budgets = results[0].samples, list(results[0].budgets)
+    per_task = counts / samples
+    mean = per_task.mean(axis=0)
+    error = per_task.std(axis=0, ddof=1) / np.sqrt(len(per_task)) if len(per_task) > 1 else 0 * mean
+    surface = {t: float(m) for t, m in zip(budgets, mean, strict=True)}
     long_, short = surface[design.LONG], surface[design.SHORT]
     low, high = design.CALIBRATION["long"]
     met = low <= long_ <= high and short <= design.CALIBRATION["short_at_most"] * long_
-    record = {"surface": surface, "long": long_, "short": short, "bands_met": met}
+    record = {
+        "env_id": env_id,
+        "tasks": len(per_task),
+        "samples": samples,
+        "surface": surface,
+        "standard_error": dict(zip(budgets, error.tolist(), strict=True)),
+        "long": long_,
+        "short": short,
+        "bands_met": met,
+        "process_cpu_seconds": round(cpu, 1),
+        "load_average": load,
+        "results": [r.to_dict() for r in results],
+    }
+    rows = [[f"{m:.3f} +- {1.96 * e:.3f}" for m, e in zip(mean, error, strict=True)]]
     return [
-        f"# Calibration pilot ({design.ENV_ID}, base model, training tasks)",
+        f"# Calibration pilot ({env_id}, base model, training tasks only)",
         "",
-        f"Pass@(1,T): {surface}.  Long T={design.LONG}: {long_:.3f} (band {low}-{high}); "
-        f"short T={design.SHORT}: {short:.3f} (at most {design.CALIBRATION['short_at_most']} "
-        f"of long).  Bands {'met' if met else 'NOT met'}.",
+        f"{len(per_task)} training tasks x {samples} samples; Pass@(1,T), mean over tasks "
+        "+- 1.96 SE:",
+        "",
+        *kit.table([f"T={t}" for t in budgets], rows),
+        "",
+        f"Long T={design.LONG}: {long_:.3f} (band {low}-{high}); short T={design.SHORT}: "
+        f"{short:.3f} (at most {design.CALIBRATION['short_at_most']} of long, "
+        f"{design.CALIBRATION['short_at_most'] * long_:.3f}).  "
+        f"Bands {'met' if met else 'NOT met'}.",
+        "",
+        f"Cost: {cpu:.0f} CPU s (process time, every chunk), load average {load} at the end.",
         "",
     ], record
