@@ -1,9 +1,10 @@
 """Command-line arguments shared by every ``agent-envs`` command: one error, one set of types.
 
 * :class:`UsageError` is the one usage-error class.  Every command (``eval``,
-  ``train-sb3``, ``train-llm``, ...) reports it, and the ``ValueError`` or
-  ``TypeError`` of a check, as one line on stderr and exit status 2
-  (:func:`run_command`).
+  ``train-sb3``, ``train-llm``, ``serve``, ...) reports it, and every other
+  error of :data:`USER_ERRORS` (the ``ValueError`` or ``TypeError`` of a
+  check, a missing file, a missing extra), as one line on stderr and exit
+  status 2 (:func:`run_command`, and ``agent-envs`` itself).
 * :class:`Parser` is an ``argparse`` parser whose own errors (an unknown
   option, a bad value) are one such line too, instead of usage and message.
 * The ``type=`` converters below parse with :mod:`wrappers.validators`, so a
@@ -32,12 +33,16 @@ under ``--eval-``: ``--eval-k``, ``--eval-budgets``, ``--eval-samples`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import io
 import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_envs.errors import CommandError
 from wrappers.validators import (
     check_int,
     check_number,
@@ -47,13 +52,20 @@ from wrappers.validators import (
 )
 
 __all__ = [
+    "USER_ERRORS",
     "BudgetArguments",
+    "CommandError",
     "EvalArguments",
     "Parser",
     "UsageError",
     "add_budget_arguments",
+    "add_config_arguments",
     "add_eval_arguments",
+    "config_values",
     "deprecated",
+    "error_line",
+    "explicit_flags",
+    "flag",
     "float_list",
     "int_arg",
     "int_list",
@@ -64,12 +76,26 @@ __all__ = [
 ]
 
 
-class UsageError(Exception):
+class UsageError(CommandError):
     """A bad command line or setting, reported as one line with exit status 2."""
 
 
-#: What a command reports as one line with exit status 2: the user's mistake, not a bug.
-USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, ValueError, TypeError, OSError)
+#: What every command (``eval``, ``compare``, ``train-*``, ``serve``, ...) reports as
+#: one line with exit status 2: the user's mistake or a stop they can act on, not a bug.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    CommandError,
+    ValueError,
+    TypeError,
+    KeyError,
+    OSError,
+    ImportError,
+)
+
+
+def error_line(error: BaseException) -> str:
+    """Return ``error``'s message as one line (a ``KeyError``'s without its quotes)."""
+    message = error.args[0] if isinstance(error, KeyError) and error.args else error
+    return " ".join(str(message).split())
 
 
 class Parser(argparse.ArgumentParser):
@@ -185,7 +211,8 @@ def deprecated(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: An
 
     ``kwargs`` are ``new``'s ``type``, ``nargs`` and so on; ``dest`` is ``new``'s.
     """
-    dest = new.lstrip("-").replace("-", "_")
+    known = parser._option_string_actions.get(new)  # the new flag's own dest, if it is added
+    dest = known.dest if known is not None else new.lstrip("-").replace("-", "_")
     parser.add_argument(
         old, dest=dest, action=_Deprecated, new=new, help=argparse.SUPPRESS, **kwargs
     )
@@ -297,6 +324,7 @@ def add_eval_arguments(
 class BudgetArguments:
     """The training budget flags: a fixed ``--budget`` T or a ``--budget-mix``.
 
+    :meth:`regime` returns them as one :class:`~agent_envs.env_stack.BudgetRegime`;
     :meth:`budgets` returns ``(budgets, weights)``: one budget (the fixed T, or
     the default) and no weights, or the mix and its weights.
     """
@@ -321,6 +349,22 @@ class BudgetArguments:
                 f"{len(args.budget_mix)}."
             )
         return tuple(args.budget_mix), args.weights
+
+    def regime(self, args: argparse.Namespace) -> Any:
+        """Return the flags' :class:`~agent_envs.env_stack.BudgetRegime` (``None``: no budget).
+
+        The one place the budget flags become a regime: ``--budget T`` (or the
+        default) is a fixed T, ``--budget-mix`` a mix with ``--weights``, and
+        ``--visible-budget`` shows the turns left.
+        """
+        from agent_envs.env_stack import BudgetRegime
+
+        budgets, weights = self.budgets(args)
+        if budgets is None:
+            return None
+        if args.budget_mix is None:
+            return BudgetRegime.fixed(budgets[0], args.visible_budget)
+        return BudgetRegime.mixed(budgets, weights, args.visible_budget)
 
 
 def add_budget_arguments(
@@ -359,6 +403,76 @@ def add_budget_arguments(
     return BudgetArguments(default)
 
 
+# -------------------------------------------------------- settings as flags
+def flag(help: str, name: str | None = None, **argparse_kwargs: Any) -> dict[str, Any]:
+    """Return a config field's ``metadata``: the flag that sets it, written once, beside it.
+
+    ``name`` is the flag (default ``--`` and the field's name with dashes);
+    ``argparse_kwargs`` go to ``add_argument`` (``type``, ``choices``, ...).
+    The field's default is the flag's, unless ``default`` is given here.
+
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass
+    ... class Demo:
+    ...     steps: int = field(default=150, metadata=flag("GRPO steps (150)", type=int_arg(0)))
+    ...     learning_rate: float = field(default=5e-4, metadata=flag("(5e-4)", "--lr"))
+    >>> parser = Parser(prog="demo")
+    >>> add_config_arguments(parser, Demo)
+    >>> Demo(**config_values(Demo, parser.parse_args(["--steps", "3"])))
+    Demo(steps=3, learning_rate=0.0005)
+    """
+    return {"flag": {"help": help, "name": name, **argparse_kwargs}}
+
+
+def add_config_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, config: type
+) -> None:
+    """Add a flag for each field of the dataclass ``config`` that has :func:`flag` metadata.
+
+    The flag stores into the field's name; a ``bool`` field is a switch.
+    This is the TRL ``HfArgumentParser`` pattern, small: each setting is
+    written once, as a field with its default, help and type.
+    """
+    for item in dataclasses.fields(config):
+        spec = dict(item.metadata.get("flag") or {})
+        if not spec:
+            continue
+        name = spec.pop("name") or "--" + item.name.replace("_", "-")
+        if "default" not in spec and item.default is not dataclasses.MISSING:
+            spec["default"] = item.default
+        if isinstance(spec.get("default"), bool) and "type" not in spec and "action" not in spec:
+            spec["action"] = "store_true"
+        elif "metavar" not in spec and "choices" not in spec:  # named as the flag, not the field
+            spec["metavar"] = name.lstrip("-").upper().replace("-", "_")
+        parser.add_argument(name, dest=item.name, **spec)
+
+
+def config_values(config: type, args: argparse.Namespace) -> dict[str, Any]:
+    """Return the parsed value of every field of ``config`` that has a flag, by field name."""
+    return {
+        item.name: getattr(args, item.name)
+        for item in dataclasses.fields(config)
+        if item.metadata.get("flag") and hasattr(args, item.name)
+    }
+
+
+def explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> frozenset[str]:
+    """Return the ``dest`` of every flag that ``argv`` gives explicitly (not by default).
+
+    So that a shortcut such as ``--quick`` fills in only what the user left out.
+    """
+    saved = [(action, action.default) for action in parser._actions]
+    try:
+        for action, _ in saved:
+            action.default = argparse.SUPPRESS
+        with contextlib.redirect_stderr(io.StringIO()):  # its warnings were said once already
+            given = vars(parser.parse_args(argv))
+    finally:
+        for action, default in saved:
+            action.default = default
+    return frozenset(given)
+
+
 # --------------------------------------------------------------------- running
 def run_command(
     prog: str,
@@ -375,8 +489,8 @@ def run_command(
 
     try:
         return body(list(sys.argv[1:] if argv is None else argv))
-    except (*USER_ERRORS, ImportError) as error:
-        message = " ".join(str(error).split())
+    except USER_ERRORS as error:
+        message = error_line(error)
         if isinstance(error, ImportError) and extra is not None:
             message = f"{message} ({install_hint(extra)})"
         print(f"{prog}: error: {message}", file=sys.stderr)

@@ -39,9 +39,10 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs.core import TextEnv
+from agent_envs.env_stack import BudgetRegime, make_stack
 from agent_envs.protocol import BUDGET, DEAD_END, SUCCESS, TASK_ID, TURNS_LEFT, VALID_ACTION
 from agent_envs.registration import resolve_env_id
-from wrappers import BudgetMix, TurnBudget
+from wrappers import TurnBudget
 
 __all__ = [
     "CHECKS",
@@ -353,7 +354,7 @@ def check_parse_memo(env_id: str) -> None:
 
 
 def check_budgets(env_id: str) -> None:
-    """``TurnBudget(gym.make(id), T)`` gives exactly T turns, and ``BudgetMix`` draws T."""
+    """``TurnBudget(gym.make(id), T)`` gives exactly T turns, and a mixed regime draws T."""
     make_id = resolve_env_id(env_id)
     for budget in (1, 3):
         env = TurnBudget(gym.make(make_id), budget)
@@ -363,7 +364,7 @@ def check_budgets(env_id: str) -> None:
             assert not terminated, f"{env_id}: an invalid action ended the episode"
             assert truncated is (turn == budget), f"{env_id}: T={budget} truncated at {turn}"
             assert info[TURNS_LEFT] == budget - turn, (env_id, budget, turn)
-    mix = BudgetMix(gym.make(make_id), [2, 4])
+    mix = make_stack(make_id, BudgetRegime.mixed([2, 4])).env  # the one BudgetMix builder
     drawn = {mix.reset(seed=seed, options={TASK_ID: 0})[1][BUDGET] for seed in range(12)}
     assert drawn == {2, 4}, f"{env_id}: BudgetMix drew {drawn}"
 

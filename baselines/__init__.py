@@ -10,6 +10,7 @@ first asked for, so ``import baselines`` stays light::
 The modules are grouped by family:
 
 - ``baselines.simple_agents``: random, oracle and noisy-oracle agents;
+- ``baselines.command``: the skeleton both ``train-*`` commands share;
 - ``baselines.sb3``: the Stable-Baselines3 agent, training stack, behaviour
   cloning and the ``train-sb3`` command;
 - ``baselines.llm``: the Hugging Face and OpenAI-compatible agents, the one

@@ -32,6 +32,7 @@ def main() -> None:
 
     import ray
 
+    from agent_envs.env_stack import BudgetRegime
     from agent_envs.integrations.rllib import ppo_config
 
     size = CONFIGS[args.config]
@@ -39,7 +40,7 @@ def main() -> None:
     # As the tests start it: no dashboard, so a loaded machine starts it in time.
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     config = (
-        ppo_config("agent_envs/FrozenLake-v0", budgets=[6, 8, 12])
+        ppo_config("agent_envs/FrozenLake-v0", BudgetRegime.mixed([6, 8, 12]))
         .env_runners(num_env_runners=size["runners"])
         .training(
             train_batch_size=size["batch"],

@@ -57,7 +57,7 @@ def main() -> None:
 
     from agent_envs.integrations.openenv import create_app
 
-    app = create_app(ENV_ID, budget=20, max_concurrent_envs=args.sessions + 8,
+    app = create_app(ENV_ID, regime=20, max_concurrent_envs=args.sessions + 8,
                      idle_timeout=args.idle_timeout)  # fmt: skip
     sessions = app.state.openenv
     port = free_port()

@@ -76,10 +76,10 @@ def test_box_and_dict_layouts_use_the_compact_view(layout):
 
 
 def test_the_adapters_use_the_compact_view_by_default():
-    assert masked_env(LAKE, budget=8).observation_space["observations"].shape == (COMPACT_INPUTS,)
+    assert masked_env(LAKE, 8).observation_space["observations"].shape == (COMPACT_INPUTS,)
     rllib = env_creator({"env_id": LAKE, "budget": 8})
     assert rllib.observation_space["observations"].shape == (COMPACT_INPUTS,)
-    whole = masked_env(LAKE, budget=8, encoding={"whole_text": True})
+    whole = masked_env(LAKE, 8, encoding={"whole_text": True})
     assert whole.observation_space["observations"].shape == (WHOLE_INPUTS,)
 
 
@@ -87,5 +87,5 @@ def test_torchrl_env_uses_the_compact_view_by_default():
     pytest.importorskip("torchrl")
     from agent_envs.integrations.torchrl import torchrl_env
 
-    env = torchrl_env(LAKE, budget=8)
+    env = torchrl_env(LAKE, 8)
     assert env.observation_spec["observations"].shape[-1] == COMPACT_INPUTS

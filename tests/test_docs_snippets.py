@@ -66,7 +66,7 @@ ELSEWHERE = {
         "needs a server: tests/test_integrations_openenv.py plays it with this client",
     ("docs/integrations.md", "class RemoteEpisode:"):
         "tests/test_integrations_openenv.py executes this block against the server",
-    ("docs/classic_rl.md", "SB3Agent(path=\"runs/lake-mix/model.zip\""):
+    ("docs/classic_rl.md", "SB3Agent(path=\"runs/lake-mix/model/model.zip\""):
         "needs a trained model: tests/test_sb3.py evaluates SB3Agent from train-sb3's folder",
 }  # fmt: skip
 

@@ -525,10 +525,10 @@ def test_a_retrained_model_never_resumes_the_old_models_log(tmp_path, capsys, tw
     run = ["eval", GUESS, *EVAL, "--agent", "sb3", "--log", str(log)]
     run += ["--agent-kwargs", json.dumps({"path": str(folder / "model.zip")})]
     for name in ("model.zip", "model.json"):
-        shutil.copy(two_models[0] / name, folder / name)
+        shutil.copy(two_models[0] / "model" / name, folder / name)
     assert cli.main(run) == 0
     for name in ("model.zip", "model.json"):  # another model, saved to the same path
-        shutil.copy(two_models[1] / name, folder / name)
+        shutil.copy(two_models[1] / "model" / name, folder / name)
     capsys.readouterr()
     assert cli.main(run) == 2
     line = one_error_line(capsys)
@@ -541,20 +541,21 @@ def test_train_sb3_refuses_a_used_out_unless_told_and_resumes_truly(tmp_path, ca
     out = tmp_path / "ta"
     quick = [GUESS, "--quick", "--out", str(out)]
     assert sb3_main(*quick) == 0
-    model = (out / "model.zip").read_bytes()
+    model = (out / "model" / "model.zip").read_bytes()
     capsys.readouterr()
     assert sb3_main(*quick, "--gamma", "0.9") == 2  # other settings, no flag: refused
     err = capsys.readouterr().err
-    assert "--resume" in err and "--overwrite" in err and (out / "model.zip").read_bytes() == model
+    model_path = out / "model" / "model.zip"
+    assert "--resume" in err and "--overwrite" in err and model_path.read_bytes() == model
     assert sb3_main(*quick, "--gamma", "0.9", "--resume") == 2  # resume needs the same settings
     assert "gamma" in capsys.readouterr().err
     assert sb3_main(*quick, "--resume") == 0  # the same settings: nothing retrained or replayed
-    assert (out / "model.zip").read_bytes() == model
+    assert (out / "model" / "model.zip").read_bytes() == model
     assert json.loads((out / "result.json").read_text())["timing"]["episodes_run"] == 0
     assert sb3_main(*quick, "--gamma", "0.9", "--overwrite") == 0  # a new model, a new log
     result = json.loads((out / "result.json").read_text())
     assert result["timing"]["episodes_resumed"] == 0
-    assert json.loads((out / "model.json").read_text())["config"]["gamma"] == 0.9
+    assert json.loads((out / "model" / "model.json").read_text())["config"]["gamma"] == 0.9
 
 
 # ------------------------------------------- items 6, 8, 9, 13 on the train commands
@@ -626,19 +627,22 @@ def test_train_llm_refuses_a_used_out_and_overwrite_clears_the_old_result(
     tmp_path, capsys, no_training
 ):
     """Item 1: train-llm wrote a new model beside an old result.json from another seed."""
+    from baselines.command import RunFolder
+
     out = tmp_path / "run"
-    out.mkdir()
+    RunFolder.open(out, "train-llm", {}, []).wrote("model/", "result.json")  # an earlier run
     (out / "result.json").write_text("{}")
+    (out / "model").mkdir()
     assert llm_main(GUESS, "--quick", "--seed", "1", "--out", str(out)) == 2
     err = capsys.readouterr().err
     assert "--resume" in err and "--overwrite" in err
     assert (out / "result.json").read_text() == "{}"
-    (out / "train_llm.json").write_text(json.dumps({"config": {"seed": 0}}))
+    (out / "model" / "train_llm.json").write_text(json.dumps({"config": {"seed": 0}}))
     assert llm_main(GUESS, "--quick", "--seed", "1", "--resume", "--out", str(out)) == 2
     assert "other settings" in capsys.readouterr().err
     with pytest.raises(NoWork):  # the checks passed: training was about to start
         llm_main(GUESS, "--quick", "--seed", "1", "--overwrite", "--out", str(out))
-    assert not (out / "result.json").exists() and not (out / "train_llm.json").exists()
+    assert not (out / "result.json").exists() and not (out / "model").exists()
 
 
 def test_a_failed_plot_or_sidecar_write_leaves_the_old_file_whole(tmp_path, monkeypatch):

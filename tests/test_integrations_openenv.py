@@ -12,6 +12,7 @@ import time
 import gymnasium as gym
 import pytest
 
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers import TurnBudget
 
@@ -52,7 +53,7 @@ class _Server:
 
 @pytest.fixture(scope="module")
 def url():
-    with _Server(create_app(ENV_ID, budget=20, client_budgets=(1, 20))) as base_url:
+    with _Server(create_app(ENV_ID, regime=20, client_budgets=(1, 20))) as base_url:
         yield base_url
 
 
@@ -92,7 +93,7 @@ def test_running_out_of_turns_is_truncated_not_lost_in_done(url):
 
 @pytest.fixture
 def mix_url():
-    with _Server(create_app(ENV_ID, budgets=[3, 5, 7, 9])) as base_url:
+    with _Server(create_app(ENV_ID, regime=BudgetRegime.mixed([3, 5, 7, 9]))) as base_url:
         yield base_url
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import masked_env
 from agent_envs.protocol import SUCCESS, VALID_ACTION
 from wrappers import DiscreteActions, EncodeObservation, TurnBudget
@@ -66,7 +67,7 @@ def test_torchrl_reads_the_info_keys_without_specs():
     pytest.importorskip("torchrl")
     from torchrl.envs import GymWrapper, default_info_dict_reader
 
-    env = GymWrapper(masked_env(ENV_ID, budget=8), categorical_action_encoding=True)
+    env = GymWrapper(masked_env(ENV_ID, 8), categorical_action_encoding=True)
     env.set_info_dict_reader(default_info_dict_reader([SUCCESS, VALID_ACTION]))
     env.set_seed(0)
     rollout = env.rollout(4, break_when_any_done=False)
@@ -85,10 +86,10 @@ def test_torchrl_rollout_through_action_mask_plays_only_admissible_moves():
 
     from agent_envs.integrations.torchrl import torchrl_env
 
-    masked = torchrl_env(ENV_ID, budget=8)
+    masked = torchrl_env(ENV_ID, 8)
     assert all(_valid_moves(masked, 64))
     # The same random actions without ActionMask leave the grid: the mask is what keeps them in.
-    unmasked = GymWrapper(masked_env(ENV_ID, budget=8), categorical_action_encoding=True)
+    unmasked = GymWrapper(masked_env(ENV_ID, 8), categorical_action_encoding=True)
     unmasked.set_info_dict_reader(masked.base_env.info_dict_reader[0])
     assert not all(_valid_moves(unmasked, 64))
 
@@ -109,7 +110,7 @@ def test_rllib_ppo_trains_with_masking_and_acts_only_on_admissible_moves(ray_ins
     from agent_envs.integrations.rllib import ppo_config
 
     config = (
-        ppo_config(ENV_ID, budgets=[6, 8], encoding={"max_length": 20})
+        ppo_config(ENV_ID, BudgetRegime.mixed([6, 8]), encoding={"max_length": 20})
         .env_runners(num_env_runners=0)
         .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
         .debugging(seed=0)

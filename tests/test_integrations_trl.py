@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.trl import PROMPT, environment_factory, task_rows
 from agent_envs.protocol import BUDGET, TASK_ID
 from wrappers.seeding import episode_seed
@@ -25,7 +26,7 @@ def test_the_fixtures_tasks_are_what_the_names_say():
 
 
 def test_after_t_turns_the_tool_says_so_and_the_reward_stays():
-    make = environment_factory(ENV_ID, budget=2)
+    make = environment_factory(ENV_ID, 2)
     episode = make()
     assert "[Turns left: 2 of 2]" in episode.reset(task_id=OTHER)
     episode.act("hello")  # an invalid action uses a turn too
@@ -36,7 +37,7 @@ def test_after_t_turns_the_tool_says_so_and_the_reward_stays():
 
 
 def test_success_fixes_the_reward_and_ends_the_episode():
-    episode = environment_factory(ENV_ID, budget=5)()
+    episode = environment_factory(ENV_ID, 5)()
     episode.reset(task_id=FIFTY)
     assert episode.act("50").endswith("The episode is over: call no more tools.")
     assert episode.act("7") == "The episode is over: call no more tools."
@@ -44,7 +45,7 @@ def test_success_fixes_the_reward_and_ends_the_episode():
 
 
 def test_attempts_get_the_evaluators_distinct_seeds_and_mix_budgets():
-    make = environment_factory(ENV_ID, budgets=[2, 4, 8, 16], seed=7)
+    make = environment_factory(ENV_ID, BudgetRegime.mixed([2, 4, 8, 16], visible=True), seed=7)
     episodes = [make() for _ in range(6)]
     for episode, task in zip(episodes, [1, 1, 1, 2, 2, 1], strict=True):
         episode.reset(task_id=task, prompt="ignored")
@@ -58,10 +59,10 @@ def test_attempts_get_the_evaluators_distinct_seeds_and_mix_budgets():
 
 def test_bad_rows_and_settings_fail_clearly():
     with pytest.raises(ValueError, match="task_id column"):
-        environment_factory(ENV_ID, budget=3)().reset(prompt="no task")
+        environment_factory(ENV_ID, 3)().reset(prompt="no task")
     with pytest.raises(ValueError, match="exactly one of budget"):
         environment_factory(ENV_ID)
-    assert environment_factory(ENV_ID, budget=3)().act("50").startswith("No episode is running")
+    assert environment_factory(ENV_ID, 3)().act("50").startswith("No episode is running")
     assert task_rows([4])[0] == {"prompt": [{"role": "user", "content": PROMPT}], TASK_ID: 4}
     assert BUDGET not in task_rows([4])[0]
 
@@ -69,7 +70,7 @@ def test_bad_rows_and_settings_fail_clearly():
 def test_the_tool_has_a_schema_transformers_can_render():
     from transformers.utils import get_json_schema
 
-    schema = get_json_schema(environment_factory(ENV_ID, budget=3)().act)
+    schema = get_json_schema(environment_factory(ENV_ID, 3)().act)
     assert schema["function"]["name"] == "act"
     assert schema["function"]["parameters"]["required"] == ["action"]
 
@@ -94,10 +95,10 @@ def _tool_calling_model(tmp_path):
     call = {"type": "function", "function": {"name": "act", "arguments": {"action": "50"}}}
     reply = '<tool_call>\n{"name": "act", "arguments": {"action": "50"}}\n</tool_call><|im_end|>'
     target = tokenizer(reply, add_special_tokens=False)["input_ids"]
-    tool = environment_factory(ENV_ID, budget=1)().act
+    tool = environment_factory(ENV_ID, 1)().act
     contexts = []
     for task in (OTHER, FIFTY):
-        episode = environment_factory(ENV_ID, budget=1)()
+        episode = environment_factory(ENV_ID, 1)()
         messages = [{"role": "user", "content": PROMPT + episode.reset(task_id=task)}]
         for _ in range(3):  # the turns before each of the first three calls
             contexts.append(
@@ -128,7 +129,7 @@ def test_grpo_trains_through_the_tool_and_the_budget_holds(tmp_path, monkeypatch
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = _tool_calling_model(tmp_path)
     made = []
-    factory = environment_factory(ENV_ID, budget=1)
+    factory = environment_factory(ENV_ID, 1)
 
     def tracked():
         made.append(factory())
@@ -191,7 +192,7 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = GPT2LMHeadModel(config)  # untrained: it would never call the tool
-    losses = warm_start_tool_calls(model, tokenizer, env_id, tasks, steps=150, budget=4)
+    losses = warm_start_tool_calls(model, tokenizer, env_id, tasks, steps=150, regime=4)
     assert sum(losses[-10:]) < sum(losses[:10]) / 10
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"), bf16=False, gradient_checkpointing=False,
@@ -204,7 +205,7 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
         processing_class=tokenizer,
         args=args,
         train_dataset=Dataset.from_list(task_rows(tasks[:2])),
-        environment_factory=environment_factory(env_id, budget=4),
+        environment_factory=environment_factory(env_id, 4),
     )
     trainer.train()
     logged = trainer.state.log_history[0]

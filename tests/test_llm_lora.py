@@ -84,6 +84,7 @@ def test_train_llm_lora_quick_and_the_saved_model_evaluates_with_agent_hf(tmp_pa
     out = tmp_path / "run"
     argv = [GUESS, "--quick", "--budget", "4", "--lora", "4", "--lora-targets", "q_proj,v_proj"]
     assert train_main([*argv, "--micro-batch", "1", "--out", str(out)]) == 0
+    out = out / "model"  # the model's own subfolder of the run folder
     settings = json.loads((out / "train_llm.json").read_text())["config"]
     assert settings["lora"] == {
         "r": 4,

@@ -24,17 +24,13 @@ from agent_envs.instances import instance_key  # noqa: E402
 from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
 from baselines.llm.few_shot import FIRST_EXAMPLE_ID, oracle_episodes  # noqa: E402
 from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
+from baselines.llm.grpo import make_rollout  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout  # noqa: E402
 from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
-from baselines.llm.train import (  # noqa: E402
-    build_parser,
-    config_from_args,
-    eval_command,
-    make_rollout,
-)
+from baselines.llm.train import COMMAND, eval_command  # noqa: E402
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
 from wrappers.seeding import episode_seed  # noqa: E402
 
@@ -139,9 +135,8 @@ def test_budget_spec_normalises_huge_weights_and_refuses_strings():
         BudgetSpec((4, 8), weights=("1", "2"))
     with pytest.raises(ValueError, match="finite"):
         BudgetSpec((4, 8), weights=(10**400, 1))
-    parser, _, budget = build_parser()
-    args = parser.parse_args([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
-    assert config_from_args(args, budget).budget.draws.probabilities == (0.5, 0.5)
+    args = COMMAND.parse([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
+    assert COMMAND.configs(args)[0].budget.draws.probabilities == (0.5, 0.5)
 
 
 def test_budget_spec_checks_its_arguments():
@@ -498,14 +493,13 @@ def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(
     ids, mask = rows[0]["input_ids"], rows[0]["assistant_masks"]
     replies = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
     assert "Action" not in replies and "50" in replies  # the oracle's first bare guess
-    parser, flags, budget = build_parser()
-    args = parser.parse_args([GUESS, "--few-shot", "2", "--temperature", "0.7"])
-    config = config_from_args(args, budget)
+    args = COMMAND.parse([GUESS, "--few-shot", "2", "--temperature", "0.7"])
+    config = COMMAND.configs(args)[0]
     assert (config.few_shot, make_rollout(config).style.reply_format) == (2, "action")
     assert make_rollout(config).temperature == config.temperature == 0.7
     assert '"few_shot": 2' in eval_command(config, Path("out"))
-    settings = flags.settings(
-        parser.parse_args([GUESS, "--eval-tasks", "10050,10002", "--eval-k", "1,2"]),
+    settings = args.eval_flags.settings(
+        COMMAND.parse([GUESS, "--eval-tasks", "10050,10002", "--eval-k", "1,2"]),
         budgets=[8],
         seed=0,
     )
@@ -531,11 +525,12 @@ def test_train_llm_cli_quick_end_to_end(tmp_path, capsys):
     assert cli.main([*argv, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "BudgetMix{2,3}" in printed and "agent-envs eval" in printed
-    assert (out / "result.json").exists() and (out / "config.json").exists()
-    sidecar = json.loads((out / "train_llm.json").read_text())
+    model = out / "model"  # the model in its own subfolder, apart from the run's files
+    assert (out / "result.json").exists() and (model / "config.json").exists()
+    sidecar = json.loads((model / "train_llm.json").read_text())
     assert sidecar["config"]["budget"]["budgets"] == [2, 3]
-    assert json.loads((out / "config.json").read_text())["max_position_embeddings"] == 1536
-    assert HFAgent(str(out), max_new_tokens=8).act("The secret is between 1 and 100.", {})
+    assert json.loads((model / "config.json").read_text())["max_position_embeddings"] == 1536
+    assert HFAgent(str(model), max_new_tokens=8).act("The secret is between 1 and 100.", {})
 
 
 @pytest.mark.parametrize(
@@ -566,14 +561,13 @@ def test_train_llm_bad_input_gives_one_line_errors(argv, message, capsys, tmp_pa
 
 
 def test_train_llm_old_flag_spellings_still_work_and_warn(capsys):
-    parser, flags, budget = build_parser()
-    args = parser.parse_args([GUESS, "--k", "4", "--t", "3,6"])
+    args = COMMAND.parse([GUESS, "--k", "4", "--t", "3,6"])
     warnings = capsys.readouterr().err.splitlines()
     assert warnings == [
         "agent-envs train-llm: warning: --k is deprecated and will be removed; use --group-size.",
         "agent-envs train-llm: warning: --t is deprecated and will be removed; use --eval-budgets.",
     ]
-    assert args.group_size == 4 and args.eval_budgets == (3, 6)
-    assert config_from_args(args, budget).k == 4
-    settings = flags.settings(args, ks=(1, 2), seed=0)
+    assert args.k == 4 and args.eval_budgets == (3, 6)
+    assert COMMAND.configs(args)[0].k == 4
+    settings = args.eval_flags.settings(args, ks=(1, 2), seed=0)
     assert settings.budgets == (3, 6) and settings.tasks[0] == 10_000

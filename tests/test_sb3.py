@@ -221,7 +221,7 @@ def test_train_sb3_cli_runs_end_to_end_in_quick_form(tmp_path, capsys):
          "--out", str(out)]
     )  # fmt: skip
     assert status == 0
-    sidecar = json.loads(sidecar_path(out / "model.zip").read_text())
+    sidecar = json.loads(sidecar_path(out / "model" / "model.zip").read_text())
     assert sidecar["algo"] == "maskable_ppo" and sidecar["action_masks"] is True
     assert sidecar["config"]["budget_mix"] == [4, 8]
     assert sidecar["encoding"]["charset"] == "FHSG@"
@@ -275,14 +275,13 @@ def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys, tmp_pa
 
 
 def test_train_sb3_old_flag_spellings_still_work_and_warn(capsys):
-    parser, flags, _ = build_parser()
-    args = parser.parse_args(["agent_envs/FrozenLake-v0", "--samples", "4", "--k", "1,2"])
+    args = build_parser().parse_args(["agent_envs/FrozenLake-v0", "--samples", "4", "--k", "1,2"])
     assert capsys.readouterr().err.splitlines() == [
         "agent-envs train-sb3: warning: --samples is deprecated and will be removed; "
         "use --eval-samples.",
         "agent-envs train-sb3: warning: --k is deprecated and will be removed; use --eval-k.",
     ]
-    settings = flags.settings(args, budgets=(5, 10), seed=0)
+    settings = args.eval_flags.settings(args, budgets=(5, 10), seed=0)
     assert (settings.samples, settings.ks, settings.tasks) == (4, (1, 2), tuple(range(50)))
 
 

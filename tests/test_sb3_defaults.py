@@ -18,7 +18,7 @@ from agent_envs.protocol import CompactView
 from baselines.sb3.agent import SB3Agent, read_sidecar
 from baselines.sb3.defaults import FALLBACKS, TUNED_FILE, compact_encoding, tuned
 from baselines.sb3.env import TrainConfig, make_env
-from baselines.sb3.train import build_parser, config_from_args, main, train
+from baselines.sb3.train import COMMAND, main, train
 from baselines.simple_agents import RandomAgent
 from wrappers import TextEncoder
 
@@ -29,8 +29,7 @@ TUNED_ENVS = [env_id for env_id in json.loads(TUNED_FILE.read_text()) if "/" in 
 
 
 def _cli_config(*flags: str) -> TrainConfig:
-    parser, _, budget = build_parser()
-    return config_from_args(parser.parse_args([LAKE, *flags]), 0, budget)
+    return COMMAND.configs(COMMAND.parse([LAKE, *flags]))[0]
 
 
 # ------------------------------------------------------------- the table
@@ -79,7 +78,7 @@ def test_train_sb3_prints_and_saves_the_resolved_settings(tmp_path, capsys):
     assert main([LAKE, "--quick", "--no-eval", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "* = tuned" in printed and "warm start from the oracle: ON" in printed
-    config = read_sidecar(tmp_path / "model.zip")["config"]
+    config = read_sidecar(tmp_path / "model" / "model.zip")["config"]
     assert "bc_episodes" in config["tuned"] and config["encoding"] == compact_encoding(LAKE)
     assert config["net_arch"] == tuned(LAKE, "maskable_ppo")["net_arch"]
 

@@ -11,27 +11,27 @@ from agent_envs.cli.outputs import check_outputs, write_outputs
 
 
 def _with_history(
-    env_id: str, window: int, max_budget: int, visible: bool, record: str = "action"
+    env_id: str, window: int, *_budget: Any, record: str = "action"
 ) -> tuple[Any, str]:
-    """Return an env factory whose ``info["messages"]`` holds the dialogue, and its id.
+    """Return the env with ``info["messages"]`` holding the dialogue, and its id.
 
-    The stack is :func:`wrappers.chat_history.chat_stack`'s, the one GRPO
-    training plays: ``record="raw"`` keeps an LLM's whole replies, the format
-    a model trained with ``train-llm`` was trained on.
+    The recipe's ``ChatHistory`` goes outside the budget, as in the stack GRPO
+    training plays (:func:`agent_envs.env_stack.make_stack`): ``record="raw"``
+    keeps an LLM's whole replies, the format a model trained with
+    ``train-llm`` was trained on.  The evaluator adds the budget (its T grid
+    and visibility); the old positional ``max_budget, visible[, record]``
+    are taken and left to it.
     """
+    if len(_budget) == 3:  # the old call (env_id, window, max_budget, visible, record)
+        record = _budget[2]
+    from agent_envs.env_stack import StackOptions, StackRecipe
     from agent_envs.evaluation.stack import resolve_env
-    from wrappers.chat_history import chat_stack
 
     if window < 0:
         raise UsageError(f"--history takes a window >= 1 (or nothing for all), got {window}.")
     make_env, name = resolve_env(env_id, None)
-
-    def build() -> Any:
-        return chat_stack(
-            make_env(), max_budget, visible=visible, window=window or None, record=record
-        )
-
-    return build, name
+    options = StackOptions(history=True, window=window or None, record=record)
+    return StackRecipe(make_env, options), name
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -72,13 +72,7 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     agent = make_agent(args.agent, kwargs) if local else AgentSpec(args.agent, kwargs)
     env: Any = args.env_id
     if args.history is not None:
-        env, env_name = _with_history(
-            args.env_id,
-            args.history,
-            max(settings.budgets),
-            settings.visible_budget,
-            args.history_record,
-        )
+        env, env_name = _with_history(args.env_id, args.history, record=args.history_record)
         settings = settings.resolved(env_name=env_name)
     result = evaluate(agent, env, settings)
     if result.episodes and result.errors == result.episodes:

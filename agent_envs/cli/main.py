@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from agent_envs.arguments import Parser, UsageError
+from agent_envs.arguments import USER_ERRORS, Parser, UsageError
 from agent_envs.cli.compare import add_compare
 from agent_envs.cli.eval import add_eval
 from agent_envs.cli.list import add_list
@@ -132,11 +132,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"{_PROG}: {interrupted}", file=sys.stderr)
         return 130
     except Exception as exc:
-        from agent_envs.evaluation import RunAborted
         from agent_envs.redaction import scrub
 
-        user_error = (UsageError, ValueError, TypeError, KeyError, OSError, ImportError, RunAborted)
-        if show_traceback or not isinstance(exc, user_error):
+        if show_traceback or not isinstance(exc, USER_ERRORS):  # the one tuple of user errors
             # A bug, or asked for: the whole trace, with secrets masked all the same.
             trace = "".join(traceback.format_exception(exc))
             print(scrub(trace), end="", file=sys.stderr)

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from agent_envs import __version__
+from agent_envs.errors import CommandError
 from agent_envs.evaluation.formatting import error_summary
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
@@ -21,7 +22,7 @@ logger = logging.getLogger(__name__)
 MIN_ERRORS_TO_STOP = 5
 
 
-class RunAborted(RuntimeError):
+class RunAborted(CommandError, RuntimeError):
     """The policy raised on too many episodes; the run stopped (its log is kept)."""
 
 

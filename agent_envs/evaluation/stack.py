@@ -13,24 +13,18 @@ import json
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
 
+from agent_envs import registration
+from agent_envs.env_stack import BudgetRegime, StackOptions, StackRecipe, make_stack
 from agent_envs.evaluation.policies import PolicyAdapter, adapt_policy
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
-from agent_envs.protocol import (
-    ADMISSIBLE_ACTIONS,
-    BUDGET,
-    ENV_ID,
-    ORACLE_ACTIONS,
-    SUCCESS,
-    TASK_ID,
-)
-from agent_envs.registration import make_env, resolve_env_id
+from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
 from wrappers import ActionHints, TurnBudget
-from wrappers.budget import StackBudget, resolve_budget
+from wrappers.budget import StackBudget
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -49,12 +43,18 @@ DEFAULT_BATCH_SIZE = 64
 
 
 def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], str | None]:
-    """Return a builder for ``env`` (an id or a callable) and its name, if known."""
+    """Return a builder for ``env`` (an id, a callable or a ``StackRecipe``) and its name, if known.
+
+    A :class:`~agent_envs.env_stack.StackRecipe` comes back as one, its env resolved.
+    """
+    if isinstance(env, StackRecipe):
+        make_env, name = resolve_env(env.env, env_name)
+        return StackRecipe(make_env, env.options), name
     if isinstance(env, str):
-        env_id = resolve_env_id(env)
+        env_id = registration.resolve_env_id(env)
         # A partial, not a lambda: it pickles by reference for Ray workers,
         # which import the module or package that registers the id themselves.
-        return functools.partial(make_env, env), env_name or env_id
+        return functools.partial(registration.make_env, env), env_name or env_id
     if isinstance(env, gym.Env):
         raise TypeError(
             "env must be a registered id or a function that builds the env (e.g. "
@@ -70,26 +70,24 @@ _GRID = "the evaluator's T grid (budgets=...)"
 
 
 def build_stack(
-    make_env: Callable[[], gym.Env],
+    make_env: Callable[[], gym.Env] | StackRecipe,
     max_budget: int,
     visible: bool,
     wants: frozenset[str],
     driver: str | None = None,
 ) -> tuple[gym.Env, StackBudget]:
-    """Build one env for the run: the user's stack, its budget, and ``ActionHints`` if wanted."""
-    env = make_env()
-    if not isinstance(env, gym.Env):
-        raise TypeError(f"the env factory returned {type(env).__name__}, not a gymnasium.Env.")
-    budget = resolve_budget(env, max_budget, visible=visible, driver=driver)
-    env = budget.env
-    if wants:
-        env = ActionHints(
-            env,
-            admissible=ADMISSIBLE_ACTIONS in wants,
-            oracle=ORACLE_ACTIONS in wants,
-            env_id=ENV_ID in wants,
-        )
-    return env, budget
+    """Build one env for the run with :func:`~agent_envs.env_stack.make_stack`.
+
+    The user's env (or a :class:`~agent_envs.env_stack.StackRecipe`'s, with its
+    options) under a budget of ``max_budget`` turns, and ``ActionHints`` for
+    the ``wants`` of the policy.
+    """
+    source, options = make_env, StackOptions()
+    if isinstance(make_env, StackRecipe):
+        source, options = make_env.env, make_env.options
+    options = replace(options, hints=frozenset(options.hints) | wants)
+    budget = make_stack(source, BudgetRegime.fixed(max_budget, visible), options, driver=driver)
+    return budget.env, budget
 
 
 def _env_name(base: gym.Env) -> str:

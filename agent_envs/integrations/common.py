@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
@@ -12,10 +13,8 @@ import numpy as np
 
 from agent_envs import install_hint
 from agent_envs.core import FIRST_EXAMPLE_ID
+from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import TASK_ID
-from agent_envs.registration import make_env
-from wrappers import BudgetMix, DiscreteActions, EncodeObservation, TurnBudget
-from wrappers.numpy_info import NumpyInfo
 
 __all__ = ["budgeted_env", "client_task_id", "masked_env", "require"]
 
@@ -62,37 +61,33 @@ def client_task_id(value: Any, name: str = TASK_ID) -> int:
 
 
 def budgeted_env(
-    env_id: str,
-    budget: int | None = None,
-    budgets: Sequence[int] | None = None,
-    weights: Sequence[float] | None = None,
-    visible: bool = False,
-    **make_kwargs: Any,
-) -> TurnBudget:
-    """Return ``gym.make(env_id)`` under a ``TurnBudget(budget)`` or a ``BudgetMix(budgets)``.
+    env_id: str, regime: BudgetRegime | int | None = None, **make_kwargs: Any
+) -> gym.Env:
+    """Return ``make_env(env_id, **make_kwargs)`` under ``regime`` (a fixed T or a mix).
 
-    Exactly one of ``budget`` and ``budgets`` is given.
+    ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T;
+    the old keywords ``budget``, ``budgets``, ``weights`` and ``visible``
+    still work, with a ``DeprecationWarning``.
 
     >>> import agent_envs
-    >>> env = budgeted_env("agent_envs/GuessNumber-v0", budgets=[3, 5], visible=True)
+    >>> env = budgeted_env("agent_envs/GuessNumber-v0", BudgetRegime.mixed([3, 5], visible=True))
     >>> type(env).__name__, env.reset(seed=0)[1]["budget"] in (3, 5)
     ('BudgetMix', True)
     """
-    if (budget is None) == (budgets is None):
-        raise ValueError("Give exactly one of budget (a turn budget) and budgets (a BudgetMix).")
-    env = make_env(env_id, **make_kwargs)  # also module:EnvId and installed env packages
-    if budgets is not None:
-        return BudgetMix(env, list(budgets), weights=weights, visible=visible)
-    return TurnBudget(env, budget, visible=visible)
+    regime = BudgetRegime.of(regime, make_kwargs, where="budgeted_env")
+    return make_stack(env_id, regime, StackOptions(make_kwargs=make_kwargs)).env
+
+
+#: The options of the stack RLlib and TorchRL take, with ``encoding`` added.
+MASKED = StackOptions(discrete=True, numpy_info=True)
 
 
 def masked_env(
     env_id: str,
-    budget: int | None = None,
-    budgets: Sequence[int] | None = None,
-    weights: Sequence[float] | None = None,
-    visible: bool = False,
+    regime: BudgetRegime | int | None = None,
+    *,
     encoding: Mapping[str, Any] | None = None,
+    **legacy: Any,
 ) -> gym.Env:
     """Return the stack RLlib and TorchRL take as it is.
 
@@ -101,10 +96,14 @@ def masked_env(
     ``"observations"`` and the admissible actions under ``"action_mask"``,
     ``Discrete`` actions, and numpy info values.  ``encoding`` holds keyword
     arguments for ``EncodeObservation`` (default: ``"chars"`` on the env's charset).
+    ``regime`` as in :func:`budgeted_env`.
 
-    >>> env = masked_env("agent_envs/FrozenLake-v0", budget=8, encoding={"max_length": 20})
+    >>> env = masked_env("agent_envs/FrozenLake-v0", 8, encoding={"max_length": 20})
     >>> sorted(env.observation_space.spaces), env.action_space
     (['action_mask', 'observations'], Discrete(4))
     """
-    env = budgeted_env(env_id, budget=budget, budgets=budgets, weights=weights, visible=visible)
-    return NumpyInfo(EncodeObservation(DiscreteActions(env), layout="dict", **dict(encoding or {})))
+    regime = BudgetRegime.of(regime, legacy, where="masked_env")
+    if legacy:
+        raise TypeError(f"masked_env got unexpected keywords {sorted(legacy)}.")
+    options = replace(MASKED, encoding={"layout": "dict", **dict(encoding or {})})
+    return make_stack(env_id, regime, options).env

@@ -35,19 +35,36 @@ from __future__ import annotations
 
 import argparse
 import functools
+import ipaddress
 import json
 import logging
+import socket
+import sys
 from collections.abc import Sequence
 from typing import Any
 
+from agent_envs.arguments import (
+    BudgetArguments,
+    Parser,
+    add_budget_arguments,
+    int_arg,
+    number_arg,
+    run_command,
+)
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
-from wrappers.validators import check_int
+from wrappers.validators import check_int, parse_int
 
 __all__ = ["ClientError", "create_app", "environment_factory", "main", "openenv_types"]
 
 logger = logging.getLogger(__name__)
+
+#: The smallest ``max_body`` (bytes): a reset or step message fits far below it.
+MIN_BODY = 1024
+#: The largest T a client may be allowed to choose (``client_budgets``).
+MAX_CLIENT_BUDGET = 10**6
 
 
 class ClientError(ValueError):
@@ -133,12 +150,15 @@ def _environment_class(TextAction: type, TextObservation: type) -> type:
         SUPPORTS_CONCURRENT_SESSIONS = True  # each session builds its own env
 
         def __init__(
-            self, env_id: str, client_budgets: tuple[int, int] | None = None, **budget: Any
+            self,
+            env_id: str,
+            regime: BudgetRegime,
+            client_budgets: tuple[int, int] | None = None,
         ) -> None:
             super().__init__()
             self.env_id = env_id
             self.client_budgets = client_budgets
-            self._env = budgeted_env(env_id, **budget)
+            self._env = budgeted_env(env_id, regime)
             self._state = State(env_id=env_id)
             self._done = True
 
@@ -192,28 +212,52 @@ def _observation(
 
 def environment_factory(
     env_id: str,
-    budget: int | None = None,
-    budgets: Sequence[int] | None = None,
-    weights: Sequence[float] | None = None,
-    visible: bool = False,
+    regime: BudgetRegime | int | None = None,
+    *,
     client_budgets: tuple[int, int] | None = None,
+    **legacy: Any,
 ) -> Any:
-    """Return a no-argument factory of OpenEnv environments for ``env_id`` under the budget.
+    """Return a no-argument factory of OpenEnv environments for ``env_id`` under ``regime``.
 
-    The factory is what OpenEnv's ``create_app`` takes; each call (each
-    session) builds a fresh stack.  The budget is checked here, once.
-    ``client_budgets=(low, high)`` lets a client's reset choose T in that
-    range; without it a client's ``budget`` is refused.
+    ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T
+    (the old keywords ``budget``, ``budgets``, ``weights`` and ``visible``
+    still work, with a ``DeprecationWarning``).  The factory is what
+    OpenEnv's server takes; each call (each session) builds a fresh stack.
+    The id and the budget are checked here, once: an unknown id, or one whose
+    observations or actions are not text, is refused.  ``client_budgets=(low,
+    high)`` lets a client's reset choose T in that range; without it a
+    client's ``budget`` is refused.
     """
+    regime = BudgetRegime.of(regime, legacy, where="environment_factory")
     types = openenv_types()
     if client_budgets is not None:
         low, high = client_budgets
         check_int(low, "the lowest client budget", 1)
-        check_int(high, "the highest client budget", low, 10**6)
-    settings = {BUDGET: budget, "budgets": budgets, "weights": weights, "visible": visible}
-    settings["client_budgets"] = client_budgets
-    types.TextEnvironment(env_id, **settings).close()  # bad ids and budgets fail now
-    return functools.partial(types.TextEnvironment, env_id, **settings)
+        check_int(high, "the highest client budget", low, MAX_CLIENT_BUDGET)
+    env_id = _text_env_id(env_id)
+    types.TextEnvironment(env_id, regime, client_budgets).close()  # bad budgets fail now
+    return functools.partial(types.TextEnvironment, env_id, regime, client_budgets)
+
+
+def _text_env_id(env_id: str) -> str:
+    """Return the registered id of ``env_id``; refuse an unknown id or a non-text env."""
+    import gymnasium as gym
+
+    from agent_envs.evaluation.stack import resolve_env
+
+    make_env, env_id = resolve_env(env_id, None)
+    env = make_env()
+    try:
+        spaces = (env.observation_space, env.action_space)
+    finally:
+        env.close()
+    if not all(isinstance(space, gym.spaces.Text) for space in spaces):
+        raise ValueError(
+            f"{env_id} is not a text env (observations {type(spaces[0]).__name__}, actions "
+            f"{type(spaces[1]).__name__}); serve plays envs whose observations and actions "
+            "are text, such as the agent_envs/ ids (`agent-envs list`)."
+        )
+    return env_id
 
 
 def create_app(
@@ -223,9 +267,11 @@ def create_app(
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     max_body: int = DEFAULT_MAX_BODY,
     allowed_origins: Sequence[str] = (),
+    regime: BudgetRegime | int | None = None,
     **budget: Any,
 ) -> Any:
-    """Return the FastAPI app serving ``env_id``; ``budget`` as in :func:`environment_factory`.
+    """Return the FastAPI app serving ``env_id``; ``regime`` and ``budget`` (``client_budgets``)
+    as in :func:`environment_factory`.
 
     It is OpenEnv's server (``HTTPEnvServer``, at ``app.state.openenv``)
     behind :class:`~agent_envs.integrations.openenv_guard.ServeGuard`.
@@ -240,12 +286,13 @@ def create_app(
     from openenv.core.env_server.http_server import HTTPEnvServer
     from openenv.core.env_server.types import ConcurrencyConfig
 
+    regime = BudgetRegime.of(regime, budget, where="create_app")
     types = openenv_types()
-    factory = environment_factory(env_id, **budget)
+    factory = environment_factory(env_id, regime, **budget)
     check_int(max_concurrent_envs, "max_concurrent_envs", 1)
     if idle_timeout is not None and not idle_timeout > 0:
         raise ValueError(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
-    check_int(max_body, "max_body", 1024)
+    check_int(max_body, "max_body", MIN_BODY)
     concurrency = ConcurrencyConfig(
         max_concurrent_envs=max_concurrent_envs, session_timeout=idle_timeout
     )
@@ -267,36 +314,45 @@ def create_app(
     return app
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="agent-envs serve",
+# ----------------------------------------------------------------------- CLI
+_PROG = "agent-envs serve"
+#: Hosts that only this machine can reach; any other address gets a warning.
+_LOOPBACK = ("localhost",)
+
+
+def _parser() -> tuple[Parser, BudgetArguments]:
+    """Return ``serve``'s parser (the shared argument helpers) and its budget flags."""
+    parser = Parser(
+        prog=_PROG,
         description="Serve a registered env, under a turn budget, as an OpenEnv environment.",
     )
-    parser.add_argument("env_id", help="a registered id, such as agent_envs/Sokoban-v0")
-    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    parser.add_argument("env_id", help="a registered text env id, such as agent_envs/Sokoban-v0")
+    parser.add_argument(
+        "--port", type=int_arg(0, 65535), default=8000, help="port; 0 picks a free one (8000)"
+    )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine)"
     )
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--budget", type=int, help="turns per episode (default: 20)")
-    budget.add_argument(
-        "--budget-mix", help="comma-separated budgets, one drawn per episode (a BudgetMix)"
-    )
+    budget = add_budget_arguments(parser, default=20)
     parser.add_argument(
-        "--visible-budget", action="store_true", help="show the turns left (default: hidden)"
+        "--max-sessions", type=int_arg(1), default=64, help="concurrent sessions (default: 64)"
     )
-    parser.add_argument(
-        "--max-sessions", type=int, default=64, help="concurrent sessions (default: 64)"
-    )
+    _add_guard_arguments(parser)
+    return parser, budget
+
+
+def _add_guard_arguments(parser: Parser) -> None:
+    """Add what guards the server: client budgets, idle timeout, origins, body size."""
     parser.add_argument(
         "--client-budgets",
+        type=_client_budgets,
         metavar="LO:HI",
         help="let a client's reset choose its budget in [LO, HI] (default: refused; the "
         "server's --budget or --budget-mix is the rule)",
     )
     parser.add_argument(
         "--idle-timeout",
-        type=float,
+        type=number_arg(0),
         default=DEFAULT_IDLE_TIMEOUT,
         metavar="SECONDS",
         help=f"close a session silent this long (default: {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
@@ -311,57 +367,89 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-body",
-        type=int,
+        type=int_arg(MIN_BODY),
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
         help=f"the largest request body or message (default: {DEFAULT_MAX_BODY:,})",
     )
-    return parser
 
 
-def _client_budgets(parser: argparse.ArgumentParser, text: str | None) -> tuple[int, int] | None:
-    """Parse ``--client-budgets LO:HI``."""
-    if text is None:
-        return None
+def _client_budgets(text: str) -> tuple[int, int]:
+    """``type=`` of ``--client-budgets LO:HI``: the range a client's reset may choose T in."""
     low, colon, high = text.partition(":")
     try:
         if not colon:
-            raise ValueError
-        return int(low), int(high)
-    except ValueError:
-        parser.error(f"--client-budgets takes LO:HI, two integers, got {text!r}")
+            raise ValueError(f"takes LO:HI, two integers, got {text!r}")
+        first = parse_int(low, "LO", 1)
+        return first, check_int(parse_int(high, "HI"), "HI", first, MAX_CLIENT_BUDGET)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).rstrip(".")) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``agent-envs serve ENV_ID [--port P] [--budget T | --budget-mix A,B,...]``."""
-    parser = _parser()
+    """``agent-envs serve ENV_ID [--port P] [--budget T | --budget-mix A,B,...]``.
+
+    Every bad value is one line on stderr and exit status 2, as in the other
+    commands; the id and the budget are checked before the port is opened.
+    """
+    return run_command(_PROG, _serve, argv, extra="openenv")
+
+
+def _serve(argv: list[str]) -> int:
+    parser, budget = _parser()
     args = parser.parse_args(argv)
-    budget: dict[str, Any] = {"visible": args.visible_budget}
-    if args.budget_mix is not None:
-        try:
-            budget["budgets"] = [int(part) for part in args.budget_mix.split(",")]
-        except ValueError:
-            parser.error(f"--budget-mix takes comma-separated integers, got {args.budget_mix!r}")
-    else:
-        budget[BUDGET] = 20 if args.budget is None else args.budget
-    budget["client_budgets"] = _client_budgets(parser, args.client_budgets)
-    if not args.idle_timeout >= 0:  # NaN too
-        parser.error(f"--idle-timeout must be >= 0 seconds, got {args.idle_timeout}")
     guard = {
         "idle_timeout": args.idle_timeout or None,
         "max_body": args.max_body,
         "allowed_origins": args.allow_origin,
     }
-    try:
-        app = create_app(args.env_id, max_concurrent_envs=args.max_sessions, **guard, **budget)
-    except ImportError as error:
-        parser.exit(1, f"agent-envs serve: {error}\n")
-    except Exception as error:  # a bad id or budget: one line, usage error
-        parser.error(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    app = create_app(
+        args.env_id,
+        args.max_sessions,
+        regime=budget.regime(args),
+        client_budgets=args.client_budgets,
+        **guard,
+    )
     import uvicorn
 
-    print(f"Serving {args.env_id} on http://{args.host}:{args.port} (OpenEnv; Ctrl-C stops)")
+    sock = _bind(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    if not _is_loopback(args.host):
+        print(
+            f"{_PROG}: warning: listening on {host or 'every interface'}, reachable from other "
+            "machines, and the server has no authentication: anyone who reaches the port "
+            "can play and hold its sessions.",
+            file=sys.stderr,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    print(f"Serving {args.env_id} on http://{shown}:{port} (OpenEnv; Ctrl-C stops)", flush=True)
     # The guard answers a message up to --max-body with an error; uvicorn drops far larger ones.
-    ws_max_size = 4 * args.max_body
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", ws_max_size=ws_max_size)
+    config = uvicorn.Config(app, log_level="warning", ws_max_size=4 * args.max_body)
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Open the listening socket, so that ``--port 0`` can print the port it got."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    """Return whether ``host`` names only this machine (``""`` is every interface)."""
+    if host in _LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -12,35 +12,35 @@ Example (not run here: it starts Ray)::
 
     from agent_envs.integrations.rllib import ppo_config
 
-    config = ppo_config("agent_envs/FrozenLake-v0", budget=12).training(train_batch_size=512)
+    config = ppo_config("agent_envs/FrozenLake-v0", 12).training(train_batch_size=512)
     algo = config.build_algo()
     print(algo.train()["env_runners"]["episode_return_mean"])
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 
+from agent_envs.env_stack import LEGACY_KEYWORDS, BudgetRegime
 from agent_envs.integrations.common import masked_env, require
-from agent_envs.protocol import BUDGET
 
 __all__ = ["ENV_NAME", "env_creator", "ppo_config"]
 
 #: The name :func:`ppo_config` registers :func:`env_creator` under with Ray Tune.
 ENV_NAME = "agent_envs_masked"
 
-_STACK_KEYS = ("env_id", BUDGET, "budgets", "weights", "visible", "encoding")
+_STACK_KEYS = ("env_id", "regime", *LEGACY_KEYWORDS, "encoding")
 
 
 def env_creator(config: Mapping[str, Any]) -> gym.Env:
     """Build :func:`~agent_envs.integrations.common.masked_env` from an RLlib ``env_config``.
 
-    Keys: ``env_id``, and :func:`~agent_envs.integrations.common.masked_env`'s
-    keyword arguments (``budget`` or ``budgets``, ``weights``, ``visible``,
-    ``encoding``).
+    Keys: ``env_id``, ``regime`` (a :class:`~agent_envs.env_stack.BudgetRegime`)
+    or the plain-data ``budget`` or ``budgets``, ``weights`` and ``visible``,
+    and ``encoding``.
 
     >>> env = env_creator({"env_id": "agent_envs/FrozenLake-v0", "budget": 8})
     >>> env.observation_space["action_mask"]
@@ -49,25 +49,28 @@ def env_creator(config: Mapping[str, Any]) -> gym.Env:
     unknown = set(config) - set(_STACK_KEYS)
     if unknown:
         raise ValueError(f"Unknown env_config keys {sorted(unknown)}; known: {list(_STACK_KEYS)}.")
-    options = {key: config[key] for key in _STACK_KEYS[1:] if config.get(key) is not None}
-    return masked_env(config["env_id"], **options)
+    regime = config.get("regime")
+    if regime is None:
+        plain = {key: config[key] for key in LEGACY_KEYWORDS if config.get(key) is not None}
+        regime = BudgetRegime.from_keywords(plain)
+    return masked_env(config["env_id"], regime, encoding=config.get("encoding"))
 
 
 def ppo_config(
     env_id: str,
+    regime: BudgetRegime | int | None = None,
     *,
-    budget: int | None = None,
-    budgets: Sequence[int] | None = None,
-    weights: Sequence[float] | None = None,
-    visible: bool = False,
     encoding: Mapping[str, Any] | None = None,
     model_config: Mapping[str, Any] | None = None,
+    **legacy: Any,
 ) -> Any:
     """Return an RLlib ``PPOConfig`` on :func:`env_creator`'s env with RLlib's masking module.
 
+    ``regime`` as in :func:`~agent_envs.integrations.common.budgeted_env`.
     Chain further settings as usual (``.training(...)``, ``.env_runners(...)``)
     and call ``.build_algo()``.
     """
+    regime = BudgetRegime.of(regime, legacy, where="ppo_config")
     require("ray.rllib", "rllib")
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -78,8 +81,7 @@ def ppo_config(
 
     register_env(ENV_NAME, env_creator)
 
-    env_config = {"env_id": env_id, BUDGET: budget, "budgets": budgets, "weights": weights}
-    env_config.update(visible=visible, encoding=dict(encoding or {}))
+    env_config = {"env_id": env_id, "regime": regime, "encoding": dict(encoding or {})}
     spec = RLModuleSpec(
         module_class=ActionMaskingTorchRLModule, model_config=dict(model_config or {})
     )

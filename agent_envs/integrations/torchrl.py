@@ -12,7 +12,7 @@ Example::
 
     from agent_envs.integrations.torchrl import torchrl_env
 
-    env = torchrl_env("agent_envs/FrozenLake-v0", budget=8)
+    env = torchrl_env("agent_envs/FrozenLake-v0", 8)
     rollout = env.rollout(8)          # random actions, all admissible
     print(rollout["next", "success"].any())
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import masked_env, require
 from agent_envs.protocol import DEAD_END, SUCCESS, VALID_ACTION
 
@@ -33,16 +34,15 @@ INFO_KEYS = (SUCCESS, VALID_ACTION, DEAD_END)
 
 def torchrl_env(
     env_id: str,
+    regime: BudgetRegime | int | None = None,
     *,
-    budget: int | None = None,
-    budgets: Sequence[int] | None = None,
-    weights: Sequence[float] | None = None,
-    visible: bool = False,
     encoding: Mapping[str, Any] | None = None,
     info_keys: Sequence[str] = INFO_KEYS,
+    **legacy: Any,
 ) -> Any:
     """Return ``TransformedEnv(GymWrapper(masked_env(...)), ActionMask())``.
 
+    ``regime`` as in :func:`~agent_envs.integrations.common.budgeted_env`.
     ``info_keys`` are boolean info keys to copy into each step's tensordict.
     Actions are categorical (an integer index into the env's vocabulary).
     """
@@ -52,9 +52,8 @@ def torchrl_env(
     from torchrl.envs import GymWrapper, TransformedEnv, default_info_dict_reader
     from torchrl.envs.transforms import ActionMask
 
-    env = masked_env(
-        env_id, budget=budget, budgets=budgets, weights=weights, visible=visible, encoding=encoding
-    )
+    regime = BudgetRegime.of(regime, legacy, where="torchrl_env")
+    env = masked_env(env_id, regime, encoding=encoding)
     wrapped = GymWrapper(env, categorical_action_encoding=True)
     specs = {key: Unbounded((), dtype=torch.bool) for key in info_keys}
     wrapped.set_info_dict_reader(default_info_dict_reader(list(info_keys), spec=specs))

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
 from wrappers.seeding import episode_seed
@@ -59,7 +60,7 @@ class ToolEpisode:
     Build it through :func:`environment_factory`, which shares one seed stream
     between the instances of a run.
 
-    >>> make = environment_factory("agent_envs/GuessNumber-v0", budget=2)
+    >>> make = environment_factory("agent_envs/GuessNumber-v0", 2)
     >>> episode = make()
     >>> print(episode.reset(task_id=0).splitlines()[-1])
     [Turns left: 2 of 2]
@@ -69,8 +70,8 @@ class ToolEpisode:
     (True, 2, 3)
     """
 
-    def __init__(self, env_id: str, attempts: _Attempts, **budget: Any) -> None:
-        self._env = budgeted_env(env_id, **budget)
+    def __init__(self, env_id: str, attempts: _Attempts, regime: BudgetRegime) -> None:
+        self._env = budgeted_env(env_id, regime)
         self._attempts = attempts
         self._over: str | None = "No episode is running: the game has not started."
         self.reward = 0.0
@@ -124,26 +125,22 @@ class ToolEpisode:
 
 
 def environment_factory(
-    env_id: str,
-    budget: int | None = None,
-    budgets: Sequence[int] | None = None,
-    weights: Sequence[float] | None = None,
-    visible: bool = True,
-    seed: int = 0,
+    env_id: str, regime: BudgetRegime | int | None = None, *, seed: int = 0, **legacy: Any
 ) -> Callable[[], ToolEpisode]:
     """Return the zero-argument factory ``GRPOTrainer(environment_factory=...)`` takes.
 
-    ``budget`` (a ``TurnBudget``) or ``budgets``/``weights`` (a ``BudgetMix``)
-    set T per episode; ``visible`` (default on) ends each observation with the
-    turns left, since a tool user cannot count them otherwise; ``seed`` is the
-    base of the attempt seeds.
+    ``regime`` (a :class:`~agent_envs.env_stack.BudgetRegime`: a fixed T or a
+    mix) sets T per episode; an int T is shown to the model (a tool user
+    cannot count the turns left otherwise), as are the old keywords
+    ``budget``/``budgets``/``weights`` (deprecated) unless ``visible=False``;
+    ``seed`` is the base of the attempt seeds.
     """
+    regime = BudgetRegime.of(regime, legacy, visible=True, where="environment_factory")
     attempts = _Attempts(seed)
-    settings = {BUDGET: budget, "budgets": budgets, "weights": weights, "visible": visible}
-    ToolEpisode(env_id, attempts, **settings)  # a bad id or budget fails here, once
+    ToolEpisode(env_id, attempts, regime)  # a bad id fails here, once
 
     def make() -> ToolEpisode:
-        return ToolEpisode(env_id, attempts, **settings)
+        return ToolEpisode(env_id, attempts, regime)
 
     return make
 

@@ -1,7 +1,9 @@
 """The turn budgets of GRPO training episodes: a fixed T, or a BudgetMix.
 
-The budgets are drawn by :class:`wrappers.budget_draw.BudgetDraw`, the object
-``wrappers.BudgetMix`` draws with: the same checks, the same normalisation of
+A :class:`BudgetSpec` is the run's :class:`agent_envs.env_stack.BudgetRegime`
+plus whether a GRPO group shares one T.  The budgets are drawn by
+:class:`wrappers.budget_draw.BudgetDraw`, the object ``wrappers.BudgetMix``
+draws with: the same checks, the same normalisation of
 the weights and the same random stream.  This module imports neither torch
 nor transformers, so ``train-llm`` can parse its flags into a
 :class:`BudgetSpec` before loading either.
@@ -9,18 +11,19 @@ nor transformers, so ``train-llm`` can parse its flags into a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from wrappers.budget_draw import BudgetDraw
+from agent_envs.env_stack import BudgetRegime
 from wrappers.validators import check_bool
 
 __all__ = ["BudgetSpec"]
 
 
 @dataclass(frozen=True)
-class BudgetSpec:
-    """The turn budgets of training episodes: a fixed T, or a BudgetMix.
+class BudgetSpec(BudgetRegime):
+    """The turn budgets of training episodes: a :class:`~agent_envs.env_stack.BudgetRegime`
+    whose K attempts at a task may share one T.
 
     Args:
         budgets: the budgets T to draw from (one value: a fixed budget).
@@ -36,29 +39,16 @@ class BudgetSpec:
     (not part of equality or of :meth:`to_json`).
     """
 
-    budgets: tuple[int, ...]
-    weights: tuple[float, ...] | None = None
-    visible: bool = False
     shared: bool = True
-    draws: BudgetDraw = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        draws = BudgetDraw(self.budgets, self.weights)
-        check_bool(self.visible, "visible")
+        super().__post_init__()
         check_bool(self.shared, "shared")
-        object.__setattr__(self, "budgets", draws.budgets)
-        object.__setattr__(self, "weights", draws.weights)
-        object.__setattr__(self, "draws", draws)
 
     @classmethod
-    def fixed(cls, budget: int, visible: bool = False) -> BudgetSpec:
-        """Return a fixed budget T."""
-        return cls((budget,), visible=visible)
-
-    @property
-    def max_budget(self) -> int:
-        """The longest budget."""
-        return self.draws.max_budget
+    def from_regime(cls, regime: BudgetRegime, shared: bool = True) -> BudgetSpec:
+        """Return ``regime`` with the GRPO groups' sharing of T."""
+        return cls(regime.budgets, regime.weights, regime.visible, shared)
 
     def describe(self) -> str:
         """Return ``"T=8"`` or ``"BudgetMix{4,6,8,12}"`` for logs and tables."""

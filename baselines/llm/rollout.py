@@ -15,7 +15,7 @@ model's tokens and 0 on the env's, so the loss never trains on env text.
 Token in, token out.  The sampled tokens are the truth: an episode's
 sequence is its first prompt (the task, rendered by
 :class:`baselines.llm.prompt_encoder.PromptEncoder` from ``info["messages"]`` of a
-``ChatHistory(record="raw")`` stack, :func:`wrappers.chat_history.chat_stack`), then every reply
+``ChatHistory(record="raw")`` stack, :data:`TRAINING_STACK`), then every reply
 exactly as sampled, each followed by the chat template's delta for the env's
 answer (:class:`baselines.llm.chat_tokens.ChatTokens`: the end of the
 assistant turn, the user message, the start of the next assistant turn),
@@ -51,6 +51,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
@@ -68,8 +69,7 @@ from baselines.llm.prompt_encoder import PromptEncoder
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from baselines.llm.tasks import task_of
 from wrappers import seeding
-from wrappers.budget import StackBudget, resolve_budget
-from wrappers.chat_history import chat_stack
+from wrappers.budget import StackBudget
 
 __all__ = [
     "END_REASONS",
@@ -84,6 +84,10 @@ __all__ = [
 #: the env without success, or cut by the context.
 END_REASONS = (SUCCESS, BUDGET, "failure", "context")
 # Per-episode fields returned to TRL (and so to the reward functions).
+#: What a GRPO episode's stack adds to the budget: the dialogue, each reply kept whole,
+#: so that each prompt extends the tokens generated; evaluation plays the same stack.
+TRAINING_STACK = StackOptions(history=True, record="raw")
+
 _FIELDS = (
     TASK_ID,
     EPISODE_SEED,
@@ -355,13 +359,8 @@ class EpisodeRollout(LLMPolicy):
     def _stack(self, index: int) -> StackBudget:
         # Envs are reused across steps: building a stack costs more than a reset.
         while len(self._stacks) <= index:
-            env = chat_stack(
-                gym.make(self.env_id),
-                self.budget.max_budget,
-                visible=self.budget.visible,
-                record="raw",
-            )
-            self._stacks.append(resolve_budget(env, self.budget.max_budget))
+            regime = BudgetRegime.fixed(self.budget.max_budget, self.budget.visible)
+            self._stacks.append(make_stack(self.env_id, regime, TRAINING_STACK))
         return self._stacks[index]
 
     @staticmethod

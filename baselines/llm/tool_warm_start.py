@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.trl import PROMPT, environment_factory
 from agent_envs.protocol import TASK_ID
 from agent_envs.registration import make_env
@@ -45,7 +46,11 @@ def _render(tokenizer: Any, messages: list[dict], tool: Any, prompt: bool) -> st
 
 
 def oracle_tool_examples(
-    tokenizer: Any, env_id: str, tasks: Iterable[int], **budget: Any
+    tokenizer: Any,
+    env_id: str,
+    tasks: Iterable[int],
+    regime: BudgetRegime | int | None = None,
+    **budget: Any,
 ) -> list[tuple[str, str]]:
     """Return ``(context, reply)`` texts: every turn of the oracle played through the tool.
 
@@ -53,15 +58,16 @@ def oracle_tool_examples(
     observation, the earlier calls and the tool's answers), rendered by the
     tokenizer's template with the tool's schema and a generation prompt;
     ``reply`` is what the template writes for an assistant turn that calls
-    ``act`` with the oracle's action.  ``budget`` is ``environment_factory``'s
-    (``budget=T`` or ``budgets=[...]``), so the answers show the turns left
-    exactly as in GRPO.
+    ``act`` with the oracle's action.  ``regime`` is ``environment_factory``'s
+    (an int T or a :class:`~agent_envs.env_stack.BudgetRegime`; its old
+    keywords still work, with a ``DeprecationWarning``), so the answers show
+    the turns left exactly as in GRPO.
 
     Raises:
         ValueError: if the template renders a turn differently once the chat
             goes on (the reply would not be what GRPO samples after the context).
     """
-    make = environment_factory(env_id, **budget)
+    make = environment_factory(env_id, regime, **budget)
     examples = []
     for task_id in tasks:
         episode = make()
@@ -94,6 +100,7 @@ def warm_start_tool_calls(
     steps: int = 60,
     learning_rate: float = 1e-2,
     seed: int = 0,
+    regime: BudgetRegime | int | None = None,
     **budget: Any,
 ) -> list[float]:
     """Train ``model`` for ``steps`` steps on :func:`oracle_tool_examples`; return the losses.
@@ -103,7 +110,7 @@ def warm_start_tool_calls(
     """
     import torch
 
-    examples = oracle_tool_examples(tokenizer, env_id, tasks, **budget)
+    examples = oracle_tool_examples(tokenizer, env_id, tasks, regime, **budget)
     if not examples:
         raise ValueError("No oracle turns to learn from: give tasks the oracle can play.")
     encoded = []

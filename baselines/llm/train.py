@@ -1,21 +1,23 @@
 """Train a causal LM on whole episodes of an agent_envs env: warm start, then GRPO.
 
-Read top to bottom: the settings (:class:`LLMTrainConfig`), the model, the
-supervised warm start on noisy-oracle transcripts
-(:mod:`baselines.llm.warm_start`), GRPO with TRL and the episode rollout
-(:mod:`baselines.llm.rollout`), saving, and an optional evaluation on held-out
-tasks.  Run it through the package CLI or as a script::
+The command ``train-llm`` (:class:`LLMCommand`, on the training-command
+skeleton :class:`baselines.command.TrainingCommand`), :func:`train_llm`, and
+the evaluation of a trained model.  The settings are
+:mod:`baselines.llm.train_config` (each flag beside its field) and the GRPO
+wiring :mod:`baselines.llm.grpo`.  Run it through the package CLI or as a
+script::
 
     agent-envs train-llm agent_envs/GuessNumber-v0 --budget-mix 4,6,8,12 \\
         --warm-start 300 --steps 150 --out runs/guess-mix
     python -m baselines.llm.train agent_envs/GuessNumber-v0 --quick
 
 Without ``--model`` it trains the built-in tiny model
-(:mod:`baselines.llm.tiny`) from scratch.  The output folder holds the model
-and tokenizer (``from_pretrained`` loads it, so does ``--agent hf``),
-``train_llm.json`` (every setting, the exact evaluation command, the training
-log) and, unless ``--eval-tasks 0``, ``result.json`` (the Pass@(K,T) surface
-on the evaluation tasks).
+(:mod:`baselines.llm.tiny`) from scratch.  The run folder holds ``model/``
+(the model and tokenizer, which ``from_pretrained`` and ``--agent hf``
+load, and ``train_llm.json``: every setting, the exact evaluation command,
+the training log), the marker ``agent_envs_run.json`` and, unless
+``--eval-tasks 0``, ``result.json`` (the Pass@(K,T) surface on the
+evaluation tasks) and its log ``episodes.jsonl``.
 
 Task ids.  Training uses ``--tasks`` (default ids ``0..63``); evaluation uses
 ``--eval-tasks`` (default ids ``10000..10099``), disjoint from the training ids
@@ -27,43 +29,29 @@ Needs the ``[rl]`` extra (TRL, datasets, transformers, torch).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shlex
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agent_envs.arguments import (
-    BudgetArguments,
-    EvalArguments,
-    Parser,
-    UsageError,
-    add_budget_arguments,
-    add_eval_arguments,
-    deprecated,
-    int_arg,
-    int_list,
-    number_arg,
-    parse_tasks,
-    run_command,
-)
-from agent_envs.evaluation.settings import check_tasks
-from agent_envs.files import add_run_folder_flags, atomic_write_text, path_error
-from agent_envs.protocol import BUDGET, SUCCESS
+from agent_envs import arguments as cli
+from agent_envs.files import add_run_folder_flags, atomic_write_text
+from baselines.command import TrainingCommand, base_parser, check_same_settings, versions
 from baselines.llm.budget_spec import BudgetSpec
-from baselines.llm.few_shot import EXAMPLE_POOL, check_not_example_instance
+from baselines.llm.few_shot import check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
-from wrappers.validators import check_int, check_number, check_probability
+from baselines.llm.prompting import FORMAT_PROMPT
+from baselines.llm.train_config import COLLAPSE_WINDOW, EVAL_FIRST_TASK, QUICK, LLMTrainConfig
 
 __all__ = [
+    "COLLAPSE_WINDOW",
+    "COMMAND",
     "EVAL_FIRST_TASK",
     "LLMTrainConfig",
     "build_parser",
@@ -73,429 +61,83 @@ __all__ = [
     "train_llm",
 ]
 
-# ---------------------------------------------------------------- settings
-#: The first evaluation task id: held-out tasks start far above the training ids.
-EVAL_FIRST_TASK = 10_000
-#: The collapse guard averages the invalid-reply rate over this many GRPO steps.
-COLLAPSE_WINDOW = 5
-#: ``--quick``: just enough of everything to exercise every part once.
-QUICK = {"warm_start": 4, "steps": 2, "tasks": 2, "k": 2, "eval_tasks": 2, "eval_samples": 2}
+#: Names that moved to :mod:`baselines.llm.grpo`; still importable from here.
+_MOVED = ("CPU_SAFE_GRPO", "grpo_config", "load_model", "make_rollout", "save_folder")
+#: The packages whose versions ``train_llm.json`` records.
+PACKAGES = ("agent-envs", "torch", "transformers", "trl", "datasets")
+#: Where a model lives in its run folder: its own subfolder, apart from other files.
+MODEL = "model/"
 
 
-@dataclass(frozen=True)
-class LLMTrainConfig:
-    """Every setting of one training run (saved in ``train_llm.json``).
-
-    Args:
-        env_id: a registered env id.
-        budget: the turn budgets of training episodes (fixed T or BudgetMix).
-        model: a local HF folder, a .gguf file or a short name such as ``smollm2-135m``
-            (:func:`baselines.llm.models.resolve_model`); ``None`` builds the tiny model.
-        tasks: the training task ids.
-        k: attempts per task in a GRPO group (``num_generations``).
-        tasks_per_step: tasks (groups) per GRPO step; a step plays
-            ``k * tasks_per_step`` episodes.
-        steps: GRPO optimizer steps.
-        learning_rate: GRPO's learning rate.
-        warm_start: supervised warm-start steps (0: none).
-        warm_start_episodes: noisy-oracle episodes per training task.
-        warm_start_epsilon: the noisy oracle's random-action probability.
-        warm_start_lr: the warm start's learning rate.
-        process_reward: coefficient of the process reward (0: outcome only).
-        seed: seeds the tiny model, the episodes, sampling and training.
-        max_new_tokens: the most tokens of one reply.
-        temperature: the sampling temperature (training and evaluation).
-        system_prompt: the system prompt (as ``HFAgent``'s; by default the
-            reply format's own).
-        few_shot: oracle episodes shown before each real one, in training
-            and evaluation alike (as ``HFAgent``'s; :mod:`baselines.llm.few_shot`).
-        reply_format: ``"action"`` or ``"think"`` (as ``HFAgent``'s; by
-            default ``"action"`` with ``few_shot``, else ``"think"``).
-        context: the context length of the built-in tiny model, in tokens
-            (ignored with ``model``); a longer budget or a wordier env needs
-            more, or its episodes end with ``end_reason="context"``.
-        lora: train LoRA adapters only (:mod:`baselines.llm.lora`); ``None``:
-            full fine-tuning.
-        micro_batch: episodes per forward and backward pass of the GRPO update
-            (gradients are accumulated over the step's episodes); ``None``:
-            the whole step at once.  It bounds memory, not the result.
-        beta: the KL penalty to the model GRPO starts from (the warm start),
-            TRL's ``beta``.  At 0 the policy may drift anywhere: at lr 1e-3,
-            2 of 3 regimes collapsed to 100% invalid replies within 150 steps.
-        collapse_invalid: the collapse guard.  GRPO stops, and the sidecar
-            says so under ``stopped``, once the invalid-reply rate averaged over
-            the last ``COLLAPSE_WINDOW`` steps exceeds this (1 turns it off).
-    """
-
-    env_id: str
-    budget: BudgetSpec
-    model: str | None = None
-    tasks: tuple[int, ...] = tuple(range(64))
-    k: int = 8
-    tasks_per_step: int = 4
-    steps: int = 150
-    learning_rate: float = 5e-4
-    warm_start: int = 300
-    warm_start_episodes: int = 4
-    warm_start_epsilon: float = 0.25
-    warm_start_lr: float = 1e-2
-    process_reward: float = 0.0
-    seed: int = 0
-    max_new_tokens: int = 8
-    temperature: float = 1.0
-    system_prompt: str | None = FORMAT_PROMPT
-    few_shot: int = 0
-    reply_format: str | None = None
-    context: int = 1024
-    lora: LoRASpec | None = None
-    micro_batch: int | None = None
-    beta: float = 0.04
-    collapse_invalid: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name in ("k", "tasks_per_step", "max_new_tokens", "context"):
-            check_int(getattr(self, name), name, 1)
-        if self.k < 2:
-            raise ValueError(
-                f"k must be >= 2: GRPO compares attempts within a group; got {self.k}."
-            )
-        for name in ("steps", "warm_start", "warm_start_episodes", "seed"):
-            check_int(getattr(self, name), name, 0)
-        for name in ("learning_rate", "warm_start_lr", "temperature"):
-            check_number(getattr(self, name), name, 0.0, open_low=True)
-        for name in ("process_reward", "beta"):
-            check_number(getattr(self, name), name, 0.0)
-        check_number(self.collapse_invalid, "collapse_invalid", 0.0, 1.0, open_low=True)
-        check_probability(self.warm_start_epsilon, "warm_start_epsilon")
-        # The prompt settings, checked by the owner that will use them.
-        LLMPolicy(
-            few_shot=self.few_shot, reply_format=self.reply_format, system_prompt=self.system_prompt
-        )
-        if not self.tasks:
-            raise ValueError("tasks must not be empty.")
-        if self.micro_batch is not None and (
-            isinstance(self.micro_batch, bool)
-            or not isinstance(self.micro_batch, int)
-            or self.micro_batch < 1
-            or (self.k * self.tasks_per_step) % self.micro_batch
-        ):
-            raise ValueError(
-                f"micro_batch must divide the {self.k * self.tasks_per_step} episodes of a "
-                f"step, got {self.micro_batch!r}."
-            )
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the settings as a JSON-ready dict."""
-        data = asdict(self)
-        data[BUDGET] = self.budget.to_json()
-        data["tasks"] = list(self.tasks)
-        return data
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        return getattr(importlib.import_module("baselines.llm.grpo"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------- train
-#: TRL's defaults that break CPU runs (bf16, gradient checkpointing), skew the
-#: recomputed log-probs (dropout) or report to a remote tracker.
-CPU_SAFE_GRPO = {
-    "bf16": False,
-    "gradient_checkpointing": False,
-    "disable_dropout": True,
-    "report_to": "none",
-}
-
-
-def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
-    """Return a ``trl.GRPOConfig`` with :data:`CPU_SAFE_GRPO` under ``settings``."""
-    from trl import GRPOConfig
-
-    return GRPOConfig(output_dir=str(output_dir), **{**CPU_SAFE_GRPO, **settings})
-
-
-def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
-    """Return ``(model, tokenizer)``: the given model (folder, ``.gguf`` or short name), or
-    the tiny model built in ``out/base``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if config.model is None:
-        from baselines.llm.tiny import build_tiny_model
-
-        path = build_tiny_model(
-            out / "base", config.env_id, seed=config.seed, context=config.context
-        )
-    else:
-        from baselines.llm.models import resolve_model
-
-        path = resolve_model(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left", local_files_only=True)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-    return model, tokenizer
-
-
-def make_rollout(config: LLMTrainConfig) -> Any:
-    """Return the :class:`~baselines.llm.rollout.EpisodeRollout` of ``config``."""
-    from baselines.llm.rollout import EpisodeRollout
-
-    return EpisodeRollout(
-        config.env_id,
-        config.budget,
-        seed=config.seed,
-        system_prompt=config.system_prompt,
-        few_shot=config.few_shot,
-        reply_format=config.reply_format,
-        max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        process_reward=config.process_reward > 0,
-    )
-
-
 def train_llm(
     config: LLMTrainConfig, out: str | os.PathLike[str], log: Callable[[str], None] = print
 ) -> Path:
     """Warm-start, train with GRPO, save the model in ``out``; return ``out``.
 
-    ``log`` receives the short training log (one line per ``log`` step).
+    ``out`` gets the model, its tokenizer and ``train_llm.json`` (and
+    ``base/``, the tiny model trained from); the Trainer works in a scratch
+    folder of its own, removed afterwards.  ``log`` receives the short
+    training log (one line per ``log`` step).
     """
     import datasets
     import torch
     from transformers import set_seed
 
+    from baselines.llm import grpo
+
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
     datasets.disable_progress_bars()
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    set_seed(config.seed)
-    model, tokenizer = load_model(config, out)
-    if config.lora is not None:
-        model = apply_lora(model, config.lora)
-    timings: dict[str, float] = {}
-    history: list[dict[str, Any]] = []
-    stopped: dict[str, Any] = {}  # filled by the collapse guard when it stops GRPO
-
-    started = time.perf_counter()
-    if config.warm_start:
-        model = _warm_start(model, tokenizer, config, out, log)
-    timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
-
-    started = time.perf_counter()
-    if config.steps:
-        model = _grpo(model, tokenizer, config, out, (history, stopped), log)
-    timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
-
-    shutil.rmtree(out / "checkpoints", ignore_errors=True)  # Trainer's output_dir; saves nothing
+    scratch = grpo.scratch_folder(out)
+    try:
+        set_seed(config.seed)
+        model, tokenizer = grpo.load_model(config, out)
+        if config.lora is not None:
+            model = apply_lora(model, config.lora)
+        model, timings, progress = _train_phases(model, tokenizer, config, scratch, log)
+    finally:
+        grpo.remove_scratch(scratch)
     saved: list[Any] = []  # save_model merges a LoRA model: the merged one is kept
-    save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
-    save_folder(out, tokenizer.save_pretrained)
-    model = saved[0]
+    grpo.save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
+    grpo.save_folder(out, tokenizer.save_pretrained)
     sidecar = {
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
         "timings": timings,
-        "stopped": stopped or None,
-        "log": history,
+        "stopped": progress.stopped or None,
+        "log": progress.history,
         "torch_threads": torch.get_num_threads(),
-        "versions": _versions(),
+        "versions": versions(PACKAGES),
     }
     atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
 
 
-def _warm_start(
-    model: Any, tokenizer: Any, config: LLMTrainConfig, out: Path, log: Callable[[str], None]
-) -> Any:
-    """Fine-tune on noisy-oracle transcripts of the training tasks; return the model."""
-    from baselines.llm.warm_start import demonstrations, warm_start
+def _train_phases(
+    model: Any, tokenizer: Any, config: LLMTrainConfig, scratch: Path, log: Callable[[str], None]
+) -> tuple[Any, dict[str, float], Any]:
+    """Run the warm start, then GRPO; return the model, the timings and GRPO's log."""
+    from baselines.llm import grpo
 
-    rows = demonstrations(
-        model,
-        tokenizer,
-        make_rollout(config),
-        config.tasks,
-        config.warm_start_episodes,
-        config.warm_start_epsilon,
-    )
-    log(f"warm start: {len(rows)} noisy-oracle episodes, {config.warm_start} steps")
-    return warm_start(
-        model,
-        tokenizer,
-        rows,
-        config.warm_start,
-        learning_rate=config.warm_start_lr,
-        seed=config.seed,
-        output_dir=str(out / "checkpoints"),
-    )
-
-
-def _grpo(
-    model: Any,
-    tokenizer: Any,
-    config: LLMTrainConfig,
-    out: Path,
-    records: tuple[list[dict[str, Any]], dict[str, Any]],
-    log: Callable[[str], None],
-) -> Any:
-    """Train with GRPO on whole episodes; return the model.
-
-    ``records`` is ``(history, stopped)``: each step's log line goes into
-    ``history``, and the collapse guard fills ``stopped`` when it stops GRPO.
-    """
-    from datasets import Dataset
-    from trl import GRPOTrainer
-
-    from baselines.llm.rewards import outcome_reward, process_reward
-    from baselines.llm.tasks import task_prompt
-
-    rewards: list[Any] = [outcome_reward]
-    if config.process_reward > 0:
-        rewards.append(process_reward(config.process_reward))
-    episodes = config.k * config.tasks_per_step
-    micro = config.micro_batch or episodes
-    args = grpo_config(
-        out / "checkpoints",
-        max_steps=config.steps,
-        num_generations=config.k,
-        # One rollout per optimiser step, its episodes scored `micro` at a time.
-        per_device_train_batch_size=micro,
-        gradient_accumulation_steps=episodes // micro,
-        steps_per_generation=episodes // micro,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type="constant",
-        temperature=config.temperature,
-        max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
-        beta=config.beta,
-        save_strategy="no",
-        logging_steps=1,
-        seed=config.seed,
-        disable_tqdm=True,
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=rewards,
-        args=args,
-        train_dataset=Dataset.from_list([{"prompt": task_prompt(task)} for task in config.tasks]),
-        processing_class=tokenizer,
-        rollout_func=make_rollout(config),
-    )
-    if trainer.ref_model is not None:
-        # TRL reloads the KL reference from the model's folder, which after an
-        # in-process warm start holds the untrained base: anchor it to the
-        # weights GRPO starts from instead.
-        trainer.ref_model.load_state_dict(model.state_dict())
-    history, stopped = records
-    _quiet(trainer, history, log, config.steps)
-    trainer.add_callback(_collapse_guard(config.collapse_invalid, history, stopped, log))
-    trainer.train()
-    return trainer.model
-
-
-def save_folder(out: Path, *savers: Callable[[str], object]) -> None:
-    """Let each of ``savers`` write into a staging folder, then move every file into ``out``.
-
-    ``save_pretrained`` writes several files; staged this way, each file of
-    ``out`` is replaced whole (one atomic rename each), so a crash or a full
-    disk never leaves a cut weight file where a model was.
-    """
-    try:
-        with tempfile.TemporaryDirectory(dir=out, prefix=".saving-") as staging:
-            for save in savers:
-                save(staging)
-            for item in sorted(Path(staging).iterdir()):
-                if item.is_dir() and (out / item.name).is_dir():  # a LoRA adapter folder
-                    shutil.rmtree(out / item.name)
-                os.replace(item, out / item.name)
-    except OSError as exc:
-        raise path_error(exc, out) from None
-
-
-def _quiet(trainer: Any, history: list, log: Callable[[str], None], steps: int) -> None:
-    """Replace TRL's dict printing with a progress bar and one short line per step."""
-    from transformers import PrinterCallback, ProgressCallback, TrainerCallback
-
-    trainer.remove_callback(PrinterCallback)
-    trainer.remove_callback(ProgressCallback)
-    bar = _progress(steps)
-
-    class ShortLog(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if not logs or "loss" not in logs:
-                return
-            entry = {
-                "step": state.global_step,
-                SUCCESS: logs.get("episodes/success"),
-                "turns": logs.get("episodes/turns"),
-                "invalid": logs.get("episodes/invalid_rate"),
-                "zero_std": logs.get("frac_reward_zero_std"),  # groups with no signal
-                "kl": logs.get("kl"),
-                "reward": logs.get("reward"),
-                "loss": logs.get("loss"),
-                "seconds": logs.get("step_time"),
-            }
-            history.append(entry)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(success=entry[SUCCESS], reward=entry["reward"])
-            step = state.global_step
-            if bar is None or step == 1 or step % 10 == 0 or step == steps:
-                line = " ".join(
-                    f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
-                    for key, value in entry.items()
-                    if value is not None
-                )
-                (bar.write if bar is not None else log)(line)
-
-        def on_train_end(self, args, state, control, **kwargs):
-            if bar is not None:
-                bar.close()
-
-    trainer.add_callback(ShortLog())
-
-
-def _collapse_guard(
-    limit: float, history: list[dict[str, Any]], stopped: dict[str, Any], log: Callable
-) -> Any:
-    """Return a callback that stops GRPO once the recent invalid-reply rate exceeds ``limit``."""
-    from transformers import TrainerCallback
-
-    class CollapseGuard(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            recent = [
-                e["invalid"] for e in history[-COLLAPSE_WINDOW:] if e.get("invalid") is not None
-            ]
-            if stopped or len(recent) < COLLAPSE_WINDOW or limit >= 1:
-                return
-            rate = sum(recent) / len(recent)
-            if rate > limit:
-                stopped.update(step=state.global_step, invalid_rate=round(rate, 4), limit=limit)
-                control.should_training_stop = True
-                log(
-                    f"collapse guard: stopped GRPO at step {state.global_step}: invalid-reply "
-                    f"rate {rate:.2f} over the last {COLLAPSE_WINDOW} steps > {limit}"
-                )
-
-    return CollapseGuard()
-
-
-def _progress(total: int) -> Any:
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="GRPO", unit="step")
-
-
-def _versions() -> dict[str, str]:
-    import importlib.metadata as metadata
-
-    versions = {}
-    for package in ("agent-envs", "torch", "transformers", "trl", "datasets"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "not installed"
-    return versions
+    timings: dict[str, float] = {}
+    progress = grpo.GRPOLog(config.steps, config.collapse_invalid, log)
+    started = time.perf_counter()
+    if config.warm_start:
+        model = grpo.warm_start_model(model, tokenizer, config, scratch, log)
+    timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
+    started = time.perf_counter()
+    if config.steps:
+        model = grpo.run_grpo(model, tokenizer, config, scratch, progress)
+    timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
+    return model, timings, progress
 
 
 # ------------------------------------------------------------------ evaluate
@@ -581,24 +223,24 @@ def evaluate_model(
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
-    The env stack is training's (:func:`wrappers.chat_history.chat_stack` with
-    ``record="raw"``) and the agent an ``HFAgent`` with the training settings,
-    so every prompt is built as in training.  ``step_quality`` also judges the
+    The env stack is training's (:data:`baselines.llm.rollout.TRAINING_STACK`:
+    ``ChatHistory(record="raw")`` outside the budget) and the agent an
+    ``HFAgent`` with the training settings, so every prompt is built as in
+    training.  ``step_quality`` also judges the
     model on that many shared reference states per task, drawn with
     ``step_quality_seed`` (the study's, never the training seed, so every seed
     meets the same states).  Returns the :class:`agent_envs.evaluation.EvalResult`.
     """
-    import gymnasium as gym
-
+    from agent_envs.env_stack import StackRecipe
     from agent_envs.evaluation import evaluate
-    from wrappers.chat_history import chat_stack
+    from baselines.llm.rollout import TRAINING_STACK
 
     agent = training_agent(path, config, batch_size, seed)
     visible = config.budget.visible
     extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
     return evaluate(
         agent,
-        lambda: chat_stack(gym.make(config.env_id), max(budgets), visible=visible, record="raw"),
+        StackRecipe(config.env_id, TRAINING_STACK),
         ks=[k for k in ks if k <= samples],
         budgets=budgets,
         tasks=list(tasks),
@@ -615,91 +257,118 @@ def evaluate_model(
 
 
 # ----------------------------------------------------------------------- CLI
-_PROG = "agent-envs train-llm"
+class LLMCommand(TrainingCommand):
+    """``agent-envs train-llm``: warm-start and GRPO-train one model, then evaluate it."""
+
+    prog = "agent-envs train-llm"
+    extra = "rl"
+    model_files = (MODEL,)
+    eval_files = ("result.json", "episodes.jsonl")
+
+    def build_parser(self) -> cli.Parser:
+        return build_parser()
+
+    def configs(self, args: argparse.Namespace) -> list[LLMTrainConfig]:
+        spec = BudgetSpec.from_regime(args.budget_flags.regime(args), not args.independent_budgets)
+        config = LLMTrainConfig(
+            **cli.config_values(LLMTrainConfig, args),
+            env_id=args.env_id,
+            budget=spec,
+            lora=_lora_spec(args),
+        )
+        if args.quick:
+            config = replace(
+                config,
+                tasks=config.tasks[: QUICK["tasks"]],
+                k=QUICK["k"],
+                tasks_per_step=1,
+                steps=QUICK["steps"],
+                warm_start=min(config.warm_start, QUICK["warm_start"]),
+                warm_start_episodes=1,
+            )
+        return [config]
+
+    def run_layout(self, args: argparse.Namespace, configs: list[Any]) -> tuple[Any, list[str]]:
+        config = configs[0]
+        name = f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
+        return (Path("runs/llm") / name if args.out is None else args.out), [""]
+
+    def settings_json(self, configs: list[LLMTrainConfig]) -> Any:
+        return configs[0].to_json()
+
+    def evaluation(self, args: argparse.Namespace, config: LLMTrainConfig) -> Any:
+        settings = _eval_settings(args, config)
+        if config.few_shot:  # refused now, in one line, rather than at the first step
+            eval_ids = settings.tasks if settings is not None else ()
+            check_not_example_instance(config.env_id, config.few_shot, (*config.tasks, *eval_ids))
+        return settings
+
+    def trained(self, config: LLMTrainConfig, out: Path) -> Path | None:
+        sidecar = out / MODEL / "train_llm.json"
+        if not sidecar.is_file():
+            return None  # not trained, or cut off before its sidecar: trained again
+        try:
+            saved = json.loads(sidecar.read_text(encoding="utf-8")).get("config")
+        except (OSError, ValueError, AttributeError):
+            saved = None
+        check_same_settings(saved, config.to_json(), f"the model in {out / MODEL}")
+        return out / MODEL
+
+    def train(self, config: LLMTrainConfig, out: Path) -> Path:
+        import torch
+
+        torch.set_num_threads(self.threads)  # 2 threads on 2 shared cores swung 0.45 s to 20 s
+        return train_llm(config, out / MODEL)
+
+    def evaluate(self, args, config, settings, model, out) -> None:  # type: ignore[override]
+        import torch
+
+        torch.set_num_threads(self.threads)
+        _evaluate_into(model, out, config, settings)
+
+    def started(self, args: argparse.Namespace, configs: list[Any], plans: list[Any]) -> None:
+        config, settings = configs[0], plans[0]
+        self.threads = args.threads
+        eval_tasks = settings.tasks if settings is not None else ()
+        print(
+            f"training on {config.env_id}, {config.budget.describe()}, {len(config.tasks)} "
+            f"training tasks ({_span(config.tasks)}), evaluation tasks "
+            f"{_span(eval_tasks) or 'none'}"
+        )
+
+    def finished(self, args, configs, folder, plans) -> None:  # type: ignore[override]
+        print(f"evaluate again with:\n  {eval_command(configs[0], folder / MODEL, plans[0])}")
 
 
-def build_parser() -> tuple[Parser, EvalArguments, BudgetArguments]:
-    """Return the ``train-llm`` argument parser and the readers of its shared flags."""
-    parser = Parser(
-        prog=_PROG,
-        description="Train a causal LM on whole episodes: noisy-oracle warm start, then GRPO "
-        "(TRL) under a fixed turn budget or a BudgetMix.",
+def build_parser() -> cli.Parser:
+    """Return the ``train-llm`` argument parser."""
+    parser = base_parser(
+        LLMCommand.prog,
+        "Train a causal LM on whole episodes: noisy-oracle warm start, then GRPO (TRL) under "
+        "a fixed turn budget or a BudgetMix.",
+        "agent_envs/GuessNumber-v0",
+        budget=8,
     )
-    parser.add_argument("env_id", help="a registered id, e.g. agent_envs/GuessNumber-v0")
-    parser.add_argument(
-        "--model",
-        default=None,
-        help="a local HF folder, a .gguf file or smollm2-135m (default: the tiny model)",
-    )
-    budget = add_budget_arguments(parser, default=8)
     parser.add_argument(
         "--independent-budgets",
         action="store_true",
         help="each attempt draws its own T (default: the K attempts of a task share one)",
     )
-    parser.add_argument(
-        "--group-size", type=int_arg(2), default=8, help="GRPO's K: attempts per task (8)"
-    )
-    deprecated(parser, "--k", "--group-size", type=int_arg(2))
-    parser.add_argument(
-        "--tasks", default="64", help="training task ids: count (64 = ids 0..63), a:b or ids"
-    )
-    number = int_arg(1)
-    parser.add_argument("--tasks-per-step", type=number, default=4, help="groups per step (4)")
-    parser.add_argument("--warm-start", type=int_arg(0), default=300, help="steps (0: none)")
-    parser.add_argument("--steps", type=int_arg(0), default=150, help="GRPO steps (150)")
-    parser.add_argument("--lr", type=number_arg(0, open_low=True), default=5e-4, help="(5e-4)")
-    parser.add_argument(
-        "--beta", type=number_arg(0), default=0.04, help="KL penalty to the warm start (0.04)"
-    )
-    parser.add_argument(
-        "--collapse-invalid",
-        type=number_arg(0, 1, open_low=True),
-        default=0.5,
-        help="stop GRPO once the invalid-reply rate over 5 steps exceeds this (0.5; 1: never)",
-    )
-    parser.add_argument(
-        "--process-reward", type=number_arg(0), default=0.0, help="its coefficient (0: off)"
-    )
-    parser.add_argument("--seed", type=int_arg(0), default=0, help="seed (0)")
-    _add_prompt_arguments(parser)
-    parser.add_argument(
-        "--context", type=number, default=1024, help="the tiny model's context in tokens (1024)"
-    )
+    cli.add_config_arguments(parser, LLMTrainConfig)
+    cli.deprecated(parser, "--k", "--group-size", type=cli.int_arg(2))
     _add_lora_arguments(parser)
     parser.add_argument("--out", default=None, help="output folder")
     add_run_folder_flags(parser)
-    parser.add_argument("--threads", type=number, default=1, help="torch threads (1; see docs)")
+    parser.add_argument(
+        "--threads", type=cli.int_arg(1), default=1, help="torch threads (1; see docs)"
+    )
     parser.add_argument("--quick", action="store_true", help="a few steps of everything")
-    return parser, _add_evaluation(parser), budget
+    parser.set_defaults(eval_flags=_add_evaluation(parser))
+    return parser
 
 
-def _add_prompt_arguments(parser: Parser) -> None:
-    """Add how the model is prompted and sampled, in training and evaluation alike."""
-    number = int_arg(1)
-    parser.add_argument("--max-new-tokens", type=number, default=8, help="tokens per reply (8)")
-    parser.add_argument(
-        "--temperature",
-        type=number_arg(0, open_low=True),
-        default=1.0,
-        help="sampling temperature, in training and evaluation (1.0)",
-    )
-    parser.add_argument(
-        "--few-shot",
-        type=int_arg(0, EXAMPLE_POOL),
-        default=0,
-        help="oracle episodes shown before each real one, in training and evaluation (0)",
-    )
-    parser.add_argument(
-        "--reply-format",
-        choices=REPLY_FORMATS,
-        default=None,
-        help="'action' (the bare action) or 'think' (default: action with --few-shot)",
-    )
-
-
-def _add_lora_arguments(parser: Parser) -> None:
-    """Add what a large model needs to train in memory: LoRA adapters and micro-batches."""
+def _add_lora_arguments(parser: cli.Parser) -> None:
+    """Add the LoRA adapters a large model needs to train in memory (``--micro-batch`` too)."""
     parser.add_argument(
         "--lora",
         type=int,
@@ -723,18 +392,12 @@ def _add_lora_arguments(parser: Parser) -> None:
         default=None,
         help="adapt only the last N layers (default: all); the backward stops there",
     )
-    parser.add_argument(
-        "--micro-batch",
-        type=int,
-        default=None,
-        help="episodes per forward/backward of the GRPO update (default: the whole step)",
-    )
 
 
-def _add_evaluation(parser: Parser) -> EvalArguments:
+def _add_evaluation(parser: cli.Parser) -> cli.EvalArguments:
     """Add the evaluation flags, shared with ``train-sb3`` (``--eval-tasks 0`` skips it)."""
     evaluation = parser.add_argument_group("evaluation (--eval-tasks 0 skips it)")
-    flags = add_eval_arguments(
+    flags = cli.add_eval_arguments(
         evaluation,
         prefix="eval-",
         k=None,
@@ -744,48 +407,8 @@ def _add_evaluation(parser: Parser) -> EvalArguments:
         tasks="100",
         first=EVAL_FIRST_TASK,
     )
-    deprecated(evaluation, "--t", "--eval-budgets", type=int_list(None))
+    cli.deprecated(evaluation, "--t", "--eval-budgets", type=cli.int_list(None))
     return flags
-
-
-def config_from_args(args: argparse.Namespace, budget: BudgetArguments) -> LLMTrainConfig:
-    """Build the run's settings from parsed arguments."""
-    budgets, weights = budget.budgets(args)
-    spec = BudgetSpec(budgets, weights, args.visible_budget, not args.independent_budgets)
-    tasks = check_tasks(parse_tasks(args.tasks, "--tasks"))
-    config = LLMTrainConfig(
-        lora=_lora_spec(args),
-        micro_batch=args.micro_batch,
-        env_id=args.env_id,
-        budget=spec,
-        model=args.model,
-        tasks=tasks,
-        k=args.group_size,
-        tasks_per_step=args.tasks_per_step,
-        steps=args.steps,
-        learning_rate=args.lr,
-        warm_start=args.warm_start,
-        process_reward=args.process_reward,
-        seed=args.seed,
-        max_new_tokens=args.max_new_tokens,
-        few_shot=args.few_shot,
-        reply_format=args.reply_format,
-        temperature=args.temperature,
-        context=args.context,
-        beta=args.beta,
-        collapse_invalid=args.collapse_invalid,
-    )
-    if args.quick:
-        config = replace(
-            config,
-            tasks=tasks[: QUICK["tasks"]],
-            k=QUICK["k"],
-            tasks_per_step=1,
-            steps=QUICK["steps"],
-            warm_start=min(config.warm_start, QUICK["warm_start"]),
-            warm_start_episodes=1,
-        )
-    return config
 
 
 def _lora_spec(args: argparse.Namespace) -> LoRASpec | None:
@@ -793,7 +416,7 @@ def _lora_spec(args: argparse.Namespace) -> LoRASpec | None:
     if args.lora == 0:
         extras = (args.lora_alpha, args.lora_targets, args.lora_layers)
         if any(value is not None for value in extras) or args.lora_dropout:
-            raise UsageError(
+            raise cli.UsageError(
                 "--lora-alpha, --lora-dropout, --lora-targets and --lora-layers go with --lora R."
             )
         return None
@@ -805,10 +428,10 @@ def _lora_spec(args: argparse.Namespace) -> LoRASpec | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``train-llm`` command; return the exit status."""
-    return run_command(_PROG, _main, argv, extra="rl")
+    return COMMAND.main(argv)
 
 
-def _eval_settings(args: argparse.Namespace, flags: EvalArguments, config: LLMTrainConfig) -> Any:
+def _eval_settings(args: argparse.Namespace, config: LLMTrainConfig) -> Any:
     """Return the evaluation's settings, checked before training (``None``: no evaluation)."""
     if args.eval_tasks == "0":
         return None
@@ -816,7 +439,9 @@ def _eval_settings(args: argparse.Namespace, flags: EvalArguments, config: LLMTr
         args.eval_samples = QUICK["eval_samples"]
     if args.eval_k is None:
         args.eval_k = tuple(k for k in (1, 2, 4) if k <= args.eval_samples)
-    settings = flags.settings(args, budgets=sorted(set(config.budget.budgets)), seed=config.seed)
+    settings = args.eval_flags.settings(
+        args, budgets=sorted(set(config.budget.budgets)), seed=config.seed
+    )
     if args.quick:
         settings = settings.resolved(tasks=settings.tasks[: QUICK["eval_tasks"]])
     overlap = set(settings.tasks) & set(config.tasks)
@@ -829,51 +454,10 @@ def _eval_settings(args: argparse.Namespace, flags: EvalArguments, config: LLMTr
     return settings
 
 
-def _main(argv: list[str]) -> int:
-    from agent_envs.registration import resolve_env_id
-
-    parser, flags, budget = build_parser()
-    args = parser.parse_args(argv)
-    try:  # a registered id, module:EnvId, or an id an installed env package registers
-        args.env_id = resolve_env_id(args.env_id)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    config = config_from_args(args, budget)
-    settings = _eval_settings(args, flags, config)
-    if config.few_shot:  # refused now, in one line, rather than at the first step
-        eval_ids = settings.tasks if settings is not None else ()
-        check_not_example_instance(config.env_id, config.few_shot, (*config.tasks, *eval_ids))
-    out, trained = _run_folder(args, config)
-    import torch
-
-    torch.set_num_threads(args.threads)  # 2 threads on 2 shared cores swung 0.45 s to 20 s
-    eval_tasks = settings.tasks if settings is not None else ()
-    print(
-        f"training on {config.env_id}, {config.budget.describe()}, {len(config.tasks)} "
-        f"training tasks ({_span(config.tasks)}), evaluation tasks {_span(eval_tasks) or 'none'}"
-    )
-    try:
-        if not trained:
-            train_llm(config, out)
-        if settings is not None:
-            _evaluate_into(out, config, settings)
-    except KeyboardInterrupt:
-        print(
-            f"agent-envs train-llm: interrupted. {out} keeps the model if its training "
-            "finished (train_llm.json says so) and the evaluation episodes that finished; "
-            "rerun the same command with --resume to reuse them (training that was cut off "
-            "starts again).",
-            file=sys.stderr,
-        )
-        return 130
-    print(f"evaluate again with:\n  {eval_command(config, out, settings)}")
-    return 0
-
-
-def _evaluate_into(out: Path, config: LLMTrainConfig, settings: Any) -> None:
-    """Evaluate the model saved in ``out``; its log ``out/episodes.jsonl`` lets --resume go on."""
+def _evaluate_into(model: Path, out: Path, config: LLMTrainConfig, settings: Any) -> None:
+    """Evaluate the model saved in ``model``; its log ``out/episodes.jsonl`` lets --resume go on."""
     result = evaluate_model(
-        out,
+        model,
         config,
         budgets=settings.budgets,
         tasks=settings.tasks,
@@ -887,49 +471,6 @@ def _evaluate_into(out: Path, config: LLMTrainConfig, settings: Any) -> None:
     print(f"wrote {out / 'result.json'}")
 
 
-#: What train-llm writes in --out besides the model's own files.
-RUN_FILES = ("train_llm.json", "result.json", "episodes.jsonl")
-
-
-def _run_folder(args: argparse.Namespace, config: LLMTrainConfig) -> tuple[Path, bool]:
-    """Check ``--out`` before any work; return it and whether --resume found the model trained.
-
-    A folder that holds files is refused unless ``--resume`` (reuse a model
-    trained with the same settings) or ``--overwrite`` (its run files go
-    first; the model's own files are replaced whole when the new one is saved).
-    """
-    from agent_envs.files import prepare_run_folder
-
-    default = Path("runs/llm") / (
-        f"{config.env_id.split('/')[-1]}-{config.budget.describe()}-seed{config.seed}"
-    )
-    try:
-        out = prepare_run_folder(
-            default if args.out is None else args.out,
-            RUN_FILES,
-            resume=args.resume,
-            overwrite=args.overwrite,
-        )
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    sidecar = out / "train_llm.json"
-    if not (args.resume and sidecar.is_file()):
-        return out, False
-    try:
-        saved = json.loads(sidecar.read_text(encoding="utf-8")).get("config")
-    except (OSError, ValueError, AttributeError):
-        saved = None
-    wanted = json.loads(json.dumps(config.to_json()))
-    if saved != wanted:
-        changed = sorted(key for key in wanted if (saved or {}).get(key) != wanted[key])
-        raise UsageError(
-            f"--resume: the model in {out} was trained with other settings "
-            f"({', '.join(changed) or 'unreadable train_llm.json'}); rerun with those "
-            "settings, pass --overwrite to replace it, or use another --out."
-        )
-    return out, True
-
-
 def _span(ids: Sequence[int]) -> str:
     if not ids:
         return ""
@@ -937,6 +478,9 @@ def _span(ids: Sequence[int]) -> str:
         return f"ids {ids[0]}..{ids[-1]}"
     return f"{len(ids)} ids"
 
+
+#: The ``train-llm`` command.
+COMMAND = LLMCommand()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,41 +1,43 @@
 """SB3Agent: a trained Stable-Baselines3 model as a compliant text policy.
 
-A model trained by :mod:`baselines.sb3.train` is saved as ``model.zip`` next to
-a JSON *sidecar* ``model.json`` that records everything needed to act exactly
-as in training: the algorithm, the observation encoder's settings, the action
-vocabulary, whether action masks were used, and whether the budget was
-visible (:class:`baselines.sb3.env.StackSettings`).  :class:`SB3Agent` acts
-through the very encoder (:class:`wrappers.TextEncoder`) and mask function
-(:func:`wrappers.action_mask`) of the training stack, built from those
-settings, so the network sees at evaluation time the arrays it saw in
-training.  :meth:`SB3Agent.from_model` wraps a model in memory instead.
-
-Needs the ``[sb3]`` extra (torch, stable-baselines3, sb3-contrib); torch is
-imported only when an agent is built.
+``train-sb3`` saves a model as ``model/model.zip`` beside its JSON *sidecar*
+``model.json``: the algorithm, the encoder's settings, the action vocabulary,
+whether actions were masked and whether the budget was visible
+(:class:`baselines.sb3.env.StackSettings`).  :class:`SB3Agent` acts through the
+training stack's own encoder (:class:`wrappers.TextEncoder`) and mask function
+(:func:`wrappers.action_mask`), built from them, so the network sees the arrays
+it saw in training; :meth:`SB3Agent.from_model` wraps a model in memory.  Needs
+the ``[sb3]`` extra; torch is imported only when an agent is built.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agent_envs import install_hint
-from agent_envs.files import atomic_write_text
 from agent_envs.fingerprint import file_fingerprint
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3.env import StackSettings
+from baselines.sb3.sidecar import (
+    ALGORITHMS,
+    SIDECAR_FORMAT,
+    algorithm_class,
+    algorithm_name,
+    read_sidecar,
+    sidecar_path,
+    write_sidecar,
+)
 from wrappers import seeding
 from wrappers.discrete_actions import action_mask
 from wrappers.turn_budget import add_budget_line, strip_budget_line
 from wrappers.validators import check_bool, check_int
 
+# The algorithms and the sidecar live in baselines.sb3.sidecar; importable from here too.
 __all__ = [
     "ALGORITHMS",
     "SIDECAR_FORMAT",
@@ -46,26 +48,6 @@ __all__ = [
     "write_sidecar",
 ]
 
-#: Algorithm name -> (module, class).  ``maskable_ppo`` reads action masks;
-#: ``recurrent_ppo`` keeps an LSTM state per episode.
-ALGORITHMS: dict[str, tuple[str, str]] = {
-    "ppo": ("stable_baselines3", "PPO"),
-    "a2c": ("stable_baselines3", "A2C"),
-    "dqn": ("stable_baselines3", "DQN"),
-    "maskable_ppo": ("sb3_contrib", "MaskablePPO"),
-    "recurrent_ppo": ("sb3_contrib", "RecurrentPPO"),
-}
-
-#: Version of the sidecar layout; bumped when its keys change meaning.
-SIDECAR_FORMAT = 1
-_SIDECAR_KEYS = (
-    "format",
-    "algo",
-    "encoding",
-    "action_vocabulary",
-    "action_masks",
-    "visible_budget",
-)
 # Per-episode bookkeeping is dropped oldest-first beyond this many episodes.
 _MAX_EPISODES = 4096
 
@@ -84,12 +66,8 @@ def _flatten_int_extractor() -> type:
     from stable_baselines3.common.torch_layers import FlattenExtractor
 
     class FlattenIntExtractor(FlattenExtractor):
-        """SB3's FlattenExtractor with ``features_dim`` as a Python ``int``.
-
-        For ``MultiDiscrete`` observations SB3 computes ``features_dim`` as a
-        numpy integer, which ``torch.nn.LSTM`` refuses; RecurrentPPO on the
-        ``"chars"`` encoding needs this cast.
-        """
+        """SB3's FlattenExtractor with ``features_dim`` an ``int``, not the numpy integer
+        SB3 computes for ``MultiDiscrete`` observations, which ``torch.nn.LSTM`` refuses."""
 
         def __init__(self, observation_space: Any) -> None:
             super().__init__(observation_space)
@@ -99,74 +77,6 @@ def _flatten_int_extractor() -> type:
     FlattenIntExtractor.__qualname__ = "FlattenIntExtractor"
     globals()["FlattenIntExtractor"] = FlattenIntExtractor
     return FlattenIntExtractor
-
-
-def algorithm_class(name: str) -> type:
-    """Return the SB3 / sb3-contrib class for an algorithm name in :data:`ALGORITHMS`."""
-    if name not in ALGORITHMS:
-        raise ValueError(f"Unknown algorithm {name!r}; choose one of {sorted(ALGORITHMS)}.")
-    module, attribute = ALGORITHMS[name]
-    try:
-        return getattr(importlib.import_module(module), attribute)
-    except ImportError as error:
-        raise ImportError(f"Algorithm {name!r} needs {module}: {install_hint('sb3')}.") from error
-
-
-def sidecar_path(model_path: str | Path) -> Path:
-    """Return the JSON sidecar path for a model path (``model.zip`` -> ``model.json``)."""
-    path = Path(model_path)
-    return path.with_suffix(".json") if path.suffix == ".zip" else Path(f"{path}.json")
-
-
-def write_sidecar(model_path: str | Path, settings: dict[str, Any]) -> Path:
-    """Write ``settings`` (with :data:`SIDECAR_FORMAT`) next to the model; return its path."""
-    settings = {"format": SIDECAR_FORMAT, **settings}
-    missing = [key for key in _SIDECAR_KEYS if key not in settings]
-    if missing:
-        raise ValueError(f"A sidecar needs the keys {missing}.")
-    path = sidecar_path(model_path)
-    return atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
-
-
-def read_sidecar(model_path: str | Path) -> dict[str, Any]:
-    """Read and check the sidecar of a model; raise ``ValueError`` with the reason if bad."""
-    path = sidecar_path(model_path)
-    try:
-        settings = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"No sidecar {path} next to the model: SB3Agent needs the settings file that "
-            "train-sb3 writes beside model.zip."
-        ) from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"Sidecar {path} is not valid JSON: {error}.") from None
-    if not isinstance(settings, dict):
-        raise ValueError(f"Sidecar {path} must hold a JSON object.")
-    missing = [key for key in _SIDECAR_KEYS if key not in settings]
-    if missing:
-        raise ValueError(f"Sidecar {path} lacks {missing}; was it written by train-sb3?")
-    if settings["format"] != SIDECAR_FORMAT:
-        raise ValueError(
-            f"Sidecar {path} has format {settings['format']!r}; this version reads "
-            f"{SIDECAR_FORMAT}."
-        )
-    if settings["algo"] not in ALGORITHMS:
-        raise ValueError(f"Sidecar {path} names unknown algorithm {settings['algo']!r}.")
-    vocabulary = settings["action_vocabulary"]
-    if not isinstance(vocabulary, list) or not all(isinstance(a, str) for a in vocabulary):
-        raise ValueError(f"Sidecar {path}: action_vocabulary must be a list of str.")
-    return settings
-
-
-def algorithm_name(model: Any) -> str:
-    """Return the :data:`ALGORITHMS` name of an SB3 model instance."""
-    for name, (module, attribute) in ALGORITHMS.items():
-        cls = type(model)
-        if cls.__name__ == attribute and cls.__module__.split(".")[0] == module:
-            return name
-    raise ValueError(
-        f"{type(model).__name__} is not one of the supported algorithms {sorted(ALGORITHMS)}."
-    )
 
 
 class _Model:

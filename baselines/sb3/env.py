@@ -4,7 +4,8 @@ Inside out: ``gym.make(config.env_id)`` -> ``TaskPool`` (the training task
 ids) -> ``TurnBudget`` or ``BudgetMix`` -> ``ProcessReward`` (if
 ``process_reward`` is set) -> ``TruncationIsTerminal`` (if
 ``truncation_terminal``) -> ``DiscreteActions`` -> ``EncodeObservation``.
-:func:`make_env` builds one such env; the vector env that training runs on
+:func:`make_env` builds one such env with
+:func:`agent_envs.env_stack.make_stack`; the vector env that training runs on
 holds ``n_envs`` of them, each inside SB3's ``Monitor``.
 
 :class:`StackSettings` is what a trained policy needs to see and act as it did
@@ -19,25 +20,28 @@ Stable-Baselines3 is imported only when the vector env is built.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 
+from agent_envs.arguments import flag, int_arg, int_list, number_arg
 from agent_envs.core import MAX_TASK_ID
+from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import SUCCESS
-from wrappers.budget import find_budget, resolve_budget
-from wrappers.budget_mix import BudgetMix
-from wrappers.discrete_actions import DiscreteActions, action_key
-from wrappers.encode_observation import EncodeObservation, TextEncoder
-from wrappers.process_reward import ProcessReward
+from wrappers.budget import find_budget
+from wrappers.discrete_actions import action_key
+from wrappers.encode_observation import TextEncoder
 from wrappers.task_pool import TaskPool
-from wrappers.truncation import TruncationIsTerminal
 
 __all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env", "vec_envs"]
 
 
 # ---------------------------------------------------------------------- settings
+#: The most env steps ``--timesteps`` takes (a billion: days of training on a CPU).
+MAX_TIMESTEPS = 10**9
+
+
 @dataclass
 class TrainConfig:
     """Everything that decides a training run; saved verbatim in the sidecar.
@@ -60,6 +64,9 @@ class TrainConfig:
     scale of the budget feature (default: the largest training budget), so
     that runs under different budgets share one observation space.
 
+    A field with ``flag`` metadata is also ``train-sb3``'s flag of that name
+    (:func:`agent_envs.arguments.add_config_arguments`), written once here.
+
     Defaults: each setting left at ``None`` (``timesteps``, ``budget``,
     ``train_first``, ``bc_episodes``, ``bc_epochs``, ``net_arch``,
     ``encoding``, ``algo_kwargs``) is filled from the tuned entry of
@@ -72,29 +79,64 @@ class TrainConfig:
 
     env_id: str
     algo: str = "maskable_ppo"
-    timesteps: int | None = None
+    timesteps: int | None = field(
+        default=None, metadata=flag("env steps (default: tuned)", type=int_arg(1, MAX_TIMESTEPS))
+    )
     budget: int | None = None
     budget_mix: tuple[int, ...] | None = None
     weights: tuple[float, ...] | None = None
     visible_budget: bool = False
-    budget_feature: bool = False
-    truncation_terminal: bool = False
-    process_reward: float | None = None
-    gamma: float = 0.99
+    budget_feature: bool = field(
+        default=False,
+        metadata=flag("add the turns left as a number to the input (implies --visible-budget)"),
+    )
+    truncation_terminal: bool = field(
+        default=False,
+        metadata=flag("treat running out of turns as terminal (no bootstrap at truncation)"),
+    )
+    process_reward: float | None = field(
+        default=None, metadata=flag("add ProcessReward (coef)", type=number_arg(), metavar="COEF")
+    )
+    gamma: float = field(
+        default=0.99, metadata=flag("discount (default 0.99)", type=number_arg(0, 1, open_low=True))
+    )
     seed: int = 0
-    n_envs: int = 8
-    vec: str = "dummy"
+    n_envs: int = field(default=8, metadata=flag("parallel envs (default 8)", type=int_arg(1)))
+    vec: str = field(
+        default="dummy", metadata=flag("vector env (default dummy)", choices=("dummy", "subproc"))
+    )
     train_tasks: tuple[int, ...] | None = None
-    train_first: int | None = None
-    bc_episodes: int | None = None
-    bc_epsilon: float = 0.2
-    bc_epochs: int | None = None
+    train_first: int | None = field(
+        default=None,
+        metadata=flag(
+            "first training task id (default: tuned); without --train-tasks a fresh task every "
+            "episode from this id up (keep the evaluation ids below it)",
+            type=int_arg(0),
+        ),
+    )
+    bc_episodes: int | None = field(
+        default=None,
+        metadata=flag(
+            "behaviour-cloning warm start: noisy-oracle demonstration episodes (0: none; "
+            "default: tuned)",
+            type=int_arg(0),
+        ),
+    )
+    bc_epsilon: float = field(
+        default=0.2, metadata=flag("the demonstrations' noise (default 0.2)", type=number_arg(0, 1))
+    )
+    bc_epochs: int | None = field(
+        default=None,
+        metadata=flag("behaviour cloning's supervised epochs (default: tuned)", type=int_arg(1)),
+    )
     init_from: str | None = None
     budget_scale: int | None = None
-    net_arch: tuple[int, ...] | None = None
+    net_arch: tuple[int, ...] | None = field(
+        default=None, metadata=flag("hidden layers (default: tuned)", type=int_list(1))
+    )
     encoding: dict[str, Any] | str | None = None
     algo_kwargs: dict[str, Any] | None = None
-    threads: int = 1
+    threads: int = field(default=1, metadata=flag("torch threads (default 1)", type=int_arg(1)))
     tuned: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -123,6 +165,12 @@ class TrainConfig:
         if self.bc_episodes:
             name += "+bc"
         return name
+
+    def budget_regime(self) -> BudgetRegime:
+        """Return the training budgets as one :class:`~agent_envs.env_stack.BudgetRegime`."""
+        if self.budget_mix is None:
+            return BudgetRegime.fixed(self.budget, self.visible_budget)
+        return BudgetRegime.mixed(self.budget_mix, self.weights, self.visible_budget)
 
     def training_budgets(self) -> tuple[int, ...]:
         """Return the budgets seen in training."""
@@ -210,26 +258,15 @@ class StackSettings:
 # --------------------------------------------------------------------- env stack
 def make_env(config: TrainConfig) -> gym.Env:
     """Build one training env: the text env under the budget regime, discrete and encoded."""
-    env = gym.make(config.env_id)
-    task_ids = config.task_ids()
-    if task_ids is not None:
-        env = TaskPool(env, task_ids)
-    if config.budget_mix is not None:
-        env = BudgetMix(env, config.budget_mix, config.weights, visible=config.visible_budget)
-    else:
-        # The budget's one owner adds the TurnBudget (and refuses a stack that breaks T).
-        env = resolve_budget(env, config.budget, visible=config.visible_budget).env
-    if config.process_reward is not None:
-        env = ProcessReward(
-            env,
-            coef=config.process_reward,
-            gamma=config.gamma,
-            truncation_is_terminal=config.truncation_terminal,
-        )
-    if config.truncation_terminal:
-        env = TruncationIsTerminal(env)
-    env = DiscreteActions(env)
-    return EncodeObservation(env, **config.encoder_arguments())
+    options = StackOptions(
+        task_ids=config.task_ids(),
+        process_reward=config.process_reward,
+        gamma=config.gamma,
+        truncation_terminal=config.truncation_terminal,
+        discrete=True,
+        encoding=config.encoder_arguments(),
+    )
+    return make_stack(config.env_id, config.budget_regime(), options).env
 
 
 def stack_settings(config: TrainConfig) -> StackSettings:

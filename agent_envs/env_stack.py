@@ -1,0 +1,270 @@
+"""The budget regime of a run, and the one builder of the env stack an agent plays in.
+
+* :class:`BudgetRegime` is the one value for "how many turns": a fixed T, or
+  budgets drawn per episode with weights (a ``BudgetMix``), and whether the
+  turns left are shown.  The shared flags parse into it
+  (:meth:`agent_envs.arguments.BudgetArguments.regime`) and every caller takes
+  it: the evaluator, the CLI, ``train-sb3``, ``train-llm``, the integrations
+  and ``serve``.
+* :class:`StackOptions` says what else the agent sees and acts through: a task
+  pool, a shaped reward, the dialogue (``ChatHistory``), action hints,
+  discrete actions and an encoded observation.
+* :func:`make_stack` turns (env, regime, options) into the stack, always in
+  one order, and resolves its budget once (:func:`wrappers.budget.resolve_budget`).
+
+>>> import agent_envs
+>>> stack = make_stack("agent_envs/GuessNumber-v0", BudgetRegime.mixed([3, 5], visible=True))
+>>> type(stack.wrapper).__name__, stack.env.reset(seed=0)[1]["budget"] in (3, 5)
+('BudgetMix', True)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from agent_envs.registration import make_env
+from wrappers.action_hints import ActionHints
+from wrappers.budget import StackBudget, resolve_budget
+from wrappers.budget_draw import BudgetDraw
+from wrappers.budget_mix import BudgetMix
+from wrappers.chat_history import ChatHistory
+from wrappers.discrete_actions import DiscreteActions
+from wrappers.encode_observation import EncodeObservation
+from wrappers.numpy_info import NumpyInfo
+from wrappers.process_reward import ProcessReward
+from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, ENV_ID, ORACLE_ACTIONS
+from wrappers.task_pool import TaskPool
+from wrappers.truncation import TruncationIsTerminal
+from wrappers.validators import check_bool
+
+__all__ = ["BudgetRegime", "StackOptions", "StackRecipe", "make_stack"]
+
+#: The loose keywords a regime replaces (``budget`` or ``budgets``, ``weights``, ``visible``).
+LEGACY_KEYWORDS = (BUDGET, "budgets", "weights", "visible")
+
+
+@dataclass(frozen=True)
+class BudgetRegime:
+    """The turn budget of every episode: a fixed T, or a BudgetMix, and its visibility.
+
+    Args:
+        budgets: the budgets T (one value and ``mix=False``: a fixed budget).
+        weights: the mix's weights (uniform when ``None``), normalised as
+            ``BudgetMix`` normalises them.
+        visible: each observation ends with the turns left.
+        mix: a ``BudgetMix`` draws T per episode (keyword only; default: when
+            there are several budgets or weights); ``--budget-mix 8`` is a mix
+            of one budget.
+
+    ``draws`` is the :class:`~wrappers.budget_draw.BudgetDraw` of the budgets
+    (not part of equality).
+
+    >>> BudgetRegime.fixed(8).describe(), BudgetRegime.mixed([4, 8], [1, 3]).describe()
+    ('T=8', 'BudgetMix{4,8}')
+    """
+
+    budgets: tuple[int, ...]
+    weights: tuple[float, ...] | None = None
+    visible: bool = False
+    mix: bool | None = field(default=None, kw_only=True)
+    draws: BudgetDraw = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        draws = BudgetDraw(self.budgets, self.weights)
+        check_bool(self.visible, "visible")
+        several = len(draws.budgets) > 1 or self.weights is not None
+        mix = several if self.mix is None else check_bool(self.mix, "mix")
+        if not mix and (len(draws.budgets) > 1 or self.weights is not None):
+            raise ValueError("a fixed budget has one T and no weights; use a mix for several.")
+        object.__setattr__(self, "budgets", draws.budgets)
+        object.__setattr__(self, "weights", draws.weights)
+        object.__setattr__(self, "mix", mix)
+        object.__setattr__(self, "draws", draws)
+
+    @classmethod
+    def fixed(cls, budget: int, visible: bool = False) -> BudgetRegime:
+        """Return a fixed budget T."""
+        return cls((budget,), visible=visible, mix=False)
+
+    @classmethod
+    def mixed(
+        cls, budgets: Sequence[int], weights: Sequence[float] | None = None, visible: bool = False
+    ) -> BudgetRegime:
+        """Return a BudgetMix of ``budgets`` with ``weights``."""
+        if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Sequence):
+            raise TypeError(f"budgets must be a sequence of ints, got {type(budgets).__name__}.")
+        return cls(tuple(budgets), None if weights is None else tuple(weights), visible, mix=True)
+
+    @property
+    def max_budget(self) -> int:
+        """The longest budget."""
+        return self.draws.max_budget
+
+    def describe(self) -> str:
+        """Return ``"T=8"`` or ``"BudgetMix{4,6,8,12}"`` for logs and tables."""
+        if not self.mix:
+            return f"T={self.budgets[0]}"
+        return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
+
+    @classmethod
+    def of(
+        cls,
+        regime: BudgetRegime | int | None,
+        legacy: dict[str, Any],
+        *,
+        visible: bool = False,
+        where: str = "this function",
+    ) -> BudgetRegime:
+        """Return the regime a public function was given: a regime, an int T, or old keywords.
+
+        ``legacy`` holds the keywords the regime replaced (``budget``,
+        ``budgets``, ``weights``, ``visible``); they are popped from it and
+        still work, with a ``DeprecationWarning``.  ``visible`` is the
+        function's default visibility for an int T or the old keywords.
+        """
+        old = {key: legacy.pop(key) for key in LEGACY_KEYWORDS if key in legacy}
+        if old:
+            warnings.warn(
+                f"{where}: the keywords {', '.join(old)} are deprecated; pass a regime "
+                "(agent_envs.env_stack.BudgetRegime.fixed(T) or .mixed(budgets, weights)).",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if regime is not None:
+                raise TypeError(f"{where}: give the regime or the old keywords, not both.")
+        if isinstance(regime, BudgetRegime):
+            return regime
+        if regime is not None:
+            return cls.fixed(regime, visible)
+        return cls.from_keywords(old, visible)
+
+    @classmethod
+    def from_keywords(cls, old: Mapping[str, Any], visible: bool = False) -> BudgetRegime:
+        """Return the regime of ``budget=T`` or ``budgets=[...]`` with ``weights`` and ``visible``.
+
+        ``old`` is a mapping with those keys (an RLlib ``env_config``, say);
+        ``visible`` is the default visibility.
+        """
+        budget, budgets = old.get(BUDGET), old.get("budgets")
+        if (budget is None) == (budgets is None):
+            raise ValueError(
+                "Give exactly one of budget (a turn budget) and budgets (a BudgetMix)."
+            )
+        shown = old.get("visible", visible)
+        if budgets is not None:
+            return cls.mixed(budgets, old.get("weights"), shown)
+        if old.get("weights") is not None:
+            raise ValueError("weights go with budgets (a BudgetMix), not with a fixed budget.")
+        return cls.fixed(budget, shown)
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    """What the agent sees and acts through, besides the budget; all off by default.
+
+    Attributes:
+        task_ids: draw each episode's task from these ids (``TaskPool``).
+        process_reward: the coefficient of a ``ProcessReward`` (``None``: none),
+            discounted with ``gamma``.
+        truncation_terminal: a budget that runs out ends the episode as
+            terminated (``TruncationIsTerminal``).
+        history: ``info["messages"]`` holds the dialogue (``ChatHistory`` with
+            ``window`` and ``record``), outside the budget, so that a visible
+            budget's line is in the messages too.
+        hints: the ``required_info`` keys to add (``ActionHints``).
+        discrete: ``Discrete`` actions over the env's vocabulary (``DiscreteActions``).
+        encoding: ``EncodeObservation``'s keyword arguments (``None``: text observations).
+        numpy_info: info values as numpy (``NumpyInfo``).
+        make_kwargs: keyword arguments for ``gym.make`` of an id.
+    """
+
+    task_ids: Sequence[int] | None = None
+    process_reward: float | None = None
+    gamma: float = 0.99
+    truncation_terminal: bool = False
+    history: bool = False
+    window: int | None = None
+    record: str = "action"
+    hints: frozenset[str] = frozenset()
+    discrete: bool = False
+    encoding: Mapping[str, Any] | None = None
+    numpy_info: bool = False
+    make_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StackRecipe:
+    """An env and the options of its stack, for a caller that adds the budget itself.
+
+    The evaluator takes one as its ``env``: it builds every stack with
+    :func:`make_stack`, under its own T grid, so the stack's budget is
+    resolved once.  Picklable, so Ray workers build their own.
+    """
+
+    env: str | Callable[[], gym.Env]
+    options: StackOptions = StackOptions()
+
+
+def make_stack(
+    env: str | Callable[[], gym.Env],
+    regime: BudgetRegime,
+    options: StackOptions | None = None,
+    *,
+    driver: str | None = None,
+) -> StackBudget:
+    """Build the stack of ``env`` (an id or a factory) under ``regime``, with ``options``.
+
+    Inside out: the env, ``TaskPool``, the budget (a ``BudgetMix`` for a mix,
+    else the stack's own or a new ``TurnBudget``), ``ProcessReward``,
+    ``TruncationIsTerminal``, ``ChatHistory``, ``ActionHints``,
+    ``DiscreteActions``, ``EncodeObservation``, ``NumpyInfo``.  ``driver``
+    names who sets each episode's T from outside (see
+    :func:`wrappers.budget.resolve_budget`).
+
+    Returns:
+        The :class:`~wrappers.budget.StackBudget`: ``.env`` is the whole stack,
+        ``.wrapper`` the one budget wrapper in it.
+    """
+    options = options or StackOptions()
+    # make_env also resolves module:EnvId ids and installed env packages' ids.
+    base = make_env(env, **options.make_kwargs) if isinstance(env, str) else env()
+    if not isinstance(base, gym.Env):
+        raise TypeError(f"the env factory returned {type(base).__name__}, not a gymnasium.Env.")
+    if options.task_ids is not None:
+        base = TaskPool(base, options.task_ids)
+    if regime.mix:
+        base = BudgetMix(base, regime.budgets, regime.weights, visible=regime.visible)
+    budget = resolve_budget(base, regime.max_budget, visible=regime.visible, driver=driver)
+    return StackBudget(_outside(budget.env, options), budget.wrapper)
+
+
+def _outside(env: gym.Env, options: StackOptions) -> gym.Env:
+    """Add the wrappers that go outside the budget, in their one order."""
+    if options.process_reward is not None:
+        env = ProcessReward(
+            env,
+            coef=options.process_reward,
+            gamma=options.gamma,
+            truncation_is_terminal=options.truncation_terminal,
+        )
+    if options.truncation_terminal:
+        env = TruncationIsTerminal(env)
+    if options.history:
+        env = ChatHistory(env, window=options.window, record=options.record)
+    if options.hints:
+        env = ActionHints(
+            env,
+            admissible=ADMISSIBLE_ACTIONS in options.hints,
+            oracle=ORACLE_ACTIONS in options.hints,
+            env_id=ENV_ID in options.hints,
+        )
+    if options.discrete:
+        env = DiscreteActions(env)
+    if options.encoding is not None:
+        env = EncodeObservation(env, **options.encoding)
+    return NumpyInfo(env) if options.numpy_info else env

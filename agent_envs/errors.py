@@ -1,0 +1,13 @@
+"""The base of the errors a command reports as one line and exit status 2.
+
+It sits below every module that raises one (the argument helpers, the
+evaluator's run session), so that none of them imports another for it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CommandError"]
+
+
+class CommandError(Exception):
+    """A command stopped for a reason the user can act on: one line, exit status 2."""

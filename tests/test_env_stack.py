@@ -1,0 +1,122 @@
+"""The one budget regime and the one env-stack builder (agent_envs.env_stack)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from agent_envs.arguments import Parser, UsageError, add_budget_arguments
+from agent_envs.env_stack import BudgetRegime, StackOptions, StackRecipe, make_stack
+from wrappers import BudgetMix, ChatHistory, TurnBudget
+
+ENV_ID = "agent_envs/GuessNumber-v0"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _names(env: gym.Env) -> list[str]:
+    names = []
+    while isinstance(env, gym.Wrapper):
+        names.append(type(env).__name__)
+        env = env.env
+    return names
+
+
+def test_the_flags_parse_into_one_regime():
+    parser = Parser(prog="demo")
+    flags = add_budget_arguments(parser, default=8)
+    assert flags.regime(parser.parse_args([])) == BudgetRegime.fixed(8)
+    mix = flags.regime(parser.parse_args(["--budget-mix", "4,8", "--weights", "1,3"]))
+    assert mix == BudgetRegime.mixed((4, 8), (1.0, 3.0)) and mix.describe() == "BudgetMix{4,8}"
+    shown = flags.regime(parser.parse_args(["--budget", "5", "--visible-budget"]))
+    assert shown.visible and shown.budgets == (5,) and not shown.mix
+    # A mix of one budget stays a mix: a BudgetMix wrapper, as --budget-mix 8 always built.
+    assert flags.regime(parser.parse_args(["--budget-mix", "8"])).mix
+    with pytest.raises(UsageError, match="--weights goes with --budget-mix"):
+        flags.regime(parser.parse_args(["--weights", "1"]))
+    bare = Parser(prog="bare")
+    assert add_budget_arguments(bare, default=None).regime(bare.parse_args([])) is None
+
+
+def test_regime_checks_its_values():
+    with pytest.raises(ValueError, match="fixed budget has one T"):
+        BudgetRegime((4, 8), mix=False)
+    with pytest.raises(ValueError):
+        BudgetRegime.fixed(0)
+    with pytest.raises(TypeError):
+        BudgetRegime.mixed("4,8")
+    assert BudgetRegime.mixed([4, 8], [1e308, 1e308]).draws.probabilities == (0.5, 0.5)
+
+
+def test_old_budget_keywords_still_work_with_a_deprecation_warning():
+    from agent_envs.integrations.common import budgeted_env, masked_env
+
+    with pytest.warns(DeprecationWarning, match="budgets, visible are deprecated"):
+        old = budgeted_env(ENV_ID, budgets=[3, 5], visible=True)
+    new = budgeted_env(ENV_ID, BudgetRegime.mixed([3, 5], visible=True))
+    assert _names(old) == _names(new) and old.reset(seed=4) == new.reset(seed=4)
+    with pytest.warns(DeprecationWarning):
+        assert masked_env(ENV_ID, budget=8).action_space == masked_env(ENV_ID, 8).action_space
+    with pytest.raises(TypeError, match="not both"), pytest.warns(DeprecationWarning):
+        budgeted_env(ENV_ID, 8, budget=8)
+
+
+def test_make_stack_builds_every_layer_in_one_order():
+    options = StackOptions(
+        task_ids=range(5, 9),
+        process_reward=0.1,
+        truncation_terminal=True,
+        history=True,
+        record="raw",
+        hints=frozenset({"admissible_actions"}),
+    )
+    stack = make_stack(ENV_ID, BudgetRegime.mixed([2, 3], visible=True), options)
+    assert _names(stack.env)[:6] == [
+        "ActionHints",
+        "ChatHistory",
+        "TruncationIsTerminal",
+        "ProcessReward",
+        "BudgetMix",
+        "TaskPool",
+    ]
+    assert isinstance(stack.wrapper, BudgetMix) and stack.visible
+    _, info = stack.env.reset(seed=0)
+    assert 5 <= info["task_id"] <= 8 and "Turns left" in info["messages"][-1]["content"]
+
+
+def test_the_sb3_training_stack_is_the_builders():
+    from baselines.sb3.env import TrainConfig, make_env
+
+    config = TrainConfig(ENV_ID, budget_mix=(4, 8), weights=(1.0, 2.0), visible_budget=True)
+    env = make_env(config)
+    assert _names(env)[:3] == ["EncodeObservation", "DiscreteActions", "BudgetMix"]
+    assert config.budget_regime() == BudgetRegime.mixed((4, 8), (1.0, 2.0), visible=True)
+
+
+def test_an_eval_stack_resolves_its_budget_once(monkeypatch):
+    """The chat stack of eval --history enters wrappers/budget.py once per stack (it was twice)."""
+    import wrappers.budget
+    from agent_envs.evaluation.stack import build_stack, resolve_env
+
+    calls = []
+    find = wrappers.budget.find_budget
+    monkeypatch.setattr(wrappers.budget, "find_budget", lambda *a: calls.append(1) or find(*a))
+    recipe, name = resolve_env(StackRecipe(ENV_ID, StackOptions(history=True)), None)
+    env, budget = build_stack(recipe, 8, False, frozenset())
+    assert len(calls) == 1 and name == ENV_ID
+    assert isinstance(env, ChatHistory) and isinstance(budget.wrapper, TurnBudget)
+
+
+def test_budget_mix_and_chat_stack_are_built_only_by_the_builder():
+    """Issue 28: BudgetMix( and chat_stack( are called only in agent_envs/env_stack.py."""
+    call = re.compile(r"(?<![\w.`])(?:\w+\.)?(BudgetMix|chat_stack)\(")
+    found = []
+    for package in ("agent_envs", "baselines"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                code = line.split("#")[0]
+                if call.search(code) and not code.lstrip().startswith((">>>", "class ", "def ")):
+                    found.append(f"{path.relative_to(ROOT)}:{number}")
+    assert [place.split(":")[0] for place in found] == ["agent_envs/env_stack.py"], found

@@ -1,0 +1,57 @@
+"""The declared before/after analysis of a SmolLM2 GRPO run, and the runs it recomputes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent_envs.evaluation import EvalResult
+from studies.real_llm.grpo_tests import analyse, main
+
+GRPO = Path(__file__).resolve().parents[1] / "docs" / "real_llm" / "grpo"
+
+
+def _load(name: str) -> EvalResult:
+    return EvalResult.load(GRPO / name)
+
+
+def test_the_first_run_gives_the_audits_holm_p_at_t12_back():
+    # The audit of issue 29: over 10 tasks and 24 cells, only (K=1, T=12) survives Holm, p 0.047.
+    cells = analyse(_load("after-tgrid.json"), _load("before-tgrid.json"))["sets"]["all tasks"]
+    p_holm = np.array(cells["cells"]["p_holm"])
+    assert p_holm[0, -1] == pytest.approx(24 * 2 / 2**10)
+    assert (np.delete(p_holm.ravel(), 5) > 0.05).all()
+
+
+def test_a_model_against_itself_gains_nothing_and_no_test_rejects():
+    before = _load("before-tgrid.json")
+    for section in analyse(before, before)["sets"].values():
+        cells = section["cells"]
+        assert np.allclose(cells["diff"], 0) and np.allclose(cells["p_value"], 1)
+        for test in section["primary"].values():
+            assert test["diff"] == 0 and test["p_holm"] == 1
+
+
+def test_the_declared_subset_leaves_secret_10_out():
+    analysis = analyse(_load("after-tgrid.json"), _load("before-tgrid.json"))
+    everything = analysis["sets"]["all tasks"]["tasks"]
+    subset = analysis["sets"]["without secret 10"]["tasks"]
+    assert 10017 in everything and subset == [t for t in everything if t != 10017]
+
+
+def test_results_on_other_tasks_are_refused():
+    after, before = _load("after-tgrid.json"), _load("before.json")
+    with pytest.raises(ValueError, match=r"same tasks|K and T"):
+        analyse(after, before)
+
+
+def test_the_command_writes_what_it_prints(tmp_path, capsys):
+    out = tmp_path / "tests.json"
+    assert main([str(GRPO / "after-tgrid.json"), str(GRPO / "before-tgrid.json"), str(out)]) == 0
+    written = json.loads(out.read_text())
+    first = written["sets"]["all tasks"]["primary"]["mean Pass@(1,T) over the T grid"]
+    assert f"{first['diff']:+.3f}" in capsys.readouterr().out
+    assert main([]) == 2
