@@ -25,6 +25,11 @@ ENV_ID = "agent_envs/GuessNumber-v0"
         ([ENV_ID, "--weights", "1"], "--weights"),
         (["CartPole-v1"], "not a text env"),
         (["agent_envs/Nope-v0"], "Nope"),
+        # harden's guard flags go through the same argument helpers (type= converters)
+        ([ENV_ID, "--client-budgets", "0:3"], "--client-budgets"),
+        ([ENV_ID, "--client-budgets", "1:99999999"], "--client-budgets"),
+        ([ENV_ID, "--idle-timeout", "nan"], "--idle-timeout"),
+        ([ENV_ID, "--max-body", "abc"], "--max-body"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2_before_anything_starts(

@@ -43,16 +43,28 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from agent_envs.arguments import BudgetArguments, Parser, add_budget_arguments, int_arg, run_command
+from agent_envs.arguments import (
+    BudgetArguments,
+    Parser,
+    add_budget_arguments,
+    int_arg,
+    number_arg,
+    run_command,
+)
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
-from wrappers.validators import check_int
+from wrappers.validators import check_int, parse_int
 
 __all__ = ["ClientError", "create_app", "environment_factory", "main", "openenv_types"]
 
 logger = logging.getLogger(__name__)
+
+#: The smallest ``max_body`` (bytes): a reset or step message fits far below it.
+MIN_BODY = 1024
+#: The largest T a client may be allowed to choose (``client_budgets``).
+MAX_CLIENT_BUDGET = 10**6
 
 
 class ClientError(ValueError):
@@ -221,7 +233,7 @@ def environment_factory(
     if client_budgets is not None:
         low, high = client_budgets
         check_int(low, "the lowest client budget", 1)
-        check_int(high, "the highest client budget", low, 10**6)
+        check_int(high, "the highest client budget", low, MAX_CLIENT_BUDGET)
     env_id = _text_env_id(env_id)
     types.TextEnvironment(env_id, regime, client_budgets).close()  # bad budgets fail now
     return functools.partial(types.TextEnvironment, env_id, regime, client_budgets)
@@ -280,7 +292,7 @@ def create_app(
     check_int(max_concurrent_envs, "max_concurrent_envs", 1)
     if idle_timeout is not None and not idle_timeout > 0:
         raise ValueError(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
-    check_int(max_body, "max_body", 1024)
+    check_int(max_body, "max_body", MIN_BODY)
     concurrency = ConcurrencyConfig(
         max_concurrent_envs=max_concurrent_envs, session_timeout=idle_timeout
     )
@@ -333,13 +345,14 @@ def _add_guard_arguments(parser: Parser) -> None:
     """Add what guards the server: client budgets, idle timeout, origins, body size."""
     parser.add_argument(
         "--client-budgets",
+        type=_client_budgets,
         metavar="LO:HI",
         help="let a client's reset choose its budget in [LO, HI] (default: refused; the "
         "server's --budget or --budget-mix is the rule)",
     )
     parser.add_argument(
         "--idle-timeout",
-        type=float,
+        type=number_arg(0),
         default=DEFAULT_IDLE_TIMEOUT,
         metavar="SECONDS",
         help=f"close a session silent this long (default: {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
@@ -354,24 +367,23 @@ def _add_guard_arguments(parser: Parser) -> None:
     )
     parser.add_argument(
         "--max-body",
-        type=int,
+        type=int_arg(MIN_BODY),
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
         help=f"the largest request body or message (default: {DEFAULT_MAX_BODY:,})",
     )
 
 
-def _client_budgets(parser: argparse.ArgumentParser, text: str | None) -> tuple[int, int] | None:
-    """Parse ``--client-budgets LO:HI``."""
-    if text is None:
-        return None
+def _client_budgets(text: str) -> tuple[int, int]:
+    """``type=`` of ``--client-budgets LO:HI``: the range a client's reset may choose T in."""
     low, colon, high = text.partition(":")
     try:
         if not colon:
-            raise ValueError
-        return int(low), int(high)
-    except ValueError:
-        parser.error(f"--client-budgets takes LO:HI, two integers, got {text!r}")
+            raise ValueError(f"takes LO:HI, two integers, got {text!r}")
+        first = parse_int(low, "LO", 1)
+        return first, check_int(parse_int(high, "HI"), "HI", first, MAX_CLIENT_BUDGET)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).rstrip(".")) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -386,9 +398,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(argv: list[str]) -> int:
     parser, budget = _parser()
     args = parser.parse_args(argv)
-    client_budgets = _client_budgets(parser, args.client_budgets)
-    if not args.idle_timeout >= 0:  # NaN too
-        parser.error(f"--idle-timeout must be >= 0 seconds, got {args.idle_timeout}")
     guard = {
         "idle_timeout": args.idle_timeout or None,
         "max_body": args.max_body,
@@ -398,7 +407,7 @@ def _serve(argv: list[str]) -> int:
         args.env_id,
         args.max_sessions,
         regime=budget.regime(args),
-        client_budgets=client_budgets,
+        client_budgets=args.client_budgets,
         **guard,
     )
     import uvicorn
