@@ -63,16 +63,23 @@ def _distinct(env: gym.Env, start: int, count: int, taken: set[str]) -> list[int
 
 
 def instance_split(
-    env_id: str, train: int, held_out: int, *, held_out_start: int = HELD_OUT_START
+    env_id: str,
+    train: int,
+    held_out: int,
+    *,
+    held_out_start: int = HELD_OUT_START,
+    exclude: Sequence[int] = (),
 ) -> tuple[list[int], list[int]]:
     """Return training ids and held-out ids whose instances are all distinct.
 
     Training ids are the first ``train`` ids from 0 that build distinct
     instances; held-out ids the first ``held_out`` from ``held_out_start`` that
     build instances found neither among the training ones nor among each
-    other.  Both sets come from the env's own task distribution, so on a
-    family with many instances they are alike (test it with
-    :func:`oracle_turns_test`).
+    other.  No id of either set builds the instance of a task in ``exclude``
+    (say the few-shot examples' task ids: a model must never be shown the
+    episode it is trained or scored on).  Both sets come from the env's own
+    task distribution, so on a family with many instances they are alike
+    (test it with :func:`oracle_turns_test`).
 
     Raises:
         ValueError: the env has too few distinct instances for the split.
@@ -80,8 +87,8 @@ def instance_split(
     check_int(train, "train", 1)
     check_int(held_out, "held_out", 1)
     check_int(held_out_start, "held_out_start", 0)
-    taken: set[str] = set()
     env = gym.make(env_id)
+    taken = {_instance(env, int(task_id)) for task_id in exclude}
     training = _distinct(env, 0, train, taken)
     if held_out_start < training[-1] + 1:
         raise ValueError(

@@ -93,3 +93,12 @@ def test_a_memorised_prior_gains_nothing_on_held_out_tasks_over_the_interval_gue
 def test_on_guess_number_20_the_same_split_is_refused():
     with pytest.raises(ValueError, match="too few distinct tasks"):
         instance_split("agent_envs/GuessNumber-20-v0", 15, 10)
+
+
+def test_a_split_leaves_out_the_instances_of_excluded_tasks():
+    train, held_out = instance_split(ENV, 20, 5)
+    excluded = [train[3], held_out[0]]
+    train2, held_out2 = instance_split(ENV, 20, 5, exclude=excluded)
+    assert not set(instances(excluded)) & set(instances(train2 + held_out2))
+    # The other ids stay: only the excluded instances' ids are skipped.
+    assert train2[:3] == train[:3] and train[3] not in train2
