@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs import arguments as cli
-from agent_envs.files import add_run_folder_flags, atomic_write_text
+from agent_envs.files import add_run_folder_flags, atomic_write_text, save_folder
 from baselines.command import TrainingCommand, base_parser, check_same_settings, versions
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.few_shot import check_not_example_instance
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 #: Names that moved to :mod:`baselines.llm.grpo`; still importable from here.
-_MOVED = ("CPU_SAFE_GRPO", "grpo_config", "load_model", "make_rollout", "save_folder")
+_MOVED = ("CPU_SAFE_GRPO", "grpo_config", "load_model", "make_rollout")
 #: The packages whose versions ``train_llm.json`` records.
 PACKAGES = ("agent-envs", "torch", "transformers", "trl", "datasets")
 #: Where a model lives in its run folder: its own subfolder, apart from other files.
@@ -80,32 +80,49 @@ def train_llm(
 ) -> Path:
     """Warm-start, train with GRPO, save the model in ``out``; return ``out``.
 
-    ``out`` gets the model, its tokenizer and ``train_llm.json`` (and
-    ``base/``, the tiny model trained from); the Trainer works in a scratch
-    folder of its own, removed afterwards.  ``log`` receives the short
-    training log (one line per ``log`` step).
+    The pipeline reads top down: each phase gets only its share of
+    ``config``, resolved here once (the model's source, the rollout's,
+    the warm start's and GRPO's settings).  ``out`` gets the model, its
+    tokenizer and ``train_llm.json`` (and ``base/``, the tiny model trained
+    from); the Trainer works in a scratch folder of its own, removed
+    afterwards.  ``log`` receives the short training log (one line per step).
     """
     import datasets
     import torch
     from transformers import set_seed
 
-    from baselines.llm import grpo
+    from baselines.llm.grpo import GRPOLog, remove_scratch, scratch_folder, train_grpo
+    from baselines.llm.rollout import EpisodeRollout
+    from baselines.llm.warm_start import run_warm_start
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
     datasets.disable_progress_bars()
     out = Path(out)
-    scratch = grpo.scratch_folder(out)
+    timings: dict[str, float] = {}
+    source = config.model_source()
+    rollout = config.rollout_settings()
+    warm = config.warm_start_settings()
+    grpo = config.grpo_settings()
+    scratch = scratch_folder(out)
     try:
         set_seed(config.seed)
-        model, tokenizer = grpo.load_model(config, out)
+        model, tokenizer = source.load(out)
         if config.lora is not None:
             model = apply_lora(model, config.lora)
-        model, timings, progress = _train_phases(model, tokenizer, config, scratch, log)
+        started = time.perf_counter()
+        if warm.steps:  # each phase plays a rollout of its own, from the same seeds
+            model = run_warm_start(model, tokenizer, EpisodeRollout(**rollout), warm, scratch, log)
+        timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
+        progress = GRPOLog(grpo.steps, grpo.collapse_invalid, log)  # its bar starts with GRPO
+        started = time.perf_counter()
+        if grpo.steps:
+            model = train_grpo(model, tokenizer, EpisodeRollout(**rollout), grpo, scratch, progress)
+        timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
     finally:
-        grpo.remove_scratch(scratch)
+        remove_scratch(scratch)
     saved: list[Any] = []  # save_model merges a LoRA model: the merged one is kept
-    grpo.save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
-    grpo.save_folder(out, tokenizer.save_pretrained)
+    save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
+    save_folder(out, tokenizer.save_pretrained)
     sidecar = {
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
@@ -118,25 +135,6 @@ def train_llm(
     atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
-
-
-def _train_phases(
-    model: Any, tokenizer: Any, config: LLMTrainConfig, scratch: Path, log: Callable[[str], None]
-) -> tuple[Any, dict[str, float], Any]:
-    """Run the warm start, then GRPO; return the model, the timings and GRPO's log."""
-    from baselines.llm import grpo
-
-    timings: dict[str, float] = {}
-    progress = grpo.GRPOLog(config.steps, config.collapse_invalid, log)
-    started = time.perf_counter()
-    if config.warm_start:
-        model = grpo.warm_start_model(model, tokenizer, config, scratch, log)
-    timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
-    started = time.perf_counter()
-    if config.steps:
-        model = grpo.run_grpo(model, tokenizer, config, scratch, progress)
-    timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
-    return model, timings, progress
 
 
 # ----------------------------------------------------------------------- CLI
