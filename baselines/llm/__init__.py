@@ -4,7 +4,8 @@
   evaluation and training share, and the reply format beside its parser;
 - ``baselines.llm.generation``: the seeded sampler, ``generate_replies`` and the
   training generators, shared by ``HFAgent`` and the GRPO rollout (``[llm]``);
-- ``baselines.llm.hf_agent``: ``HFAgent``, a local transformers model (``[llm]``);
+- ``baselines.llm.hf_agent``: ``HFAgent``, a local transformers model (``[llm]``),
+  loaded by ``hf_loading``;
 - ``baselines.llm.openai_agent``: ``OpenAIChatAgent``, any OpenAI-compatible server
   (its HTTP client ``openai_client``, the endpoint and key ``chat_endpoint``);
 - ``baselines.llm.prefix_cache``: the per-episode KV cache across turns;
