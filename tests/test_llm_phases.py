@@ -48,13 +48,13 @@ def test_each_phase_gets_its_share_of_the_settings():
     grpo = CONFIG.grpo_settings()
     assert grpo == GRPOSettings(7, 4, 2, 4, 1e-3, 0.7, 12, 0.1, 0.3, 0.8, (3, 4, 5), 11)
     assert grpo.episodes == 8
-    assert CONFIG.rollout_settings() == {
-        "env_id": GUESS,
-        "budget": BudgetSpec.fixed(6),
-        "seed": 11,
-        "process_reward": True,
+    assert CONFIG.rollout_settings() == dict(
+        env_id=GUESS,
+        budget=BudgetSpec.fixed(6),
+        seed=11,
+        process_reward=True,
         **CONFIG.policy_settings(),
-    }
+    )
 
 
 def test_the_old_wiring_names_warn_and_hand_each_phase_the_same_share(monkeypatch):

@@ -274,13 +274,13 @@ class LLMTrainConfig:
 
     def rollout_settings(self) -> dict[str, Any]:
         """Return the keywords of the run's :class:`~baselines.llm.rollout.EpisodeRollout`."""
-        return {
-            "env_id": self.env_id,
-            "budget": self.budget,
-            "seed": self.seed,
-            "process_reward": self.process_reward > 0,
+        return dict(
+            env_id=self.env_id,
+            budget=self.budget,
+            seed=self.seed,
+            process_reward=self.process_reward > 0,
             **self.policy_settings(),
-        }
+        )
 
     def warm_start_settings(self) -> WarmStartSettings:
         """Return the warm start's share of the settings."""
