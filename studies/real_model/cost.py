@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps < 2:
         print("studies.real_model.cost: --steps must be at least 2", file=sys.stderr)
         return 2
-    pilot = json.loads((args.out / "pilot.json").read_text())
     measured = measure_steps(args.steps, args.threads)
+    pilot = json.loads((args.out / "pilot.json").read_text())  # finished by now, or run it
     record = {
         "measured": measured,
         "estimate": estimate(measured, pilot),
