@@ -106,15 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         print("studies.real_model.cost: --steps must be at least 2", file=sys.stderr)
         return 2
     measured = measure_steps(args.steps, args.threads)
-    pilot = json.loads((args.out / "pilot.json").read_text())  # finished by now, or run it
-    record = {
-        "measured": measured,
-        "estimate": estimate(measured, pilot),
-        "threads": args.threads,
-        "load_average": kit.load_average(),
-    }
+    record = {"measured": measured, "threads": args.threads, "load_average": kit.load_average()}
+    try:
+        pilot = json.loads((args.out / "pilot.json").read_text())
+    except FileNotFoundError:  # the steps are measured all the same; estimate after the pilot
+        print(f"no {args.out / 'pilot.json'}: run --calibrate for the estimate", file=sys.stderr)
+    else:
+        record["estimate"] = estimate(measured, pilot)
     atomic_write_text(args.out / "cost.json", json.dumps(kit.jsonable(record), indent=1) + "\n")
-    print(json.dumps(record["estimate"], indent=1))
+    print(json.dumps(record, indent=1))
     return 0
 
 
