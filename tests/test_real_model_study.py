@@ -232,3 +232,18 @@ def test_claim_1_is_the_growth_of_long_minus_base_from_the_shortest_to_the_longe
     runs = {"long": [result([[1, 2, 4]])], "base": [result([[1, 1, 1]])]}
     # gain per T: 0, 0.25, 0.75; longest minus shortest: 0.75.
     assert design.PRIMARY_TESTS["claim 1: long - base grows with T"][1][0](runs, 0) == [0.75]
+
+
+def test_the_cost_estimate_is_steps_times_step_cost_plus_the_evaluation():
+    from studies.real_model import cost
+
+    measured = {"per_step": [100.0, 120.0]}  # CPU s per GRPO step
+    pilot = {"tasks": 4, "samples": 5, "process_cpu_seconds": 100.0}  # 5 CPU s per episode
+    figures = cost.estimate(measured, pilot)
+    evaluation = design.EVAL_TASKS * design.EVAL_SAMPLES * 5.0
+    quality = design.EVAL_TASKS * design.STEP_QUALITY_STATES * cost.STEP_QUALITY_CPU_PER_STATE
+    trained = design.STEPS * 110 + evaluation + quality
+    assert figures["cpu_per_trained_run"] == pytest.approx(trained)
+    assert figures["cpu_per_base_run"] == pytest.approx(evaluation + quality)
+    runs = design.SEEDS * (figures["cpu_per_base_run"] + 4 * figures["cpu_per_trained_run"])
+    assert figures["cpu_hours_whole_study"] == pytest.approx(runs / 3600)
