@@ -247,3 +247,23 @@ def test_the_cost_estimate_is_steps_times_step_cost_plus_the_evaluation():
     assert figures["cpu_per_base_run"] == pytest.approx(evaluation + quality)
     runs = design.SEEDS * (figures["cpu_per_base_run"] + 4 * figures["cpu_per_trained_run"])
     assert figures["cpu_hours_whole_study"] == pytest.approx(runs / 3600)
+
+
+def test_the_committed_pilot_recomputes_from_its_chunks_and_meets_the_bands():
+    from pathlib import Path
+
+    from studies.real_model.report import calibration_lines
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
+    pilot = json.loads((folder / "pilot.json").read_text())
+    chunks = [json.loads(path.read_text()) for path in (folder / "pilot").glob("*/job.json")]
+    chunks.sort(key=lambda job: job["seed"])  # the seed of a pilot job is its first task's index
+    results = [EvalResult.from_dict(job["result"]) for job in chunks]
+    cpu = sum(job["seconds"]["process_cpu"] for job in chunks)
+    lines, record = calibration_lines(results, design.ENV_ID, cpu, pilot["load_average"])
+    assert json.loads(json.dumps(record)) == pilot
+    assert (folder / "pilot.md").read_text() == "\n".join(lines) + "\n"
+    assert record["bands_met"] and record["tasks"] == design.CALIBRATION["tasks"]
+    # Training tasks only: the pilot's tasks are the split's first training ids.
+    train, _ = design.split(design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT)
+    assert [t for job in chunks for t in job["result"]["settings"]["tasks"]] == train[:16]
