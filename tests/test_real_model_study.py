@@ -267,3 +267,16 @@ def test_the_committed_pilot_recomputes_from_its_chunks_and_meets_the_bands():
     # Training tasks only: the pilot's tasks are the split's first training ids.
     train, _ = design.split(design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT)
     assert [t for job in chunks for t in job["result"]["settings"]["tasks"]] == train[:16]
+
+
+def test_the_committed_cost_estimate_recomputes_from_its_measured_steps_and_the_pilot():
+    from pathlib import Path
+
+    from studies.real_model import cost
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
+    record = json.loads((folder / "cost.json").read_text())
+    pilot = json.loads((folder / "pilot.json").read_text())
+    assert cost.estimate(record["measured"], pilot) == record["estimate"]
+    marks = record["measured"]["cpu_at_step_logs"]
+    assert record["measured"]["per_step"] == [marks[1] - marks[0]]  # two steps measured
