@@ -1,26 +1,43 @@
-"""How fast SmolLM2-135M-Instruct evaluates on a CPU: HFAgent against LlamaCppAgent.
+"""How fast SmolLM2-135M-Instruct evaluates on a CPU, against this CPU's FLOP limit.
 
 The run the issue sizes: GuessNumber with the dialogue as history, 50 tasks x
 4 attempts, T=12, one few-shot example, sampled at temperature 1 (four
-attempts need four samples).  Both agents play the same episodes (same
-tasks, seeds and prompts; the samples differ: llama.cpp has its own sampler
-and runs the quantised weights).  Target: at most 5 minutes of wall time on
-2 idle cores for the faster one.
+attempts need four samples), the agents' default reply length.  Every agent
+plays the same episodes (same tasks, seeds and prompts; llama.cpp samples
+with its own sampler from the quantised weights, so its replies differ).
+Targets (issue 33): at most 5 minutes of wall time on 2 idle cores, CPU per
+episode within 2x of the FLOP limit, decoded row-steps at most 1.1x the
+needed ones.
 
-It prints, per agent: the load time, the wall time of the evaluation,
-episodes/s, generated tokens/s, and the unparsable and invalid rates.  For
-the HF agent it also replays the prompts of its first turns through one bare
-batched ``model.generate`` per turn (left padding, no prefix cache, no stop at
-the action line, as many new tokens as the longest reply of that turn) and
-prints that tokens/s, so the engine's gain is visible.
+Per agent and thread count it prints:
 
-    python benchmarks/real_llm_speed.py [--tasks 50 --samples 4 --t 12] [--agents hf,llamacpp]
+* the load and evaluation times, wall and CPU (``time.process_time``: all
+  threads of this process), episodes/s and CPU seconds per episode;
+* the tokens read (prompt tokens run through the model: with a kept cache,
+  only those added since the episode's last turn; shared openings once) and
+  generated, and the padding the batches added to the tokens read;
+* the FLOP limit: ``2 x parameters`` FLOP per token read or generated, at the
+  float32 matrix-multiply rate measured in this run (FLOP per CPU-second, at
+  the same thread count, on the model's own MLP shape), and the agent's CPU
+  against it;
+* decoded row-steps (rows computed by the decoding steps) against the needed
+  ones (one per generated token);
+* Pass@(1,T) and the unparsable and invalid rates.
+
+``--profile`` prints the top of a cProfile of the first evaluation.  The
+machine is shared: run it under ``nice``, read the CPU figures, and quote the
+load averages it prints.
+
+    nice python benchmarks/real_llm_speed.py [--tasks 50 --samples 4 --t 12] \\
+        [--agents hf,llamacpp] [--threads 1,2] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
 import time
 
 import gymnasium as gym
@@ -34,55 +51,54 @@ gym.register_envs(agent_envs)
 ENV = "agent_envs/GuessNumber-v0"
 
 
-def build(kind: str, args):
-    common = dict(few_shot=1, temperature=1.0, max_new_tokens=args.max_new_tokens, env_id=ENV)
+def build(kind: str, args, threads: int):
+    common = dict(few_shot=1, temperature=1.0, env_id=ENV, threads=threads)
+    if args.max_new_tokens is not None:
+        common["max_new_tokens"] = args.max_new_tokens
     if kind == "hf":
         from baselines.llm.hf_agent import HFAgent
 
         return HFAgent(args.model, batch_size=args.batch, device="cpu", **common)
     from baselines.llm.llamacpp_agent import LlamaCppAgent
 
-    return LlamaCppAgent(args.model, threads=args.threads, **common)
+    return LlamaCppAgent(args.model, **common)
 
 
-class PromptLog:
-    """Record the prompts of each ``act_batch`` call (one list per turn of the batch)."""
+def matmul_rate(threads: int, width: int, hidden: int) -> float:
+    """Return float32 matmul FLOP per CPU-second at ``threads`` threads (one MLP product)."""
+    import torch
 
-    def __init__(self, agent, turns: int) -> None:
-        self.calls: list[list[list[int]]] = []
-        self.turns = turns
-        act_batch, prompt_ids = agent.act_batch, agent.prompt_ids
-
-        def record_batch(observations, infos):
-            if len(self.calls) < self.turns:
-                pairs = zip(observations, infos, strict=True)
-                self.calls.append([prompt_ids(o, i) for o, i in pairs])
-            return act_batch(observations, infos)
-
-        agent.act_batch = record_batch
+    torch.set_num_threads(threads)
+    a, b = torch.randn(256, width), torch.randn(width, hidden)
+    torch.mm(a, b)  # warm up
+    flop, start = 0, time.process_time()
+    while time.process_time() - start < 2.0:
+        torch.mm(a, b)
+        flop += 2 * a.shape[0] * width * hidden
+    return flop / (time.process_time() - start)
 
 
-def bare_generate(agent, calls: list[list[list[int]]], new_tokens: int) -> tuple[int, float]:
-    """Time one plain batched ``model.generate`` per recorded turn; return (tokens, seconds)."""
-    from baselines.llm.generation import generate_replies
+def model_shape(name: str) -> tuple[int, int, int]:
+    """Return the model's (parameters, hidden size, MLP size), built on the meta device."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    tokens, start = 0, time.perf_counter()
-    for prompts in calls:
-        for first in range(0, len(prompts), agent.batch_size):
-            batch = prompts[first : first + agent.batch_size]
-            pad = agent.tokenizer.pad_token_id or agent.tokenizer.eos_token_id
-            eos = [agent.tokenizer.eos_token_id]
-            replies = generate_replies(agent.model, batch, pad, eos, new_tokens)
-            tokens += sum(len(reply) for reply in replies)
-    return tokens, time.perf_counter() - start
+    from baselines.llm.models import resolve_model
+
+    folder = resolve_model(name)
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    params = sum(p.numel() for p in model.parameters())
+    text = config.get_text_config()
+    return params, text.hidden_size, text.intermediate_size
 
 
-def run(kind: str, args) -> None:
-    start = time.perf_counter()
-    agent = build(kind, args)
-    loaded = time.perf_counter() - start
-    log = PromptLog(agent, args.replay_turns) if kind == "hf" else None
-    start = time.perf_counter()
+def evaluate_once(agent, args, profile: bool):
+    profiler = cProfile.Profile() if profile else None
+    start, cpu = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
     result = evaluate(
         agent,
         lambda: chat_stack(gym.make(ENV), args.t),
@@ -93,25 +109,62 @@ def run(kind: str, args) -> None:
         batch_size=args.batch,
         n_bootstrap=200,
     )
-    wall = time.perf_counter() - start
-    d = result.diagnostics
+    if profiler is not None:
+        profiler.disable()
+    return result, time.perf_counter() - start, time.process_time() - cpu, profiler
+
+
+def counters(agent) -> dict[str, int]:
+    """Return the agent's token counters (what it has; zeros for what it lacks)."""
+    decoder = getattr(agent, "_decoder", None)
+    read = getattr(agent, "tokens_read", None)
+    padded = getattr(agent, "padded_tokens_read", None)
+    if decoder is not None:
+        read, padded = decoder.tokens_read, decoder.padded_tokens_read
+    generated = agent.generated_tokens
+    return {
+        "read": read or 0,
+        "padded": padded or read or 0,
+        "generated": generated,
+        "decoded": getattr(agent, "decoded_row_steps", generated),
+    }
+
+
+def run(kind: str, threads: int, args, shape, profile: bool) -> None:
+    params, width, hidden = shape
+    rate = matmul_rate(threads, width, hidden)
+    load_start = os.getloadavg()
+    start, cpu = time.perf_counter(), time.process_time()
+    agent = build(kind, args, threads)
+    loaded, load_cpu = time.perf_counter() - start, time.process_time() - cpu
+    result, wall, used, profiler = evaluate_once(agent, args, profile)
+    n, d = result.episodes, result.diagnostics
+    c = counters(agent)
+    limit = (c["read"] + c["generated"]) * 2 * params / rate
     print(
-        f"{kind:9s} load {loaded:6.1f} s | eval {wall:6.1f} s = {wall / 60:.2f} min | "
-        f"{result.episodes / wall:6.2f} episodes/s | {agent.generated_tokens / wall:7.1f} "
-        f"generated tokens/s | Pass@(1,{args.t}) {result.pass_at(1, args.t):.3f} | "
-        f"unparsable {d['unparsable_rate']:.3f} | invalid {d['invalid_action_rate']:.3f} | "
-        f"load average {os.getloadavg()[0]:.2f}",
+        f"\n{kind} with {threads} thread(s): {n} episodes, load average "
+        f"{load_start[0]:.2f} -> {os.getloadavg()[0]:.2f}\n"
+        f"  load {loaded:.1f} s wall, {load_cpu:.1f} s CPU | eval {wall:.1f} s wall "
+        f"= {wall / 60:.2f} min, {used:.1f} s CPU\n"
+        f"  {n / wall:.3f} episodes/s | {used / n:.3f} CPU s per episode\n"
+        f"  tokens read {c['read']} (padded {c['padded']}, +{_share(c['padded'], c['read'])}), "
+        f"generated {c['generated']}\n"
+        f"  matmul {rate / 1e9:.1f} GFLOP per CPU-s; FLOP limit {limit:.1f} CPU s "
+        f"({(c['read'] + c['generated']) / (limit or 1):.0f} tokens per CPU-s) -> "
+        f"{used / limit if limit else float('nan'):.2f}x the limit\n"
+        f"  decoded row-steps {c['decoded']} against {c['generated']} needed "
+        f"({c['decoded'] / max(c['generated'], 1):.3f}x)\n"
+        f"  Pass@(1,{args.t}) {result.pass_at(1, args.t):.3f} | unparsable "
+        f"{d['unparsable_rate']:.3f} | invalid {d['invalid_action_rate']:.3f}",
         flush=True,
     )
-    if log is not None and log.calls:
-        turns = len(log.calls)
-        tokens, seconds = bare_generate(agent, log.calls, args.max_new_tokens)
-        print(
-            f"{'':9s} bare batched model.generate on the prompts of the first {turns} turns "
-            f"({args.max_new_tokens} new tokens each, no cache, no stop): {tokens / seconds:7.1f} "
-            f"tokens/s ({seconds:.1f} s)",
-            flush=True,
-        )
+    if profiler is not None:
+        print("  top of the profile (tottime):", flush=True)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile_lines)
+
+
+def _share(padded: int, read: int) -> str:
+    return f"{(padded - read) / read:.1%}" if read else "n/a"
 
 
 def main() -> None:
@@ -122,13 +175,19 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--t", type=int, default=12)
     parser.add_argument("--batch", type=int, default=50, help="episodes in lockstep (HF batch)")
-    parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
-    parser.add_argument("--replay-turns", type=int, default=3)
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="the agents' default")
+    parser.add_argument("--threads", default="1", help="thread counts to run, e.g. 1,2")
+    parser.add_argument("--profile", action="store_true", help="profile the first evaluation")
+    parser.add_argument("--profile-lines", type=int, default=20)
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}; {os.cpu_count()} CPUs", flush=True)
+    shape = model_shape(args.model)
+    print(f"{args.model}: {shape[0] / 1e6:.1f} M parameters", flush=True)
+    first = True
     for kind in args.agents.split(","):
-        run(kind, args)
+        for threads in (int(n) for n in args.threads.split(",")):
+            run(kind, threads, args, shape, args.profile and first)
+            first = False
 
 
 if __name__ == "__main__":

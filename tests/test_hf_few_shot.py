@@ -18,7 +18,7 @@ from baselines.llm.few_shot import FIRST_EXAMPLE_ID, example_messages, oracle_ep
 from baselines.llm.generation import generate_replies  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
-from baselines.llm.prompting import ReplyStop, cut_reply  # noqa: E402
+from baselines.llm.prompting import ACTION_REPLY_TOKENS, ReplyStop, cut_reply  # noqa: E402
 from wrappers.chat_history import ChatHistory  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -123,10 +123,51 @@ def test_each_row_stops_on_its_own_in_both_decoders(loaded):
 
     stopped = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 8, stop=stop)
     decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 8)
-    cached = decoder(["a", "b"], prompts, lambda s: s.argmax(-1), stop=stop)
+    cached = decoder(["a", "b"], prompts, lambda s, rows: s.argmax(-1), stop=stop)
     assert cached == [full[0][:2], full[1][:5]]
     assert [row[:2] for row in stopped[:1]] == [full[0][:2]]
     assert stopped[1][:5] == full[1][:5]
+
+
+def test_a_finished_row_leaves_the_batch_and_is_not_decoded_again(loaded):
+    model, tokenizer = loaded
+    prompts = [tokenizer("I am thinking of a number")["input_ids"], tokenizer("Hi")["input_ids"]]
+    eos = [tokenizer.eos_token_id]
+    full = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 8)
+
+    def stop(tokens):  # row 0 stops after 2 tokens, row 1 after 5
+        return len(tokens) >= (2 if tokens == full[0][: len(tokens)] else 5)
+
+    decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 8)
+    rows = []
+    hook = model.register_forward_pre_hook(
+        lambda _, args, kwargs: rows.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+    )
+    try:
+        replies = decoder(["a", "b"], prompts, lambda s, live: s.argmax(-1), stop=stop)
+    finally:
+        hook.remove()
+    assert replies == [full[0][:2], full[1][:5]]
+    assert rows == [2, 2, 1, 1, 1]  # row 0 ended at its 2nd token and was never run again
+    assert decoder.row_steps == 2 + 5  # decoded row-steps equal the needed ones
+    # Both rows kept their caches: the next turn feeds one reply token and one new token.
+    longer = [p + r + [5] for p, r in zip(prompts, replies, strict=True)]
+    assert [len(entry.tokens) for entry in decoder._caches.values()] == [len(p) - 2 for p in longer]
+
+
+def test_the_agent_sets_torchs_thread_count_to_one_by_default(loaded):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        agent_for(loaded)
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        agent_for(loaded, threads=None)  # leaves torch's own setting
+        assert torch.get_num_threads() == 2
+        with pytest.raises(ValueError, match="threads"):
+            agent_for(loaded, threads=0)
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_reply_stop_ends_at_the_newline_of_the_action_line(loaded):
@@ -140,6 +181,15 @@ def test_reply_stop_ends_at_the_newline_of_the_action_line(loaded):
     think = ReplyStop(tokenizer, "think")
     words = tokenizer("I go.\nAction: 50\nmore", add_special_tokens=False)["input_ids"]
     assert tokenizer.decode(cut_reply(words, [], think)).endswith("Action: 50\n")
+
+
+def test_a_bare_action_reply_stops_at_its_token_cap(loaded):
+    tokenizer = loaded[1]
+    ramble = tokenizer(" fifty" * 40, add_special_tokens=False)["input_ids"]
+    assert len(ramble) > ACTION_REPLY_TOKENS
+    assert cut_reply(ramble, [], ReplyStop(tokenizer, "action")) == ramble[:ACTION_REPLY_TOKENS]
+    assert cut_reply(ramble, [], ReplyStop(tokenizer, "think")) == ramble  # free text: no cap
+    assert cut_reply(ramble, [], ReplyStop(tokenizer, "action", max_tokens=5)) == ramble[:5]
 
 
 def test_the_agent_cuts_replies_where_they_stop(loaded):
@@ -182,6 +232,34 @@ def test_few_shot_episodes_do_not_depend_on_batching(loaded, tmp_path):
     assert len(raws) > 1  # sampled replies differ between attempts
 
 
+@pytest.mark.parametrize("prefix_cache", [True, False])
+def test_episodes_are_the_same_at_agent_batch_1_and_64(loaded, tmp_path, prefix_cache):
+    logs = []
+    for batch in (1, 64):
+        path = tmp_path / f"run{batch}.jsonl"
+        agent = agent_for(loaded, few_shot=1, batch_size=batch, prefix_cache=prefix_cache)
+        result = evaluate(
+            agent,
+            lambda: ChatHistory(gym.make(ENV)),
+            ks=[1],
+            budgets=[3],
+            tasks=16,
+            samples=4,
+            batch_size=64,
+            log_path=path,
+            transcripts=True,
+            n_bootstrap=20,
+        )
+        assert result.errors == 0 and result.episodes == 64
+        if prefix_cache:
+            assert agent.decoded_row_steps == agent.generated_tokens
+        lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+        for line in lines:
+            line.pop("run", None)  # the run's fingerprint names the agent's batch size
+        logs.append(sorted(lines, key=lambda line: (line["task"], line["sample"])))
+    assert logs[0] == logs[1]
+
+
 def test_a_new_episode_reuses_the_prefix_other_episodes_computed(loaded):
     """The examples every episode shares are computed once, and replies do not change."""
     model, tokenizer = loaded
@@ -197,7 +275,7 @@ def test_a_new_episode_reuses_the_prefix_other_episodes_computed(loaded):
         widths.append(kwargs["input_ids"].shape[1])
         return original(*args, **kwargs)
 
-    greedy = lambda s: s.argmax(-1)  # noqa: E731
+    greedy = lambda s, rows: s.argmax(-1)  # noqa: E731
     decoder(["a"], [first], greedy)
     model.forward = spy
     try:
@@ -226,7 +304,7 @@ def test_new_rows_of_one_call_compute_their_shared_opening_once(loaded):
 
     model.forward = spy
     try:
-        replies = decoder(["a", "b"], prompts, lambda s: s.argmax(-1))
+        replies = decoder(["a", "b"], prompts, lambda s, rows: s.argmax(-1))
     finally:
         del model.forward
     common = next(i for i, (x, y) in enumerate(zip(*prompts, strict=False)) if x != y)

@@ -106,6 +106,37 @@ def test_sampling_is_seeded_per_episode_and_turn(tiny_gguf, llama_cpp):
     assert replies[0] == replies[2] and replies[0] != replies[1]
 
 
+def test_each_episode_keeps_its_cache_between_turns(tiny_gguf, llama_cpp):
+    """Two episodes take turns; each one's second turn reads only what its first did not hold."""
+    agent = LlamaCppAgent(tiny_gguf, few_shot=1, temperature=0, max_new_tokens=6)
+
+    def turn(steps):
+        pairs = [dialogue(task, steps) for task in (1, 2)]
+        infos = [
+            {**info, "episode_seed": seed} for (_, info), seed in zip(pairs, (5, 6), strict=True)
+        ]
+        observations = [observation for observation, _ in pairs]
+        prompts = [agent.prompt_ids(o, i) for o, i in zip(observations, infos, strict=True)]
+        before = agent.tokens_read
+        agent.act_batch(observations, infos)
+        return prompts, agent.tokens_read - before
+
+    first, _ = turn([])
+    for prompt, seed in zip(first, (5, 6), strict=True):
+        # What is kept is what the cache holds: the prompt and the reply
+        # (but its last token), never the rest of llama.cpp's token buffer.
+        kept, _ = agent._states._states[seed]
+        assert kept[: len(prompt)] == tuple(prompt)
+        assert len(kept) < len(prompt) + agent.max_new_tokens
+    second, read = turn(["50"])
+    for old, new in zip(first, second, strict=True):
+        assert new[: len(old)] == old  # each prompt continues the episode's previous one
+    assert read <= sum(len(new) - len(old) for old, new in zip(first, second, strict=True))
+    observation, info = dialogue(3, [])
+    agent.act_batch([observation], [{**info, "episode_seed": 7}])  # the others have ended
+    assert list(agent._states._states) == [7]
+
+
 def test_episodes_do_not_depend_on_batching(tiny_gguf, llama_cpp, tmp_path):
     agent = LlamaCppAgent(tiny_gguf, few_shot=1, temperature=1.0, max_new_tokens=6)
     logs = []

@@ -71,14 +71,14 @@ def warm_path(tiny_llama_path, tmp_path_factory):
     return path
 
 
-def play(path, tasks, budget=T8, keep_prompts=False, prefix_cache=True, **kwargs):
+def play(path, tasks, budget=T8, keep_prompts=False, prefix_cache=True, batch_size=None, **kwargs):
     model, tokenizer = load(path)
     runner = rollout(budget, **kwargs)
     eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         tasks,
         runner.chat_tokens(model, tokenizer),
-        HFGenerator(model, tokenizer, runner, prefix_cache=prefix_cache),
+        HFGenerator(model, tokenizer, runner, batch_size, prefix_cache=prefix_cache),
         reply_decoder(tokenizer, eos),
         keep_prompts=keep_prompts,
     )
@@ -299,6 +299,20 @@ def test_the_prefix_cache_plays_the_same_episodes_as_generate(warm_path):
         assert with_cache.logprobs == pytest.approx(without.logprobs, abs=1e-4)
 
 
+@pytest.mark.parametrize("prefix_cache", [True, False])
+def test_the_rollout_plays_the_same_episodes_at_batch_1_and_batch_64(warm_path, prefix_cache):
+    """Each row samples from its own generator and leaves its batch alone when it ends."""
+    tasks = [task for task in range(16) for _ in range(4)]  # 64 episodes, 4 attempts a task
+    one, _, _ = play(warm_path, tasks, BudgetSpec.fixed(3), prefix_cache=prefix_cache, batch_size=1)
+    many, _, _ = play(
+        warm_path, tasks, BudgetSpec.fixed(3), prefix_cache=prefix_cache, batch_size=64
+    )
+    assert len({tuple(e.completion_ids) for e in one}) > 8  # the attempts differ
+    for alone, batched in zip(one, many, strict=True):
+        assert alone.completion_ids == batched.completion_ids
+        assert alone.logprobs == pytest.approx(batched.logprobs, abs=1e-4)
+
+
 def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_llama_path):
     """Greedy replies equal generate()'s; a turn feeds only the tokens added since the last."""
     model, tokenizer = load(tiny_llama_path)
@@ -308,7 +322,7 @@ def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_llama_path
         lambda _, args, kwargs: fed.append(kwargs["input_ids"].shape[1]), with_kwargs=True
     )
 
-    def greedy(scores):
+    def greedy(scores, rows):
         return scores.argmax(-1)
 
     def decoder():

@@ -198,6 +198,24 @@ def test_quick_fills_in_only_the_flags_not_given():
     assert COMMAND.evaluation(quick, COMMAND.configs(quick)[0]).samples == 2
 
 
+def test_train_llm_quick_fills_in_only_the_flags_not_given():
+    """train-llm's --quick follows train-sb3's rule (issue 31, item 16)."""
+    from baselines.llm.train import COMMAND
+
+    argv = [GUESS, "--quick", "--steps", "5", "--group-size", "4", "--tasks", "0:6"]
+    args = COMMAND.parse([*argv, "--eval-samples", "3", "--eval-tasks", "10000:10005"])
+    config = COMMAND.configs(args)[0]
+    settings = COMMAND.evaluation(args, config)
+    assert (config.steps, config.k, len(config.tasks)) == (5, 4, 6)
+    assert config.tasks_per_step == 1 and config.warm_start == 4  # not given: --quick's
+    assert settings.samples == 3 and len(settings.tasks) == 5
+    quick = COMMAND.parse([GUESS, "--quick"])
+    config = COMMAND.configs(quick)[0]
+    assert (config.steps, config.k, len(config.tasks)) == (2, 2, 2)
+    settings = COMMAND.evaluation(quick, config)
+    assert settings.samples == 2 and len(settings.tasks) == 2
+
+
 def test_resume_with_other_eval_settings_says_what_to_do_without_a_log_flag(tmp_path):
     from baselines.sb3.train import _no_log_flag
 

@@ -91,8 +91,10 @@ class GumbelSampler(LogitsProcessor):
     """Turn greedy decoding into seeded, per-row sampling (the Gumbel-max trick).
 
     Each row has its own generator, so a row's samples do not depend on the
-    other rows in the batch.  Rows that have already finished still draw
-    noise; their tokens are discarded by ``generate``.
+    other rows in the batch.  Under ``generate`` rows that have already
+    finished still draw noise (their tokens are discarded);
+    :class:`~baselines.llm.prefix_cache.PrefixCacheDecoder` drops them, and
+    :meth:`noisy` samples only the rows still going.
     """
 
     def __init__(self, seeds: Sequence[int], temperature: float, top_p: float, device) -> None:
@@ -101,6 +103,13 @@ class GumbelSampler(LogitsProcessor):
         self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        return self.noisy(scores, range(len(self.generators)))
+
+    def noisy(self, scores: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+        """Return the noisy logits of the batch rows that are generator ``rows`` (in order).
+
+        A batch whose finished rows have left it passes the rows still going.
+        """
         logits = scores.float() / self.temperature
         if self.top_p < 1.0:
             # Keep the smallest set of tokens whose probability reaches top_p
@@ -114,8 +123,10 @@ class GumbelSampler(LogitsProcessor):
         vocabulary = logits.shape[-1]
         noise = torch.stack(
             [
-                torch.empty(vocabulary, device=logits.device).exponential_(generator=generator)
-                for generator in self.generators
+                torch.empty(vocabulary, device=logits.device).exponential_(
+                    generator=self.generators[row]
+                )
+                for row in rows
             ]
         )
         # argmax(logits - log E), E ~ Exp(1), is a sample from softmax(logits).
@@ -297,7 +308,7 @@ class HFGenerator:
                 tokens = self.decoder(
                     [id(e) for e in episodes],
                     prompts,
-                    lambda s: sampler(None, s).argmax(-1),
+                    lambda scores, rows: sampler.noisy(scores, rows).argmax(-1),
                     stop=self.stop,
                 )
             else:
@@ -312,26 +323,26 @@ class HFGenerator:
                 )
         finally:
             self.model.train(was_training)
-        logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else []
         replies = []
         for row, reply in enumerate(tokens):
             _, kept = reply_with_end(reply, self.eos_ids, self.stop)
-            replies.append(Generation(kept, logprobs[row][: len(kept)]))
+            replies.append(Generation(kept, sampler.logprobs[row][: len(kept)]))
         return replies
 
 
 class _RecordingSampler(GumbelSampler):
-    """HFAgent's seeded sampler, which also records each sampled token's log-prob."""
+    """HFAgent's seeded sampler, which also records each sampled token's log-prob per row."""
 
     def __init__(self, seeds: Sequence[int], temperature: float, device: Any) -> None:
         super().__init__(seeds, temperature, 1.0, device)
-        self.logprobs: list[torch.Tensor] = []
+        self.logprobs: list[list[float]] = [[] for _ in seeds]
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
-        noisy = super().__call__(input_ids, scores)
+    def noisy(self, scores: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+        noisy = super().noisy(scores, rows)
         chosen = noisy.argmax(dim=-1, keepdim=True)  # what greedy decoding will pick
         logps = (scores.float() / self.temperature).log_softmax(dim=-1)
-        self.logprobs.append(logps.gather(-1, chosen).squeeze(-1))
+        for row, logp in zip(rows, logps.gather(-1, chosen).squeeze(-1).tolist(), strict=True):
+            self.logprobs[row].append(logp)
         return noisy
 
 

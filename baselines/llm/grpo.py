@@ -80,12 +80,8 @@ def make_rollout(config: LLMTrainConfig) -> Any:
         config.env_id,
         config.budget,
         seed=config.seed,
-        system_prompt=config.system_prompt,
-        few_shot=config.few_shot,
-        reply_format=config.reply_format,
-        max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature,
         process_reward=config.process_reward > 0,
+        **config.policy_settings(),
     )
 
 

@@ -43,7 +43,9 @@ chosen by batch shape may change logits in the last bits and so, rarely, flip
 a near-tie).  Without ``episode_seed`` (outside the evaluator) the agent
 draws episode seeds from its own generator seeded with ``seed``.
 
-This module changes no global torch setting (threads, seeds, defaults).
+Threads.  torch's thread count is process-wide; the agent sets it to
+``threads`` (1 by default, see the argument) and changes no other global
+torch setting (seeds, defaults).
 """
 
 from __future__ import annotations
@@ -132,6 +134,12 @@ class HFAgent(LLMPolicy):
             model that takes ``position_ids`` and a full dynamic cache (Llama,
             Qwen2, Mistral without a sliding window, GPT-2, ...): turn it off
             for others.
+        threads: ``torch.set_num_threads(threads)`` for the process (torch's
+            intra-op threads are process-wide); ``None`` leaves torch's own
+            setting.  1 by default: on this project's 2-core machine one thread
+            evaluated SmolLM2-135M fastest (``benchmarks/real_llm_speed.py
+            --threads 1,2``; docs/real_llm.md), and a second thread on busy
+            cores spins instead of computing.
 
     Example::
 
@@ -158,6 +166,7 @@ class HFAgent(LLMPolicy):
         max_context: int | None = None,
         trust_remote_code: bool = False,
         prefix_cache: bool = True,
+        threads: int | None = 1,
     ) -> None:
         super().__init__(
             system_prompt=system_prompt,
@@ -172,6 +181,7 @@ class HFAgent(LLMPolicy):
         self.batch_size = check_int(batch_size, "batch_size", 1)
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
+        _set_threads(threads)
         self._from_files = isinstance(model, (str, os.PathLike))
         self.model, self.tokenizer, self.name = _load(
             model, tokenizer, device, dtype, trust_remote_code
@@ -193,12 +203,21 @@ class HFAgent(LLMPolicy):
         #: Ends a reply as soon as its action line is complete.
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
         #: Tokens generated so far (up to and including the end-of-sequence token).
-        self.generated_tokens = 0
-        self._decoder = (
-            PrefixCacheDecoder(self.model, self._eos_ids, self._pad_id, max_new_tokens)
-            if prefix_cache
-            else None
-        )
+        self.generated_tokens = self._generate_row_steps = 0
+        decoder = PrefixCacheDecoder(self.model, self._eos_ids, self._pad_id, max_new_tokens)
+        self._decoder = decoder if prefix_cache else None  # a cheap object either way
+
+    @property
+    def decoded_row_steps(self) -> int:
+        """Rows the decoding steps computed so far, against :attr:`generated_tokens` needed.
+
+        With the prefix cache a finished row leaves its batch, so the two are
+        equal; ``model.generate`` (``prefix_cache=False``) decodes every row
+        of a batch until its last row ends.
+        """
+        # ``_generate_row_steps``: the rows ``model.generate`` decoded (no prefix cache).
+        cached = self._decoder.row_steps if self._decoder is not None else 0
+        return cached + self._generate_row_steps
 
     @functools.cached_property
     def fingerprint(self) -> str | None:
@@ -305,7 +324,9 @@ class HFAgent(LLMPolicy):
             new_tokens = self._decoder(
                 keys,
                 prompts,
-                lambda s: (s if sampler is None else sampler(None, s)).argmax(-1),
+                lambda scores, rows: (
+                    scores if sampler is None else sampler.noisy(scores, rows)
+                ).argmax(-1),
                 stop=self.stop,
             )
         else:
@@ -318,6 +339,7 @@ class HFAgent(LLMPolicy):
                 sampler,
                 stop=self.stop,
             )
+            self._generate_row_steps += len(prompts) * max(map(len, new_tokens))
         replies = []
         for tokens in new_tokens:
             # The token history keeps the end token when the reply ended with one.
@@ -325,6 +347,12 @@ class HFAgent(LLMPolicy):
             self.generated_tokens += len(kept)
             replies.append((kept, self.tokenizer.decode(reply, skip_special_tokens=True)))
         return replies
+
+
+def _set_threads(threads: int | None) -> None:
+    """Set torch's (process-wide) thread count, unless ``threads`` is ``None``."""
+    if threads is not None:
+        torch.set_num_threads(check_int(threads, "threads", 1))
 
 
 def _episode_key(info: dict[str, Any], row: int) -> Any:

@@ -11,9 +11,15 @@ the tokenizer that transformers reads from the GGUF file's own metadata.  The
 agent hands llama.cpp token ids, never text, so its tokenizer is not used.
 
 Generation is one episode at a time: llama.cpp's high-level API holds one
-sequence.  It keeps the keys and values of the longest prefix a prompt shares
-with the previous one, so the system prompt and the few-shot examples, which
-every episode shares, are computed once.
+sequence.  After each reply the agent copies that sequence's keys and values
+out of llama.cpp (``llama_state_seq_get_data``: the cells in use, not the
+whole context) and keys them by the episode's seed; the episode's next turn
+copies them back (``llama_state_seq_set_data``), so llama.cpp reads only the
+tokens added since, however many other episodes ran in between.  A new
+episode starts from whatever the context holds, which is the longest prefix
+it shares with the previous prompt: the system prompt and the few-shot
+examples every episode shares are computed once.  ``act_batch`` drops the
+states of the episodes it is no longer given (they have ended).
 
 Seeds.  ``temperature=0`` is greedy.  Otherwise each reply's sampler is seeded
 with :func:`wrappers.seeding.sampling_seed` of the agent's seed, the
@@ -28,13 +34,14 @@ from source) and transformers with ``gguf`` (for the tokenizer).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from agent_envs import install_hint
-from agent_envs.protocol import AgentAction
+from agent_envs.protocol import EPISODE_SEED, AgentAction
 from baselines.llm.models import gguf_file
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompt_encoder import PromptEncoder
@@ -171,6 +178,9 @@ class LlamaCppAgent(LLMPolicy):
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = 0
+        #: Prompt tokens llama.cpp has read so far (those not already in its cache).
+        self.tokens_read = 0
+        self._states = _EpisodeStates(self.llm)
 
     def __repr__(self) -> str:
         return (
@@ -180,9 +190,8 @@ class LlamaCppAgent(LLMPolicy):
         )
 
     def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
-        """Return the action for one episode."""
-        prompt = self.prompt_ids(observation, info)
-        return to_agent_action(self._reply(prompt, self._sample_seed(info, prompt)))
+        """Return the action for one episode (a batch of one)."""
+        return self.act_batch([observation], [info])[0]
 
     def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
         """Return one action per episode, generating them one after another."""
@@ -190,7 +199,13 @@ class LlamaCppAgent(LLMPolicy):
             raise ValueError(
                 f"act_batch got {len(observations)} observations but {len(infos)} infos."
             )
-        return [self.act(obs, info) for obs, info in zip(observations, infos, strict=True)]
+        self._states.retain(info.get(EPISODE_SEED) for info in infos)
+        actions = []
+        for observation, info in zip(observations, infos, strict=True):
+            prompt = self.prompt_ids(observation, info)
+            seed = self._sample_seed(info, prompt)
+            actions.append(to_agent_action(self._reply(prompt, seed, info.get(EPISODE_SEED))))
+        return actions
 
     def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:
         """Return the prompt's token ids, as ``HFAgent`` builds them."""
@@ -205,8 +220,16 @@ class LlamaCppAgent(LLMPolicy):
             )
         return self._encoders[env_id].prompt_ids(observation, info)
 
-    def _reply(self, prompt: list[int], seed: int) -> str:
-        """Decode one reply until an end token, a complete action line or the length limit."""
+    def _reply(self, prompt: list[int], seed: int, key: Any) -> str:
+        """Decode one reply until an end token, a complete action line or the length limit.
+
+        ``key`` names the episode whose cached state is restored first and
+        saved after (``None``: nothing is kept).
+        """
+        if key is not None:
+            self._states.restore(key, prompt)
+        # llama.cpp keeps what its context holds of the prompt (all but the last token).
+        self.tokens_read += len(prompt) - _common_length(_held(self.llm), prompt[:-1])
         self.llm.set_seed(seed)
         tokens: list[int] = []
         sampling = {"top_k": 0, "min_p": 0.0, "top_p": self.top_p, "repeat_penalty": 1.0}
@@ -217,4 +240,77 @@ class LlamaCppAgent(LLMPolicy):
             tokens.append(int(token))
             if len(tokens) >= self.max_new_tokens or self.stop(tokens):
                 break
+        if key is not None:
+            self._states.save(key)
         return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
+
+class _EpisodeStates:
+    """Each live episode's llama.cpp sequence state (its keys and values), between turns.
+
+    The state of sequence 0 is copied with llama.cpp's per-sequence state API,
+    which copies the cells in use only; ``Llama.save_state`` would also copy
+    the logits buffer (``n_batch x vocabulary`` floats, 100 MB for SmolLM2).
+    Alongside it the tokens the cells hold, which ``Llama.generate`` compares
+    with the next prompt to skip the prefix it already holds.
+    """
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self._states: dict[Any, tuple[tuple[int, ...], bytes]] = {}
+
+    def retain(self, keys: Any) -> None:
+        """Drop the states of episodes not in ``keys``."""
+        wanted = set(keys)
+        self._states = {key: state for key, state in self._states.items() if key in wanted}
+
+    def save(self, key: Any) -> None:
+        import llama_cpp
+
+        ctx = self.llm._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+        tokens = tuple(int(token) for token in _held(self.llm))
+        self._states[key] = (tokens, bytes(buffer)[:written])
+
+    def restore(self, key: Any, prompt: list[int]) -> None:
+        """Load ``key``'s state if it holds more of ``prompt`` than the context does now."""
+        entry = self._states.get(key)
+        if entry is None:
+            return
+        tokens, data = entry
+        # At least the prompt's last token is read, for its logits.
+        shared = _common_length(tokens, prompt[:-1])
+        if shared <= _common_length(_held(self.llm), prompt[:-1]):
+            return
+        import llama_cpp
+
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if llama_cpp.llama_state_seq_set_data(self.llm._ctx.ctx, buffer, len(data), 0) == 0:
+            self.llm.reset()  # not restored: llama.cpp reads the prompt whole
+            return
+        # Declare held only the cells the prompt shares; llama.cpp drops the
+        # rest (positions from ``n_tokens`` on) before it reads the remainder.
+        self.llm.n_tokens = shared
+        self.llm.input_ids[:shared] = tokens[:shared]
+
+
+def _held(llm: Any) -> Any:
+    """Return the tokens whose keys and values llama.cpp's context holds.
+
+    ``Llama.input_ids`` is a buffer of the context's length; only its first
+    ``n_tokens`` entries are in the cache.  The rest are left over from
+    longer prompts and must never be matched against a new one: a match there
+    makes llama.cpp continue from positions its cache does not have
+    (``llama_decode returned -1``).
+    """
+    return llm.input_ids[: llm.n_tokens]
+
+
+def _common_length(a: Any, b: Any) -> int:
+    """Return how many leading tokens ``a`` and ``b`` share."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))

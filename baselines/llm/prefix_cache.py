@@ -37,8 +37,9 @@ from transformers.cache_utils import DynamicLayer
 
 __all__ = ["PrefixCacheDecoder"]
 
-#: ``sample(scores) -> tokens``: one token per row from the last position's logits.
-Sample = Callable[[torch.Tensor], torch.Tensor]
+#: ``sample(scores, rows) -> tokens``: one token per batch row from its last position's
+#: logits; ``rows`` says which prompt each batch row is (finished rows have left).
+Sample = Callable[[torch.Tensor, list[int]], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class PrefixCacheDecoder:
 
     def __init__(self, model: Any, eos_ids: Sequence[int], pad_id: int, max_new_tokens: int):
         self.model = model
-        self.eos_ids = torch.tensor(sorted(set(eos_ids)), dtype=torch.long)
+        self._eos = frozenset(eos_ids)
         self.pad_id = pad_id
         self.max_new_tokens = max_new_tokens
         self.layers = model.config.get_text_config().num_hidden_layers
@@ -71,6 +72,13 @@ class PrefixCacheDecoder:
         parameters = inspect.signature(base.forward).parameters
         self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._caches: dict[Any, _RowCache] = {}
+        #: Rows computed by the decoding steps so far: one per reply token, since
+        #: a finished row leaves the batch (``generate`` keeps decoding it).
+        self.row_steps = 0
+        #: Prompt tokens run through the model (each row's new ones, shared openings
+        #: once), and the same with the padding of each batch counted.
+        self.tokens_read = 0
+        self.padded_tokens_read = 0
 
     @torch.inference_mode()
     def __call__(
@@ -82,21 +90,26 @@ class PrefixCacheDecoder:
     ) -> list[list[int]]:
         """Return one reply per prompt: its tokens up to and including the end token.
 
-        ``keys`` name the rows across calls (one per episode); ``sample`` picks
-        each row's next token from the logits of its last position.  A row
-        also ends, on its own, once ``stop(its reply so far)`` is true; the
-        batch decodes until every row has ended.
+        ``keys`` name the rows across calls (one per episode); ``sample(logits,
+        rows)`` picks the next token of each listed row (indices into
+        ``prompts``) from the logits of its last position.  A row ends, on its
+        own, at an end token, once ``stop(its reply so far)`` is true or at
+        ``max_new_tokens``, and leaves the batch at once: later steps compute
+        only the rows still going, so :attr:`row_steps` grows by exactly one
+        per reply token.
         """
         self._share_opening(keys, prompts)
         cached = [self._usable(key, prompt) for key, prompt in zip(keys, prompts, strict=True)]
         starts = [len(c.tokens) if c else 0 for c in cached]
-        batch = _Batch(
-            prompts, starts, cached, self.pad_id, self.max_new_tokens, self.layers, self.device
-        )
+        # A stop with its own cap (a bare-action ReplyStop) needs less room reserved.
+        room = min(self.max_new_tokens, getattr(stop, "max_tokens", None) or self.max_new_tokens)
+        batch = _Batch(prompts, starts, cached, self.pad_id, room, self.layers, self.device)
+        self.tokens_read += sum(batch.new_lengths)
+        self.padded_tokens_read += len(prompts) * batch.new_width
         replies: list[list[int]] = [[] for _ in prompts]
-        done = torch.zeros(len(prompts), dtype=torch.bool)
+        live = list(range(len(prompts)))  # the prompt of each batch row, in order
         input_ids, positions = batch.input_ids, batch.positions
-        for step in range(self.max_new_tokens):
+        for step in range(room):
             logits = self.model(
                 input_ids=input_ids,
                 attention_mask=batch.mask[:, : batch.width + step],
@@ -105,21 +118,26 @@ class PrefixCacheDecoder:
                 use_cache=True,
                 logits_to_keep=1,
             ).logits[:, -1, :]
-            tokens = sample(logits).cpu()
-            live = (~done).nonzero().flatten().tolist()
-            for row in live:
-                replies[row].append(int(tokens[row]))
-            done |= torch.isin(tokens, self.eos_ids)
-            if stop is not None:
-                for row in live:
-                    done[row] |= stop(replies[row])
-            if bool(done.all()) or step + 1 == self.max_new_tokens:
+            self.row_steps += len(live)
+            tokens = sample(logits, live).cpu()
+            going = []
+            for index, row in enumerate(live):
+                replies[row].append(int(tokens[index]))
+                if self._ended(replies[row], stop) or step + 1 == room:
+                    self._caches[keys[row]] = batch.row_cache(index, prompts[row], replies[row])
+                else:
+                    going.append(index)
+            if not going:
                 break
+            if len(going) < len(live):  # finished rows leave the batch
+                batch.keep(going)
+                live, tokens, positions = [live[i] for i in going], tokens[going], positions[going]
             input_ids = tokens.to(self.device).unsqueeze(1)
             positions = positions[:, -1:] + 1
-        for row, key in enumerate(keys):
-            self._caches[key] = batch.row_cache(row, prompts[row], replies[row])
         return replies
+
+    def _ended(self, reply: list[int], stop: Callable[[list[int]], bool] | None) -> bool:
+        return reply[-1] in self._eos or (stop is not None and stop(reply))
 
     def retain(self, keys: Sequence[Any]) -> None:
         """Drop the caches of every row not in ``keys`` (episodes that have ended)."""
@@ -158,6 +176,8 @@ class PrefixCacheDecoder:
         if any(_common_length(e.tokens, opening) == length for e in self._caches.values()):
             return  # another row's cache already holds it
         cache = DynamicCache()
+        self.tokens_read += length
+        self.padded_tokens_read += length
         self.model(
             input_ids=torch.tensor([opening], device=self.device),
             position_ids=torch.arange(length, device=self.device).unsqueeze(0),
@@ -250,8 +270,17 @@ class _Batch:
             layer.update(keys, values)
         return cache
 
+    def keep(self, rows: list[int]) -> None:
+        """Keep only these batch rows (the others have finished): mask, offsets and caches."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
+        self.mask = self.mask.index_select(0, index)
+        self.starts = [self.starts[row] for row in rows]
+        self.new_lengths = [self.new_lengths[row] for row in rows]
+        for layer in self.cache.layers:
+            layer.keep(index)
+
     def row_cache(self, row: int, prompt: Sequence[int], reply: list[int]) -> _RowCache:
-        """Return ``row``'s cache: its prompt and the reply tokens fed back (all but the last)."""
+        """Return batch ``row``'s cache: its prompt and the reply tokens fed back (not the last)."""
         start, length = self.starts[row], self.new_lengths[row]
         fed = len(reply) - 1  # the last sampled token was never fed to the model
         begin = self.cached_width - start
@@ -299,3 +328,11 @@ class _ReservedLayer(DynamicLayer):
         self._length = end
         self.keys, self.values = keys[:, :, :end], values[:, :, :end]
         return self.keys, self.values
+
+    def keep(self, index: torch.Tensor) -> None:
+        """Keep only the batch rows in ``index`` (the filled part is copied; room stays)."""
+        if self._buffers is None:
+            return
+        self._buffers = tuple(buffer.index_select(0, index) for buffer in self._buffers)
+        keys, values = self._buffers
+        self.keys, self.values = keys[:, :, : self._length], values[:, :, : self._length]

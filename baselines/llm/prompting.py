@@ -28,6 +28,7 @@ from baselines.llm.messages import (
 from baselines.llm.policy import check_sampling
 from baselines.llm.prompt_encoder import PromptEncoder, PromptTooLongError
 from baselines.llm.replies import (
+    ACTION_REPLY_TOKENS,
     ACTION_SYSTEM_PROMPT,
     DEFAULT_SYSTEM_PROMPT,
     FORMAT_PROMPT,
@@ -48,6 +49,7 @@ from baselines.llm.replies import (
 )
 
 __all__ = [
+    "ACTION_REPLY_TOKENS",
     "ACTION_SYSTEM_PROMPT",
     "DEFAULT_SYSTEM_PROMPT",
     "FORMAT_PROMPT",

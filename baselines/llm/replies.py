@@ -19,6 +19,7 @@ from typing import Any
 from agent_envs.protocol import AgentAction
 
 __all__ = [
+    "ACTION_REPLY_TOKENS",
     "ACTION_SYSTEM_PROMPT",
     "DEFAULT_SYSTEM_PROMPT",
     "FORMAT_PROMPT",
@@ -214,25 +215,42 @@ def reply_complete(text: str, reply_format: str) -> bool:
     return False
 
 
+#: The most tokens of a bare-action reply (``reply_format="action"``).  The longest
+#: action of any registered env's oracle episodes, newline included, is 14 tokens
+#: with SmolLM2's tokenizer (``click[B0T6Z7W66J]`` in WebShop); 32 leaves room for
+#: longer search queries and item names.  A first line that runs on past it is
+#: rambling, not an action, and used to keep its whole batch decoding to
+#: ``max_new_tokens`` (256 by default).
+ACTION_REPLY_TOKENS = 32
+
+
 class ReplyStop:
     """Tell, token by token, when a reply holds its whole action line (:func:`reply_complete`).
 
     Called with a reply's tokens so far after each decoded token.  The text
     is decoded only when the last token holds a newline, so the check costs
-    a set lookup on most steps.
+    a set lookup on most steps.  A bare-action reply also stops at
+    ``max_tokens`` tokens.
 
     Args:
         tokenizer: the model's tokenizer (``decode`` and ``len``).
         reply_format: one of :data:`REPLY_FORMATS`.
+        max_tokens: the cap; by default :data:`ACTION_REPLY_TOKENS` for
+            ``"action"`` and none for ``"think"``.
     """
 
-    def __init__(self, tokenizer: Any, reply_format: str) -> None:
+    def __init__(self, tokenizer: Any, reply_format: str, max_tokens: int | None = None) -> None:
         self.tokenizer = tokenizer
         self.reply_format = check_reply_format(reply_format)
+        if max_tokens is None and reply_format == "action":
+            max_tokens = ACTION_REPLY_TOKENS
+        self.max_tokens = max_tokens
         pieces = tokenizer.batch_decode([[token] for token in range(len(tokenizer))])
         self.newline_ids = frozenset(i for i, piece in enumerate(pieces) if "\n" in piece)
 
     def __call__(self, tokens: Sequence[int]) -> bool:
+        if self.max_tokens is not None and len(tokens) >= self.max_tokens:
+            return True
         if not tokens or tokens[-1] not in self.newline_ids:
             return False
         text = self.tokenizer.decode(list(tokens), skip_special_tokens=True)

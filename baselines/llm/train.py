@@ -148,18 +148,12 @@ def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str
     it repeats that evaluation's tasks, K grid, attempts and budgets; without,
     100 tasks from 10000, K 1,2,4, 4 attempts and the training budgets.
     """
-    kwargs: dict[str, Any] = {
-        "model": str(out),
-        "temperature": config.temperature,
-        "max_new_tokens": config.max_new_tokens,
-        "prefix_cache": True,
-    }
-    if config.system_prompt != FORMAT_PROMPT:
-        kwargs["system_prompt"] = config.system_prompt
-    if config.few_shot:
-        kwargs["few_shot"] = config.few_shot
-    if config.reply_format is not None:
-        kwargs["reply_format"] = config.reply_format
+    kwargs: dict[str, Any] = {"model": str(out), "prefix_cache": True}
+    # The settings the run's policies took; HFAgent's defaults are left out of the line.
+    defaults = {"system_prompt": FORMAT_PROMPT, "few_shot": 0, "reply_format": None}
+    for name, value in config.policy_settings().items():
+        if name not in defaults or value != defaults[name]:
+            kwargs[name] = value
     budgets, ks, samples, tasks = sorted(set(config.budget.budgets)), (1, 2, 4), 4, "10000:10100"
     if settings is not None:
         budgets, ks, samples = settings.budgets, settings.ks, settings.samples
@@ -193,16 +187,12 @@ def training_agent(
 
     return HFAgent(
         str(path),
-        system_prompt=config.system_prompt,
-        few_shot=config.few_shot,
-        reply_format=config.reply_format,
         env_id=config.env_id,
-        temperature=config.temperature,
-        max_new_tokens=config.max_new_tokens,
         batch_size=batch_size,
         seed=seed,
         device="cpu",
         prefix_cache=True,  # the same samples, several times faster on long histories
+        **config.policy_settings(),
     )
 
 
@@ -276,16 +266,16 @@ class LLMCommand(TrainingCommand):
             budget=spec,
             lora=_lora_spec(args),
         )
-        if args.quick:
-            config = replace(
-                config,
-                tasks=config.tasks[: QUICK["tasks"]],
-                k=QUICK["k"],
-                tasks_per_step=1,
-                steps=QUICK["steps"],
-                warm_start=min(config.warm_start, QUICK["warm_start"]),
-                warm_start_episodes=1,
-            )
+        if args.quick:  # a flag given explicitly wins over --quick's value, as in train-sb3
+            quick = {
+                "tasks": config.tasks[: QUICK["tasks"]],
+                "k": QUICK["k"],
+                "tasks_per_step": 1,
+                "steps": QUICK["steps"],
+                "warm_start": min(config.warm_start, QUICK["warm_start"]),
+                "warm_start_episodes": 1,
+            }
+            config = replace(config, **{n: v for n, v in quick.items() if n not in args.given})
         return [config]
 
     def run_layout(self, args: argparse.Namespace, configs: list[Any]) -> tuple[Any, list[str]]:
@@ -362,7 +352,11 @@ def build_parser() -> cli.Parser:
     parser.add_argument(
         "--threads", type=cli.int_arg(1), default=1, help="torch threads (1; see docs)"
     )
-    parser.add_argument("--quick", action="store_true", help="a few steps of everything")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few steps of everything (flags given explicitly still count)",
+    )
     parser.set_defaults(eval_flags=_add_evaluation(parser))
     return parser
 
@@ -435,14 +429,14 @@ def _eval_settings(args: argparse.Namespace, config: LLMTrainConfig) -> Any:
     """Return the evaluation's settings, checked before training (``None``: no evaluation)."""
     if args.eval_tasks == "0":
         return None
-    if args.quick:
+    if args.quick and "eval_samples" not in args.given:
         args.eval_samples = QUICK["eval_samples"]
     if args.eval_k is None:
         args.eval_k = tuple(k for k in (1, 2, 4) if k <= args.eval_samples)
     settings = args.eval_flags.settings(
         args, budgets=sorted(set(config.budget.budgets)), seed=config.seed
     )
-    if args.quick:
+    if args.quick and "eval_tasks" not in args.given:
         settings = settings.resolved(tasks=settings.tasks[: QUICK["eval_tasks"]])
     overlap = set(settings.tasks) & set(config.tasks)
     if overlap:

@@ -170,10 +170,7 @@ class LLMTrainConfig:
             check_number(getattr(self, name), name, 0.0)
         check_number(self.collapse_invalid, "collapse_invalid", 0.0, 1.0, open_low=True)
         check_probability(self.warm_start_epsilon, "warm_start_epsilon")
-        # The prompt settings, checked by the owner that will use them.
-        LLMPolicy(
-            few_shot=self.few_shot, reply_format=self.reply_format, system_prompt=self.system_prompt
-        )
+        LLMPolicy(**self.policy_settings())  # checked by the owner that will use them
         if not self.tasks:
             raise ValueError("tasks must not be empty.")
         if self.micro_batch is not None and (
@@ -186,6 +183,20 @@ class LLMTrainConfig:
                 f"micro_batch must divide the {self.k * self.tasks_per_step} episodes of a "
                 f"step, got {self.micro_batch!r}."
             )
+
+    def policy_settings(self) -> dict[str, Any]:
+        """Return the prompt and sampling settings, as every :class:`LLMPolicy` takes them.
+
+        The GRPO rollout and the evaluation's ``HFAgent`` both take these, so
+        the model is prompted and sampled alike in training and evaluation.
+        """
+        return {
+            "system_prompt": self.system_prompt,
+            "few_shot": self.few_shot,
+            "reply_format": self.reply_format,
+            "temperature": self.temperature,
+            "max_new_tokens": self.max_new_tokens,
+        }
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict."""
