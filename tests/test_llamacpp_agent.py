@@ -100,6 +100,13 @@ def test_greedy_replies_are_deterministic_and_stop_at_the_first_line(tiny_gguf, 
     assert not reply_complete(first.raw.rsplit("\n", 1)[0], "action")
 
 
+def test_one_thread_count_reads_prompts_and_decodes(tiny_gguf, llama_cpp):
+    # llama-cpp-python reads prompts with every core unless told otherwise.
+    assert LlamaCppAgent(tiny_gguf).llm.context_params.n_threads_batch == 1
+    agent = LlamaCppAgent(tiny_gguf, threads=2)
+    assert agent.llm.context_params.n_threads == agent.llm.context_params.n_threads_batch == 2
+
+
 def test_sampling_is_seeded_per_episode_and_turn(tiny_gguf, llama_cpp):
     agent = LlamaCppAgent(tiny_gguf, temperature=1.0, max_new_tokens=8, seed=3)
     replies = [agent.act("Guess.", {"episode_seed": s, "turn": 0}).raw for s in (1, 2, 1)]

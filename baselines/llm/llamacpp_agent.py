@@ -116,7 +116,11 @@ class LlamaCppAgent(LLMPolicy):
         max_new_tokens: the most tokens generated per turn.
         seed: the agent's seed, mixed into every sampling seed.
         max_context: llama.cpp's context in tokens; by default the model's.
-        threads: CPU threads for llama.cpp (default: its own choice).
+        threads: CPU threads for llama.cpp, for reading prompts and for
+            decoding; 1 by default, as ``HFAgent``'s (on 2 busy cores a
+            second thread mostly waits: reading prompts with both cores cost
+            6.6x the CPU of one).  ``None``: llama-cpp-python's choice, half
+            the cores to decode and all of them to read prompts.
         repack: let llama.cpp repack the weights into its extra CPU buffer
             types (AMX, AVX repacking).  Off by default: on a CPU that reports
             AMX but whose kernel does not let a process use it (as in some
@@ -141,7 +145,7 @@ class LlamaCppAgent(LLMPolicy):
         max_new_tokens: int = 256,
         seed: int = 0,
         max_context: int | None = None,
-        threads: int | None = None,
+        threads: int | None = 1,
         repack: bool = False,
     ) -> None:
         super().__init__(
@@ -162,8 +166,15 @@ class LlamaCppAgent(LLMPolicy):
         self.tokenizer = gguf_tokenizer(path)
         context = 0 if max_context is None else check_int(max_context, "max_context", 2)
         with _model_params(use_extra_bufts=check_bool(repack, "repack")):
+            # One count for both: llama-cpp-python reads prompts with every
+            # core (``n_threads_batch``) whatever ``n_threads`` says.
             self.llm = llama(
-                model_path=str(path), n_ctx=context, n_threads=threads, seed=seed, verbose=False
+                model_path=str(path),
+                n_ctx=context,
+                n_threads=threads,
+                n_threads_batch=threads,
+                seed=seed,
+                verbose=False,
             )
         # Free llama.cpp's memory before interpreter shutdown tears its bindings down.
         weakref.finalize(self, self.llm.close)
