@@ -280,3 +280,22 @@ def test_the_committed_cost_estimate_recomputes_from_its_measured_steps_and_the_
     assert cost.estimate(record["measured"], pilot) == record["estimate"]
     marks = record["measured"]["cpu_at_step_logs"]
     assert record["measured"]["per_step"] == [marks[1] - marks[0]]  # two steps measured
+
+
+def test_every_committed_run_was_played_on_the_declared_split_and_grid():
+    """The study spans sittings: a run committed by one must match the design of the next."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study" / "runs"
+    _, held_out = design.split(
+        design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT
+    )
+    records = [json.loads(path.read_text()) for path in folder.glob("*/job.json")]
+    for record in records:
+        settings = record["result"]["settings"]
+        assert settings["tasks"] == held_out and settings["budgets"] == list(design.T_GRID)
+        assert (settings["samples"], settings["ks"]) == (design.EVAL_SAMPLES, list(design.KS))
+        assert settings["step_quality_seed"] == design.STEP_QUALITY_SEED
+        assert record["regime"] in design.regimes() and 0 <= record["seed"] < design.SEEDS
+        assert len(record["model_sha256"]) == 64
+    assert not list(folder.rglob("*.safetensors"))
