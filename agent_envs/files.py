@@ -7,6 +7,8 @@ within one folder is atomic, so a crash, a full disk or Ctrl-C leaves either
 the old file or the new one, never a cut one, and no temporary file behind.
 The file gets the permissions a plain ``open()`` would give it: a new file
 ``0o666`` less the umask, a replaced file its old mode.
+A folder of several files (a saved model) goes through :func:`save_folder`,
+which replaces each file whole in the same way.
 Every ``OSError`` raised here names the path it was about.
 
 >>> import tempfile, pathlib
@@ -21,6 +23,7 @@ import argparse
 import contextlib
 import os
 import secrets
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -33,6 +36,7 @@ __all__ = [
     "check_output_path",
     "path_error",
     "prepare_run_folder",
+    "save_folder",
 ]
 
 
@@ -74,6 +78,25 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         with contextlib.suppress(OSError):
             temporary.unlink()
     return target
+
+
+def save_folder(out: Path, *savers: Callable[[str], object]) -> None:
+    """Let each of ``savers`` write into a staging folder, then move every file into ``out``.
+
+    ``save_pretrained`` writes several files; staged this way, each file of
+    ``out`` is replaced whole (one atomic rename each), so a crash or a full
+    disk never leaves a cut weight file where a model was.
+    """
+    try:
+        with tempfile.TemporaryDirectory(dir=out, prefix=".saving-") as staging:
+            for save in savers:
+                save(staging)
+            for item in sorted(Path(staging).iterdir()):
+                if item.is_dir() and (out / item.name).is_dir():  # a LoRA adapter folder
+                    shutil.rmtree(out / item.name)
+                os.replace(item, out / item.name)
+    except OSError as exc:
+        raise path_error(exc, out) from None
 
 
 def _new_temporary(target: Path) -> tuple[Path, int]:

@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 from llm_fixtures import load_tiny  # noqa: E402
 
 from agent_envs.protocol import AgentAction  # noqa: E402
-from baselines.llm import hf_agent  # noqa: E402
+from baselines.llm import hf_loading  # noqa: E402
 from baselines.llm.generation import GumbelSampler  # noqa: E402
 from baselines.llm.hf_agent import HFAgent, PromptTooLongError  # noqa: E402
 from baselines.llm.prompting import parse_action, plain_prompt  # noqa: E402
@@ -50,13 +50,13 @@ def episodes(count, steps=None, window=None):
 # ------------------------------------------------------------------- loading
 def test_loads_from_a_folder_through_from_pretrained(tiny_path, monkeypatch):
     calls = []
-    original = hf_agent.AutoModelForCausalLM.from_pretrained
+    original = hf_loading.AutoModelForCausalLM.from_pretrained
 
     def spy(*args, **kwargs):
         calls.append(kwargs)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(hf_agent.AutoModelForCausalLM, "from_pretrained", spy)
+    monkeypatch.setattr(hf_loading.AutoModelForCausalLM, "from_pretrained", spy)
     agent = HFAgent(str(tiny_path), max_new_tokens=8, device="cpu")
     assert calls and calls[0]["trust_remote_code"] is False
     assert calls[0]["dtype"] == torch.float32

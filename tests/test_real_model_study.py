@@ -232,3 +232,70 @@ def test_claim_1_is_the_growth_of_long_minus_base_from_the_shortest_to_the_longe
     runs = {"long": [result([[1, 2, 4]])], "base": [result([[1, 1, 1]])]}
     # gain per T: 0, 0.25, 0.75; longest minus shortest: 0.75.
     assert design.PRIMARY_TESTS["claim 1: long - base grows with T"][1][0](runs, 0) == [0.75]
+
+
+def test_the_cost_estimate_is_steps_times_step_cost_plus_the_evaluation():
+    from studies.real_model import cost
+
+    measured = {"per_step": [100.0, 120.0]}  # CPU s per GRPO step
+    pilot = {"tasks": 4, "samples": 5, "process_cpu_seconds": 100.0}  # 5 CPU s per episode
+    figures = cost.estimate(measured, pilot)
+    evaluation = design.EVAL_TASKS * design.EVAL_SAMPLES * 5.0
+    quality = design.EVAL_TASKS * design.STEP_QUALITY_STATES * cost.STEP_QUALITY_CPU_PER_STATE
+    trained = design.STEPS * 110 + evaluation + quality
+    assert figures["cpu_per_trained_run"] == pytest.approx(trained)
+    assert figures["cpu_per_base_run"] == pytest.approx(evaluation + quality)
+    runs = design.SEEDS * (figures["cpu_per_base_run"] + 4 * figures["cpu_per_trained_run"])
+    assert figures["cpu_hours_whole_study"] == pytest.approx(runs / 3600)
+
+
+def test_the_committed_pilot_recomputes_from_its_chunks_and_meets_the_bands():
+    from pathlib import Path
+
+    from studies.real_model.report import calibration_lines
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
+    pilot = json.loads((folder / "pilot.json").read_text())
+    chunks = [json.loads(path.read_text()) for path in (folder / "pilot").glob("*/job.json")]
+    chunks.sort(key=lambda job: job["seed"])  # the seed of a pilot job is its first task's index
+    results = [EvalResult.from_dict(job["result"]) for job in chunks]
+    cpu = sum(job["seconds"]["process_cpu"] for job in chunks)
+    lines, record = calibration_lines(results, design.ENV_ID, cpu, pilot["load_average"])
+    assert json.loads(json.dumps(record)) == pilot
+    assert (folder / "pilot.md").read_text() == "\n".join(lines) + "\n"
+    assert record["bands_met"] and record["tasks"] == design.CALIBRATION["tasks"]
+    # Training tasks only: the pilot's tasks are the split's first training ids.
+    train, _ = design.split(design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT)
+    assert [t for job in chunks for t in job["result"]["settings"]["tasks"]] == train[:16]
+
+
+def test_the_committed_cost_estimate_recomputes_from_its_measured_steps_and_the_pilot():
+    from pathlib import Path
+
+    from studies.real_model import cost
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
+    record = json.loads((folder / "cost.json").read_text())
+    pilot = json.loads((folder / "pilot.json").read_text())
+    assert cost.estimate(record["measured"], pilot) == record["estimate"]
+    marks = record["measured"]["cpu_at_step_logs"]
+    assert record["measured"]["per_step"] == [marks[1] - marks[0]]  # two steps measured
+
+
+def test_every_committed_run_was_played_on_the_declared_split_and_grid():
+    """The study spans sittings: a run committed by one must match the design of the next."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study" / "runs"
+    _, held_out = design.split(
+        design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT
+    )
+    records = [json.loads(path.read_text()) for path in folder.glob("*/job.json")]
+    for record in records:
+        settings = record["result"]["settings"]
+        assert settings["tasks"] == held_out and settings["budgets"] == list(design.T_GRID)
+        assert (settings["samples"], settings["ks"]) == (design.EVAL_SAMPLES, list(design.KS))
+        assert settings["step_quality_seed"] == design.STEP_QUALITY_SEED
+        assert record["regime"] in design.regimes() and 0 <= record["seed"] < design.SEEDS
+        assert len(record["model_sha256"]) == 64
+    assert not list(folder.rglob("*.safetensors"))

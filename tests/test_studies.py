@@ -194,3 +194,30 @@ def test_the_llm_studys_report_code_gives_its_committed_figures_back(run):
     assert set(new) | newer == set(stored) - {"command", "settings", "seconds"} | newer
     for key in set(new) - {"training"} - newer:
         assert_same(new[key], stored[key], key, extra={"reply_rates"} if run == "" else ())
+
+
+def test_each_training_seed_of_the_llm_study_trains_its_own_warm_start(tmp_path, monkeypatch):
+    """Issue 29: the warm start's variance belongs inside the seed-level intervals."""
+    import baselines.llm.train
+    from studies.llm_budgetmix.design import PLAN, regimes
+    from studies.llm_budgetmix.jobs import declare_jobs, warm_start_job, warm_start_jobs
+
+    seeds, work = [0, 1, 2], tmp_path / "work"
+    warm = warm_start_jobs(seeds, [0, 1], 5, work)
+    assert [job.seed for job in warm] == seeds and {job.phase for job in warm} == {0}
+    assert len({job.folder for job in warm}) == 3
+    jobs = declare_jobs(regimes(PLAN), seeds, {"warm_root": str(work)}, work)
+    assert {job.phase for job in jobs} == {1} and len(jobs) == 3 * len(regimes(PLAN))
+    own = {job.seed: job.folder for job in warm}
+    assert all(job.settings["warm"] == own[job.seed] for job in jobs)
+    # Each warm start trains with its own seed (the model's init and its data order).
+    trained = []
+    monkeypatch.setattr(
+        baselines.llm.train,
+        "train_llm",
+        lambda config, out, log: trained.append((config.seed, config.warm_start, str(out))),
+    )
+    monkeypatch.setattr("studies.llm_budgetmix.jobs._setup_worker", lambda: None)
+    for job in warm:
+        warm_start_job(job)
+    assert trained == [(seed, 5, own[seed]) for seed in seeds]

@@ -4,17 +4,20 @@
   evaluation and training share, and the reply format beside its parser;
 - ``baselines.llm.generation``: the seeded sampler, ``generate_replies`` and the
   training generators, shared by ``HFAgent`` and the GRPO rollout (``[llm]``);
-- ``baselines.llm.hf_agent``: ``HFAgent``, a local transformers model (``[llm]``);
-- ``baselines.llm.openai_agent``: ``OpenAIChatAgent``, any OpenAI-compatible server;
+- ``baselines.llm.hf_agent``: ``HFAgent``, a local transformers model (``[llm]``),
+  loaded by ``hf_loading``;
+- ``baselines.llm.openai_agent``: ``OpenAIChatAgent``, any OpenAI-compatible server
+  (its HTTP client ``openai_client``, the endpoint and key ``chat_endpoint``);
 - ``baselines.llm.prefix_cache``: the per-episode KV cache across turns;
 - ``baselines.llm.rollout``: the multi-turn GRPO rollout for TRL (``[rl]``), with
   ``budget_spec`` (training budgets), ``tasks`` (dataset prompts) and ``rewards``;
 - ``baselines.llm.warm_start``, ``baselines.llm.tiny``: the supervised warm start
   and the built-in tiny model;
-- ``baselines.llm.train_config``: ``LLMTrainConfig``, each setting beside its flag;
-- ``baselines.llm.grpo``: the GRPO wiring (model loading, warm start, TRL's
-  trainer and its one callback ``GRPOLog``);
-- ``baselines.llm.train``: ``train_llm`` and the ``agent-envs train-llm`` command.
+- ``baselines.llm.train_config``: ``LLMTrainConfig``, each setting beside its flag,
+  and each phase's share of it; ``baselines.llm.model_source``: the model to train;
+- ``baselines.llm.grpo``: the GRPO wiring (TRL's trainer and its one callback ``GRPOLog``);
+- ``baselines.llm.train``: ``train_llm`` and the ``agent-envs train-llm`` command;
+  ``baselines.llm.post_training_eval`` evaluates the model it saved.
 
 Importing this package imports nothing heavy; each module imports its extra.
 """

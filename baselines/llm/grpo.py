@@ -1,9 +1,12 @@
-"""GRPO wiring for ``train-llm``: the model, the warm start, TRL's trainer and its callbacks.
+"""GRPO wiring for ``train-llm``: TRL's trainer and its one callback.
 
-:func:`run_grpo` trains a causal LM with TRL's ``GRPOTrainer`` on whole
-episodes played by :class:`baselines.llm.rollout.EpisodeRollout`;
+:func:`train_grpo` trains a causal LM with TRL's ``GRPOTrainer`` on whole
+episodes played by a :class:`baselines.llm.rollout.EpisodeRollout`, taking
+only GRPO's share of the settings (:class:`~baselines.llm.train_config.GRPOSettings`);
 :class:`GRPOLog` is its one callback: a short line per step, the training
-log, and the collapse guard.  Imports transformers (the ``[rl]`` extra).
+log, and the collapse guard.  ``load_model``, ``warm_start_model`` and
+``run_grpo`` are the deprecated names of the old wiring, which took the whole
+config.  Imports transformers (the ``[rl]`` extra).
 """
 
 from __future__ import annotations
@@ -12,15 +15,16 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
-from agent_envs.files import path_error
+from agent_envs.files import save_folder
 from agent_envs.protocol import SUCCESS
-from baselines.llm.train_config import COLLAPSE_WINDOW, LLMTrainConfig
+from baselines.llm.train_config import COLLAPSE_WINDOW, GRPOSettings, LLMTrainConfig
 
 __all__ = [
     "CPU_SAFE_GRPO",
@@ -30,6 +34,7 @@ __all__ = [
     "make_rollout",
     "run_grpo",
     "save_folder",
+    "train_grpo",
     "warm_start_model",
 ]
 
@@ -50,71 +55,22 @@ def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
     return GRPOConfig(output_dir=str(output_dir), **{**CPU_SAFE_GRPO, **settings})
 
 
-def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
-    """Return ``(model, tokenizer)``: the given model (folder, ``.gguf`` or short name), or
-    the tiny model built in ``out/base``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if config.model is None:
-        from baselines.llm.tiny import build_tiny_model
-
-        path = build_tiny_model(
-            out / "base", config.env_id, seed=config.seed, context=config.context
-        )
-    else:
-        from baselines.llm.models import resolve_model
-
-        path = resolve_model(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left", local_files_only=True)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-    return model, tokenizer
-
-
 def make_rollout(config: LLMTrainConfig) -> Any:
     """Return the :class:`~baselines.llm.rollout.EpisodeRollout` of ``config``."""
     from baselines.llm.rollout import EpisodeRollout
 
-    return EpisodeRollout(
-        config.env_id,
-        config.budget,
-        seed=config.seed,
-        process_reward=config.process_reward > 0,
-        **config.policy_settings(),
-    )
+    return EpisodeRollout(**config.rollout_settings())
 
 
-def warm_start_model(
-    model: Any, tokenizer: Any, config: LLMTrainConfig, work: Path, log: Callable[[str], None]
+def train_grpo(
+    model: Any,
+    tokenizer: Any,
+    rollout: Any,
+    settings: GRPOSettings,
+    work: Path,
+    progress: GRPOLog,
 ) -> Any:
-    """Fine-tune on noisy-oracle transcripts of the training tasks; return the model."""
-    from baselines.llm.warm_start import demonstrations, warm_start
-
-    rows = demonstrations(
-        model,
-        tokenizer,
-        make_rollout(config),
-        config.tasks,
-        config.warm_start_episodes,
-        config.warm_start_epsilon,
-    )
-    log(f"warm start: {len(rows)} noisy-oracle episodes, {config.warm_start} steps")
-    return warm_start(
-        model,
-        tokenizer,
-        rows,
-        config.warm_start,
-        learning_rate=config.warm_start_lr,
-        seed=config.seed,
-        output_dir=str(work),
-    )
-
-
-def run_grpo(
-    model: Any, tokenizer: Any, config: LLMTrainConfig, work: Path, progress: GRPOLog
-) -> Any:
-    """Train with GRPO on whole episodes; return the model.
+    """Train with GRPO on whole episodes that ``rollout`` plays; return the model.
 
     ``work`` is the Trainer's scratch folder (it saves nothing there);
     ``progress`` logs each step and stops GRPO when the replies collapse.
@@ -126,36 +82,17 @@ def run_grpo(
     from baselines.llm.rewards import outcome_reward, process_reward
     from baselines.llm.tasks import task_prompt
 
+    args = _trainer_args(settings, work)
     rewards: list[Any] = [outcome_reward]
-    if config.process_reward > 0:
-        rewards.append(process_reward(config.process_reward))
-    episodes = config.k * config.tasks_per_step
-    micro = config.micro_batch or episodes
-    args = grpo_config(
-        work,
-        max_steps=config.steps,
-        num_generations=config.k,
-        # One rollout per optimiser step, its episodes scored `micro` at a time.
-        per_device_train_batch_size=micro,
-        gradient_accumulation_steps=episodes // micro,
-        steps_per_generation=episodes // micro,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type="constant",
-        temperature=config.temperature,
-        max_completion_length=config.max_new_tokens,  # one reply (used by vLLM only)
-        beta=config.beta,
-        save_strategy="no",
-        logging_steps=1,
-        seed=config.seed,
-        disable_tqdm=True,
-    )
+    if settings.process_reward > 0:
+        rewards.append(process_reward(settings.process_reward))
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=rewards,
         args=args,
-        train_dataset=Dataset.from_list([{"prompt": task_prompt(task)} for task in config.tasks]),
+        train_dataset=Dataset.from_list([{"prompt": task_prompt(t)} for t in settings.tasks]),
         processing_class=tokenizer,
-        rollout_func=make_rollout(config),
+        rollout_func=rollout,
     )
     if trainer.ref_model is not None:
         # TRL reloads the KL reference from the model's folder, which after an
@@ -168,6 +105,29 @@ def run_grpo(
     trainer.add_callback(progress)
     trainer.train()
     return trainer.model
+
+
+def _trainer_args(settings: GRPOSettings, work: Path) -> Any:
+    """Return TRL's ``GRPOConfig`` for GRPO's settings, working in ``work``."""
+    micro = settings.micro_batch or settings.episodes
+    return grpo_config(
+        work,
+        max_steps=settings.steps,
+        num_generations=settings.k,
+        # One rollout per optimiser step, its episodes scored `micro` at a time.
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=settings.episodes // micro,
+        steps_per_generation=settings.episodes // micro,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type="constant",
+        temperature=settings.temperature,
+        max_completion_length=settings.max_new_tokens,  # one reply (used by vLLM only)
+        beta=settings.beta,
+        save_strategy="no",
+        logging_steps=1,
+        seed=settings.seed,
+        disable_tqdm=True,
+    )
 
 
 class GRPOLog(TrainerCallback):
@@ -260,20 +220,32 @@ def remove_scratch(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def save_folder(out: Path, *savers: Callable[[str], object]) -> None:
-    """Let each of ``savers`` write into a staging folder, then move every file into ``out``.
+# ------------------------------------------------- the names of the old wiring
+def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
+    """Deprecated: use ``config.model_source().load(out)``."""
+    _deprecated("load_model(config, out)", "config.model_source().load(out)")
+    return config.model_source().load(out)
 
-    ``save_pretrained`` writes several files; staged this way, each file of
-    ``out`` is replaced whole (one atomic rename each), so a crash or a full
-    disk never leaves a cut weight file where a model was.
-    """
-    try:
-        with tempfile.TemporaryDirectory(dir=out, prefix=".saving-") as staging:
-            for save in savers:
-                save(staging)
-            for item in sorted(Path(staging).iterdir()):
-                if item.is_dir() and (out / item.name).is_dir():  # a LoRA adapter folder
-                    shutil.rmtree(out / item.name)
-                os.replace(item, out / item.name)
-    except OSError as exc:
-        raise path_error(exc, out) from None
+
+def warm_start_model(
+    model: Any, tokenizer: Any, config: LLMTrainConfig, work: Path, log: Callable[[str], None]
+) -> Any:
+    """Deprecated: use :func:`baselines.llm.warm_start.run_warm_start`."""
+    from baselines.llm.warm_start import run_warm_start
+
+    _deprecated("warm_start_model", "baselines.llm.warm_start.run_warm_start")
+    settings = config.warm_start_settings()
+    return run_warm_start(model, tokenizer, make_rollout(config), settings, work, log)
+
+
+def run_grpo(
+    model: Any, tokenizer: Any, config: LLMTrainConfig, work: Path, progress: GRPOLog
+) -> Any:
+    """Deprecated: use :func:`train_grpo`, which takes the rollout and GRPO's settings."""
+    _deprecated("run_grpo", "train_grpo")
+    settings = config.grpo_settings()
+    return train_grpo(model, tokenizer, make_rollout(config), settings, work, progress)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated; use {new}.", DeprecationWarning, stacklevel=3)

@@ -60,7 +60,6 @@ from agent_envs.protocol import EPISODE_SEED
 
 try:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
@@ -72,6 +71,7 @@ from baselines.llm.generation import (
     eos_token_ids,
     generate_replies,
 )
+from baselines.llm.hf_loading import load_for_inference
 from baselines.llm.models import resolve_model
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prefix_cache import PrefixCacheDecoder
@@ -80,15 +80,6 @@ from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, reply_with_end, to_a
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["HFAgent", "PromptTooLongError"]
-
-_DTYPES = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "fp32": torch.float32,
-    "fp16": torch.float16,
-    "bf16": torch.bfloat16,
-}
 
 
 def _room_for_replies(
@@ -183,7 +174,7 @@ class HFAgent(LLMPolicy):
         check_bool(prefix_cache, "prefix_cache")
         _set_threads(threads)
         self._from_files = isinstance(model, (str, os.PathLike))
-        self.model, self.tokenizer, self.name = _load(
+        self.model, self.tokenizer, self.name = load_for_inference(
             model, tokenizer, device, dtype, trust_remote_code
         )
         self.model.eval()
@@ -365,49 +356,3 @@ def _episode_key(info: dict[str, Any], row: int) -> Any:
     """
     seed = info.get(EPISODE_SEED)
     return ("episode", seed) if seed is not None else ("row", row)
-
-
-def _load(model: Any, tokenizer: Any, device: str | None, dtype: Any, trust_remote_code: bool):
-    """Return ``(model, tokenizer, name)``, loading whatever was given by name."""
-    if device is not None and not isinstance(device, str):
-        raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got {device!r}.")
-    # Local files only: resolve_model refuses hub names at once, and
-    # local_files_only keeps transformers itself from reaching for the hub.
-    local = {"local_files_only": True, "trust_remote_code": trust_remote_code}
-    if isinstance(tokenizer, (str, os.PathLike)):
-        tokenizer = AutoTokenizer.from_pretrained(
-            resolve_model(tokenizer), padding_side="left", **local
-        )
-    if isinstance(model, (str, os.PathLike)):
-        name = os.fspath(model)
-        folder = resolve_model(model)
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        torch_dtype = _dtype(dtype, device)
-        if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left", **local)
-        loaded = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, **local)
-        return loaded.to(device), tokenizer, name
-    if not callable(getattr(model, "generate", None)):
-        raise TypeError(
-            "model must be a local folder, a .gguf file, a short name or a loaded model with "
-            f"generate(), got {type(model).__name__}."
-        )
-    if tokenizer is None:
-        raise TypeError("Pass tokenizer=... together with an already-loaded model.")
-    if device is not None:
-        model = model.to(device)
-    if dtype is not None and dtype != "auto":
-        model = model.to(_dtype(dtype, str(model.device)))
-    name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
-    return model, tokenizer, name
-
-
-def _dtype(dtype: Any, device: str) -> Any:
-    if dtype is None:
-        return torch.float32 if device == "cpu" else "auto"
-    if isinstance(dtype, torch.dtype) or dtype == "auto":
-        return dtype
-    if isinstance(dtype, str) and dtype in _DTYPES:
-        return _DTYPES[dtype]
-    raise ValueError(f"dtype must be one of {[*_DTYPES, 'auto']} or a torch.dtype, got {dtype!r}.")

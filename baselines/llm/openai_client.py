@@ -13,13 +13,15 @@ context or of too many tokens) raises :class:`ContextTooLong`, so that the
 agent can shorten it; anything else, or a transient error that outlasts the
 retries, raises :class:`ChatCompletionError`.
 
-Secrets.  The API key goes only into the ``Authorization`` header of requests
-to ``base_url`` itself: it is never logged, never in ``repr`` and never in an
-exception message.  Design decision: redirects are never followed (``urllib``
-re-sends every header, the bearer token included, to wherever a 30x points);
-a 30x is an error that names the new address, so that the user can point
-``base_url`` there knowingly.  A user name or password inside ``base_url`` is
-refused (a URL is printed in warnings and errors), without echoing them.
+Secrets (the URL check and the key's holder are
+:mod:`baselines.llm.chat_endpoint`).  The API key goes only into the
+``Authorization`` header of requests to ``base_url`` itself: it is never
+logged, never in ``repr`` and never in an exception message.  Design
+decision: redirects are never followed (``urllib`` re-sends every header, the
+bearer token included, to wherever a 30x points); a 30x is an error that names
+the new address, so that the user can point ``base_url`` there knowingly.  A
+user name or password inside ``base_url`` is refused (a URL is printed in
+warnings and errors), without echoing them.
 
 Limits.  ``timeout`` is a deadline for the whole request (connect, send,
 headers and body), enforced by a timer that shuts the socket down: a socket
@@ -48,6 +50,7 @@ from typing import Any
 
 from agent_envs.protocol import AgentAction
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
+from baselines.llm.chat_endpoint import Secret, chat_completions_url
 from baselines.llm.tool_calls import action_from_message
 from wrappers.validators import check_int, check_number
 
@@ -81,63 +84,9 @@ class ChatCompletionError(RuntimeError):
     """A chat-completions request failed for good (the message never holds the API key)."""
 
 
-class _Secret:
-    """Hold the API key so that it never prints, and have every text the project writes mask it.
-
-    The key is trimmed: one read from a file often ends in a newline, which
-    ``http.client`` refuses in a header (and quotes, key included).
-    """
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str | None) -> None:
-        self.value = value.strip() or None if value else None
-        if value:
-            remember([value])
-
-    def __repr__(self) -> str:
-        return "'***'" if self.value else "None"
-
-
 def _clip(text: str) -> str:
     """Mask secrets, then cut to the error-body limit (masking first leaves no part of one)."""
     return scrub(text)[:_ERROR_BODY_LIMIT]
-
-
-def chat_completions_url(base_url: str) -> str:
-    """Return the chat-completions endpoint for ``base_url``.
-
-    ``http://host:8000/v1`` and ``http://host:8000`` both give
-    ``http://host:8000/v1/chat/completions``; a URL that already ends with
-    ``/chat/completions`` is used as it is.
-
-    >>> chat_completions_url("http://127.0.0.1:8000")
-    'http://127.0.0.1:8000/v1/chat/completions'
-    >>> chat_completions_url("https://api.example.com/v1/")
-    'https://api.example.com/v1/chat/completions'
-    """
-    if not isinstance(base_url, str):
-        raise TypeError(f"base_url must be a str, got {type(base_url).__name__}.")
-    parsed = urllib.parse.urlsplit(base_url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        # Whatever precedes an "@" may be a password, even in a malformed URL.
-        shown = f"***@{base_url.rsplit('@', 1)[1]}" if "@" in base_url else base_url
-        raise ValueError(
-            f"base_url must be an http(s) URL such as 'http://localhost:8000/v1', got {shown!r}."
-        )
-    if "@" in parsed.netloc:
-        raise ValueError(
-            "base_url must not hold a user name or password (URLs are printed in warnings "
-            "and errors); pass the token as api_key or $OPENAI_API_KEY."
-        )
-    try:
-        parsed.port  # noqa: B018 (raises ValueError for a bad port)
-    except ValueError:
-        raise ValueError(f"base_url has an invalid port: {base_url!r}.") from None
-    path = parsed.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
-    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, parsed.query, ""))
 
 
 class ChatClient:
@@ -180,7 +129,7 @@ class ChatClient:
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError("api_key must be a str or None.")
         self.timeout, self.backoff, self.max_backoff = map(float, (timeout, backoff, max_backoff))
-        self._api_key = _Secret(api_key or os.environ.get("OPENAI_API_KEY") or None)
+        self._api_key = Secret(api_key or os.environ.get("OPENAI_API_KEY") or None)
         remember(secret_values({"base_url": base_url}))
         #: The endpoint as messages show it (secret query parameters masked).
         self.shown_url = redact_url(self.url)
@@ -214,7 +163,7 @@ class ChatClient:
         # Pickles (sent to worker processes, say) do not carry the key; the
         # receiving side reads $OPENAI_API_KEY again.
         state = dict(self.__dict__)
-        state["_api_key"] = _Secret(None)
+        state["_api_key"] = Secret(None)
         for name in ("_usage_lock", "_stopped", "_in_flight", "_in_flight_lock"):
             del state[name]
         return state
@@ -222,7 +171,7 @@ class ChatClient:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._setup_threads()
-        self._api_key = _Secret(os.environ.get("OPENAI_API_KEY") or None)
+        self._api_key = Secret(os.environ.get("OPENAI_API_KEY") or None)
 
     def send(self, body: dict[str, Any]) -> str:
         """POST ``body`` and return the reply's text, retrying transient failures.

@@ -1,10 +1,10 @@
 """Train a causal LM on whole episodes of an agent_envs env: warm start, then GRPO.
 
 The command ``train-llm`` (:class:`LLMCommand`, on the training-command
-skeleton :class:`baselines.command.TrainingCommand`), :func:`train_llm`, and
-the evaluation of a trained model.  The settings are
-:mod:`baselines.llm.train_config` (each flag beside its field) and the GRPO
-wiring :mod:`baselines.llm.grpo`.  Run it through the package CLI or as a
+skeleton :class:`baselines.command.TrainingCommand`) and :func:`train_llm`.
+The settings are :mod:`baselines.llm.train_config` (each flag beside its
+field), the GRPO wiring :mod:`baselines.llm.grpo`, and the evaluation of the
+trained model :mod:`baselines.llm.post_training_eval`.  Run it through the package CLI or as a
 script::
 
     agent-envs train-llm agent_envs/GuessNumber-v0 --budget-mix 4,6,8,12 \\
@@ -32,7 +32,6 @@ import argparse
 import importlib
 import json
 import os
-import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -41,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs import arguments as cli
-from agent_envs.files import add_run_folder_flags, atomic_write_text
+from agent_envs.files import add_run_folder_flags, atomic_write_text, save_folder
 from baselines.command import TrainingCommand, base_parser, check_same_settings, versions
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.few_shot import check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
-from baselines.llm.prompting import FORMAT_PROMPT
+from baselines.llm.post_training_eval import eval_command, evaluate_into, evaluate_model, id_span
 from baselines.llm.train_config import COLLAPSE_WINDOW, EVAL_FIRST_TASK, QUICK, LLMTrainConfig
 
 __all__ = [
@@ -62,7 +61,7 @@ __all__ = [
 ]
 
 #: Names that moved to :mod:`baselines.llm.grpo`; still importable from here.
-_MOVED = ("CPU_SAFE_GRPO", "grpo_config", "load_model", "make_rollout", "save_folder")
+_MOVED = ("CPU_SAFE_GRPO", "grpo_config", "load_model", "make_rollout")
 #: The packages whose versions ``train_llm.json`` records.
 PACKAGES = ("agent-envs", "torch", "transformers", "trl", "datasets")
 #: Where a model lives in its run folder: its own subfolder, apart from other files.
@@ -81,32 +80,49 @@ def train_llm(
 ) -> Path:
     """Warm-start, train with GRPO, save the model in ``out``; return ``out``.
 
-    ``out`` gets the model, its tokenizer and ``train_llm.json`` (and
-    ``base/``, the tiny model trained from); the Trainer works in a scratch
-    folder of its own, removed afterwards.  ``log`` receives the short
-    training log (one line per ``log`` step).
+    The pipeline reads top down: each phase gets only its share of
+    ``config``, resolved here once (the model's source, the rollout's,
+    the warm start's and GRPO's settings).  ``out`` gets the model, its
+    tokenizer and ``train_llm.json`` (and ``base/``, the tiny model trained
+    from); the Trainer works in a scratch folder of its own, removed
+    afterwards.  ``log`` receives the short training log (one line per step).
     """
     import datasets
     import torch
     from transformers import set_seed
 
-    from baselines.llm import grpo
+    from baselines.llm.grpo import GRPOLog, remove_scratch, scratch_folder, train_grpo
+    from baselines.llm.rollout import EpisodeRollout
+    from baselines.llm.warm_start import run_warm_start
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
     datasets.disable_progress_bars()
     out = Path(out)
-    scratch = grpo.scratch_folder(out)
+    timings: dict[str, float] = {}
+    source = config.model_source()
+    rollout = config.rollout_settings()
+    warm = config.warm_start_settings()
+    grpo = config.grpo_settings()
+    scratch = scratch_folder(out)
     try:
         set_seed(config.seed)
-        model, tokenizer = grpo.load_model(config, out)
+        model, tokenizer = source.load(out)
         if config.lora is not None:
             model = apply_lora(model, config.lora)
-        model, timings, progress = _train_phases(model, tokenizer, config, scratch, log)
+        started = time.perf_counter()
+        if warm.steps:  # each phase plays a rollout of its own, from the same seeds
+            model = run_warm_start(model, tokenizer, EpisodeRollout(**rollout), warm, scratch, log)
+        timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
+        progress = GRPOLog(grpo.steps, grpo.collapse_invalid, log)  # its bar starts with GRPO
+        started = time.perf_counter()
+        if grpo.steps:
+            model = train_grpo(model, tokenizer, EpisodeRollout(**rollout), grpo, scratch, progress)
+        timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
     finally:
-        grpo.remove_scratch(scratch)
+        remove_scratch(scratch)
     saved: list[Any] = []  # save_model merges a LoRA model: the merged one is kept
-    grpo.save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
-    grpo.save_folder(out, tokenizer.save_pretrained)
+    save_folder(out, lambda folder: saved.append(save_model(model, Path(folder))))
+    save_folder(out, tokenizer.save_pretrained)
     sidecar = {
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
@@ -119,131 +135,6 @@ def train_llm(
     atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
-
-
-def _train_phases(
-    model: Any, tokenizer: Any, config: LLMTrainConfig, scratch: Path, log: Callable[[str], None]
-) -> tuple[Any, dict[str, float], Any]:
-    """Run the warm start, then GRPO; return the model, the timings and GRPO's log."""
-    from baselines.llm import grpo
-
-    timings: dict[str, float] = {}
-    progress = grpo.GRPOLog(config.steps, config.collapse_invalid, log)
-    started = time.perf_counter()
-    if config.warm_start:
-        model = grpo.warm_start_model(model, tokenizer, config, scratch, log)
-    timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
-    started = time.perf_counter()
-    if config.steps:
-        model = grpo.run_grpo(model, tokenizer, config, scratch, progress)
-    timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
-    return model, timings, progress
-
-
-# ------------------------------------------------------------------ evaluate
-def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str:
-    """Return the ``agent-envs eval`` command that evaluates the saved model on its prompts.
-
-    With ``settings`` (the run's :class:`~agent_envs.evaluation.EvalSettings`)
-    it repeats that evaluation's tasks, K grid, attempts and budgets; without,
-    100 tasks from 10000, K 1,2,4, 4 attempts and the training budgets.
-    """
-    kwargs: dict[str, Any] = {"model": str(out), "prefix_cache": True}
-    # The settings the run's policies took; HFAgent's defaults are left out of the line.
-    defaults = {"system_prompt": FORMAT_PROMPT, "few_shot": 0, "reply_format": None}
-    for name, value in config.policy_settings().items():
-        if name not in defaults or value != defaults[name]:
-            kwargs[name] = value
-    budgets, ks, samples, tasks = sorted(set(config.budget.budgets)), (1, 2, 4), 4, "10000:10100"
-    if settings is not None:
-        budgets, ks, samples = settings.budgets, settings.ks, settings.samples
-        tasks = _tasks_flag(settings.tasks)
-    visible = " --visible-budget" if config.budget.visible else ""
-    agent_kwargs = shlex.quote(json.dumps(kwargs))
-    return (
-        f"agent-envs eval {config.env_id} --agent hf --agent-kwargs {agent_kwargs} "
-        f"--history --history-record raw{visible} --t {','.join(map(str, budgets))} "
-        f"--k {','.join(map(str, ks))} --samples {samples} --tasks {tasks}"
-    )
-
-
-def _tasks_flag(ids: Sequence[int]) -> str:
-    """Return ``--tasks``'s value for ``ids``: a range ``a:b`` when consecutive, else the ids."""
-    if _consecutive(ids):
-        return f"{ids[0]}:{ids[-1] + 1}"
-    return ",".join(map(str, ids))
-
-
-def _consecutive(ids: Sequence[int]) -> bool:
-    """Return whether ``ids`` is a non-empty run ``a, a+1, ..., b``."""
-    return bool(ids) and list(ids) == list(range(ids[0], ids[0] + len(ids)))
-
-
-def training_agent(
-    path: str | os.PathLike[str], config: LLMTrainConfig, batch_size: int = 64, seed: int = 0
-) -> Any:
-    """Return an ``HFAgent`` for the saved model that prompts and samples as training did."""
-    from baselines.llm.hf_agent import HFAgent
-
-    return HFAgent(
-        str(path),
-        env_id=config.env_id,
-        batch_size=batch_size,
-        seed=seed,
-        device="cpu",
-        prefix_cache=True,  # the same samples, several times faster on long histories
-        **config.policy_settings(),
-    )
-
-
-def evaluate_model(
-    path: str | os.PathLike[str],
-    config: LLMTrainConfig,
-    *,
-    budgets: Sequence[int],
-    tasks: Sequence[int],
-    samples: int = 4,
-    ks: Sequence[int] = (1, 2, 4),
-    seed: int = 0,
-    batch_size: int = 64,
-    log_path: str | os.PathLike[str] | None = None,
-    progress: bool = False,
-    step_quality: int = 0,
-    step_quality_seed: int = 0,
-) -> Any:
-    """Evaluate the saved model with ``evaluate`` on the training prompt format.
-
-    The env stack is training's (:data:`baselines.llm.rollout.TRAINING_STACK`:
-    ``ChatHistory(record="raw")`` outside the budget) and the agent an
-    ``HFAgent`` with the training settings, so every prompt is built as in
-    training.  ``step_quality`` also judges the
-    model on that many shared reference states per task, drawn with
-    ``step_quality_seed`` (the study's, never the training seed, so every seed
-    meets the same states).  Returns the :class:`agent_envs.evaluation.EvalResult`.
-    """
-    from agent_envs.env_stack import StackRecipe
-    from agent_envs.evaluation import evaluate
-    from baselines.llm.rollout import TRAINING_STACK
-
-    agent = training_agent(path, config, batch_size, seed)
-    visible = config.budget.visible
-    extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
-    return evaluate(
-        agent,
-        StackRecipe(config.env_id, TRAINING_STACK),
-        ks=[k for k in ks if k <= samples],
-        budgets=budgets,
-        tasks=list(tasks),
-        samples=samples,
-        seed=seed,
-        visible_budget=visible,
-        batch_size=batch_size,
-        log_path=log_path,
-        progress=progress,
-        agent_name=f"hf {Path(path).name}",
-        env_name=config.env_id,
-        **extra,
-    )
 
 
 # ----------------------------------------------------------------------- CLI
@@ -314,7 +205,7 @@ class LLMCommand(TrainingCommand):
         import torch
 
         torch.set_num_threads(self.threads)
-        _evaluate_into(model, out, config, settings)
+        evaluate_into(model, out, config, settings)
 
     def started(self, args: argparse.Namespace, configs: list[Any], plans: list[Any]) -> None:
         config, settings = configs[0], plans[0]
@@ -322,8 +213,8 @@ class LLMCommand(TrainingCommand):
         eval_tasks = settings.tasks if settings is not None else ()
         print(
             f"training on {config.env_id}, {config.budget.describe()}, {len(config.tasks)} "
-            f"training tasks ({_span(config.tasks)}), evaluation tasks "
-            f"{_span(eval_tasks) or 'none'}"
+            f"training tasks ({id_span(config.tasks)}), evaluation tasks "
+            f"{id_span(eval_tasks) or 'none'}"
         )
 
     def finished(self, args, configs, folder, plans) -> None:  # type: ignore[override]
@@ -446,31 +337,6 @@ def _eval_settings(args: argparse.Namespace, config: LLMTrainConfig) -> Any:
             file=sys.stderr,
         )
     return settings
-
-
-def _evaluate_into(model: Path, out: Path, config: LLMTrainConfig, settings: Any) -> None:
-    """Evaluate the model saved in ``model``; its log ``out/episodes.jsonl`` lets --resume go on."""
-    result = evaluate_model(
-        model,
-        config,
-        budgets=settings.budgets,
-        tasks=settings.tasks,
-        samples=settings.samples,
-        ks=settings.ks,
-        seed=config.seed,
-        log_path=out / "episodes.jsonl",
-    )
-    print(result.table())
-    result.save(out / "result.json")
-    print(f"wrote {out / 'result.json'}")
-
-
-def _span(ids: Sequence[int]) -> str:
-    if not ids:
-        return ""
-    if _consecutive(ids):
-        return f"ids {ids[0]}..{ids[-1]}"
-    return f"{len(ids)} ids"
 
 
 #: The ``train-llm`` command.

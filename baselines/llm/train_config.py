@@ -1,5 +1,11 @@
 """The settings of a ``train-llm`` run: :class:`LLMTrainConfig`, each flag written beside its field.
 
+Each phase of :func:`baselines.llm.train.train_llm` takes only its own share
+of the settings, resolved once from the config: the model's source
+(:meth:`LLMTrainConfig.model_source`), the rollout's settings
+(:meth:`LLMTrainConfig.rollout_settings`), the warm start's
+(:class:`WarmStartSettings`) and GRPO's (:class:`GRPOSettings`).
+
 This module imports neither torch nor transformers, so the command can parse
 and check its flags before loading either.
 """
@@ -15,11 +21,19 @@ from agent_envs.protocol import BUDGET
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.few_shot import EXAMPLE_POOL
 from baselines.llm.lora import LoRASpec
+from baselines.llm.model_source import ModelSource
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
 from wrappers.validators import check_int, check_number, check_probability
 
-__all__ = ["COLLAPSE_WINDOW", "EVAL_FIRST_TASK", "QUICK", "LLMTrainConfig"]
+__all__ = [
+    "COLLAPSE_WINDOW",
+    "EVAL_FIRST_TASK",
+    "QUICK",
+    "GRPOSettings",
+    "LLMTrainConfig",
+    "WarmStartSettings",
+]
 
 
 def _task_ids(text: str) -> tuple[int, ...]:
@@ -33,6 +47,62 @@ EVAL_FIRST_TASK = 10_000
 COLLAPSE_WINDOW = 5
 #: ``--quick``: just enough of everything to exercise every part once.
 QUICK = {"warm_start": 4, "steps": 2, "tasks": 2, "k": 2, "eval_tasks": 2, "eval_samples": 2}
+
+
+@dataclass(frozen=True)
+class WarmStartSettings:
+    """The warm start's share of a run's settings (see :class:`LLMTrainConfig`).
+
+    Args:
+        steps: supervised steps (0: none).
+        episodes: noisy-oracle episodes per training task.
+        epsilon: the noisy oracle's random-action probability.
+        learning_rate: the warm start's learning rate.
+        tasks: the training task ids.
+        seed: the trainer's seed.
+    """
+
+    steps: int
+    episodes: int
+    epsilon: float
+    learning_rate: float
+    tasks: tuple[int, ...]
+    seed: int
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """GRPO's share of a run's settings (see :class:`LLMTrainConfig`).
+
+    Args:
+        steps: optimizer steps (0: none).
+        k: attempts per task in a group.
+        tasks_per_step: groups per step.
+        micro_batch: episodes per forward and backward pass (``None``: all).
+        learning_rate, temperature, max_new_tokens, beta: TRL's settings.
+        process_reward: the process reward's coefficient (0: outcome only).
+        collapse_invalid: the collapse guard's invalid-reply limit.
+        tasks: the training task ids.
+        seed: the trainer's seed.
+    """
+
+    steps: int
+    k: int
+    tasks_per_step: int
+    micro_batch: int | None
+    learning_rate: float
+    temperature: float
+    max_new_tokens: int
+    beta: float
+    process_reward: float
+    collapse_invalid: float
+    tasks: tuple[int, ...]
+    seed: int
+
+    @property
+    def episodes(self) -> int:
+        """The episodes one step plays: ``k`` attempts of ``tasks_per_step`` tasks."""
+        return self.k * self.tasks_per_step
 
 
 @dataclass(frozen=True)
@@ -197,6 +267,48 @@ class LLMTrainConfig:
             "temperature": self.temperature,
             "max_new_tokens": self.max_new_tokens,
         }
+
+    def model_source(self) -> ModelSource:
+        """Return where the model comes from: ``model``, or the tiny model for ``env_id``."""
+        return ModelSource(self.model, self.env_id, self.seed, self.context)
+
+    def rollout_settings(self) -> dict[str, Any]:
+        """Return the keywords of the run's :class:`~baselines.llm.rollout.EpisodeRollout`."""
+        return dict(
+            env_id=self.env_id,
+            budget=self.budget,
+            seed=self.seed,
+            process_reward=self.process_reward > 0,
+            **self.policy_settings(),
+        )
+
+    def warm_start_settings(self) -> WarmStartSettings:
+        """Return the warm start's share of the settings."""
+        return WarmStartSettings(
+            self.warm_start,
+            self.warm_start_episodes,
+            self.warm_start_epsilon,
+            self.warm_start_lr,
+            self.tasks,
+            self.seed,
+        )
+
+    def grpo_settings(self) -> GRPOSettings:
+        """Return GRPO's share of the settings."""
+        return GRPOSettings(
+            self.steps,
+            self.k,
+            self.tasks_per_step,
+            self.micro_batch,
+            self.learning_rate,
+            self.temperature,
+            self.max_new_tokens,
+            self.beta,
+            self.process_reward,
+            self.collapse_invalid,
+            self.tasks,
+            self.seed,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict."""

@@ -13,13 +13,17 @@ Each reply is the action in the rollout's reply format followed by the end
 token (:func:`baselines.llm.prompting.format_action`): ``"Action: <action>"``
 for ``"think"``, the bare action for ``"action"``.
 
+:func:`run_warm_start` is ``train-llm``'s warm-start phase: both steps, with
+the warm start's share of the run's settings.
+
 Needs the ``[rl]`` extra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 from baselines.llm.generation import Generation, eos_token_ids, reply_decoder
@@ -27,7 +31,10 @@ from baselines.llm.replies import format_action
 from baselines.llm.rollout import Episode, EpisodeRollout
 from baselines.simple_agents import NoisyOracleAgent
 
-__all__ = ["OracleReplies", "demonstrations", "warm_start"]
+if TYPE_CHECKING:
+    from baselines.llm.train_config import WarmStartSettings
+
+__all__ = ["OracleReplies", "demonstrations", "run_warm_start", "warm_start"]
 
 
 class OracleReplies:
@@ -145,3 +152,31 @@ def warm_start(
     trainer.remove_callback(PrinterCallback)  # the caller prints its own log
     trainer.train()
     return trainer.model
+
+
+def run_warm_start(
+    model: Any,
+    tokenizer: Any,
+    rollout: EpisodeRollout,
+    settings: WarmStartSettings,
+    work: Path,
+    log: Callable[[str], None],
+) -> Any:
+    """Fine-tune on noisy-oracle transcripts of the training tasks; return the model.
+
+    ``rollout`` plays the transcripts as GRPO will play its episodes;
+    ``work`` is the trainer's scratch folder.
+    """
+    rows = demonstrations(
+        model, tokenizer, rollout, settings.tasks, settings.episodes, settings.epsilon
+    )
+    log(f"warm start: {len(rows)} noisy-oracle episodes, {settings.steps} steps")
+    return warm_start(
+        model,
+        tokenizer,
+        rows,
+        settings.steps,
+        learning_rate=settings.learning_rate,
+        seed=settings.seed,
+        output_dir=str(work),
+    )

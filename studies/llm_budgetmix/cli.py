@@ -1,6 +1,6 @@
 """The paper's experiment in miniature, with an LLM: GRPO under turn budgets vs BudgetMix (v3).
 
-``python -m studies.llm_budgetmix``: warm-start once, run every (regime, seed)
+``python -m studies.llm_budgetmix``: warm-start once per training seed, run every (regime, seed)
 job through :func:`studies.runner.run_jobs`, write the report.
 """
 
@@ -42,7 +42,7 @@ from studies.llm_budgetmix.design import (
     regimes,
     split_tasks,
 )
-from studies.llm_budgetmix.jobs import declare_jobs, run_job, warm_start_job
+from studies.llm_budgetmix.jobs import declare_jobs, run_job, warm_start_job, warm_start_jobs
 from studies.runner import Job, run_jobs
 
 
@@ -128,7 +128,8 @@ def _header(args: argparse.Namespace, s: dict, run: dict, done: list[dict]) -> l
         "",
         f"Wall time: {run['total'] / 60:.1f} min with {args.workers} worker processes, 1 torch "
         f"thread each, on {os.cpu_count()} CPUs; load average at start {run['load']}, at end "
-        f"{kit.load_average()} (a rerun skips finished runs).  Warm start {run['warm']} s.",
+        f"{kit.load_average()} (a rerun skips finished runs).  Warm starts (one per seed) "
+        f"{run['warm']} s.",
         "",
         "Seconds per run (train, eval): "
         + "; ".join(f"{job['regime']} seed {job['seed']} {job['seconds']}" for job in done),
@@ -176,15 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.perf_counter(),
         "load": kit.load_average(),
     }
-    warm = Job(
-        "warm start",
-        0,
-        str(args.work / "warm"),
-        {"tasks": s["train_tasks"], "steps": s["warm_steps"]},
-    )
-    run["warm"] = run_jobs([warm], warm_start_job)[0]["seconds"]
+    # One warm start per training seed (the calibration probes seed 0's), in parallel.
+    seeds = [0] if args.calibrate else s["seeds"]
+    warm = warm_start_jobs(seeds, s["train_tasks"], s["warm_steps"], args.work)
+    run["warm"] = [job["seconds"] for job in run_jobs(warm, warm_start_job, args.workers)]
     common = {
-        "warm": warm.folder,
+        "warm_root": str(args.work),
         "tasks": s["train_tasks"],
         "steps": s["grpo_steps"],
         "eval_tasks": s["eval_tasks"],

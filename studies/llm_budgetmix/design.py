@@ -13,7 +13,8 @@ in the calibration band (``--calibrate`` measures it; results.md reports it).
 GuessNumber-20 has 20 distinct tasks (one per secret): ``split_tasks`` holds
 out ``EVAL_SECRETS`` of them, so the evaluation secrets are never trained on.
 
-Regimes (one warm start per seed set, shared by every regime):
+Regimes (one warm start per training seed, shared by that seed's regimes, so
+the warm start's variance is inside the seed-level intervals):
 
 * ``warm``: the warm start alone (no GRPO), the baseline of every comparison;
 * ``short``: GRPO with a short fixed budget (T=3);

@@ -1,4 +1,4 @@
-"""The LLM BudgetMix study's jobs: one warm start, then GRPO and evaluation per (regime, seed).
+"""The LLM BudgetMix study's jobs: a warm start per seed, then GRPO and evaluation per run.
 
 :func:`warm_start_job` and :func:`run_job` are the job functions handed to
 :func:`studies.runner.run_jobs`.
@@ -54,21 +54,39 @@ def train_config(budget: Any, tasks: list[int], **settings: Any) -> Any:
     )
 
 
+def warm_folder(work: Path, seed: int) -> Path:
+    """The folder of training seed ``seed``'s warm start under ``work``."""
+    return Path(work) / f"warm-seed{seed}"
+
+
+def warm_start_jobs(seeds: list[int], tasks: list[int], steps: int, work: Path) -> list[Job]:
+    """One warm start per training seed (phase 0), so warm-start variance is in the intervals."""
+    return [
+        Job("warm start", seed, str(warm_folder(work, seed)), {"tasks": tasks, "steps": steps})
+        for seed in seeds
+    ]
+
+
 def warm_start_job(job: Job) -> dict[str, Any]:
-    """Build the tiny model and warm-start it (the one job of phase 0)."""
+    """Build the tiny model and warm-start it with the job's training seed."""
     from baselines.llm.train import train_llm
 
     _setup_worker()
     started = time.perf_counter()
     config = train_config(
-        None, job.settings["tasks"], warm_start=job.settings["steps"], steps=0, seed=0
+        None, job.settings["tasks"], warm_start=job.settings["steps"], steps=0, seed=job.seed
     )
-    train_llm(config, job.folder, log=lambda line: print(f"[warm] {line}", flush=True))
+    prefix = f"[warm seed {job.seed}]"
+    train_llm(config, job.folder, log=lambda line: print(f"{prefix} {line}", flush=True))
     return {"seconds": round(time.perf_counter() - started, 1)}
 
 
 def declare_jobs(regimes: dict, seeds: list[int], common: dict, work: Path) -> list[Job]:
-    """One job per (regime, seed), seed by seed: a run stopped early leaves whole seeds."""
+    """One job per (regime, seed), seed by seed: a run stopped early leaves whole seeds.
+
+    Every job starts from its own seed's warm start (``warm_folder`` under
+    ``common["warm_root"]``); the ``warm`` regime evaluates that warm start.
+    """
     order = {"long+pr": 0, "long": 1, "mix": 2, "short": 3, "warm": 4}  # the longest first
     jobs = [
         Job(
@@ -77,9 +95,11 @@ def declare_jobs(regimes: dict, seeds: list[int], common: dict, work: Path) -> l
             str(work / f"{name}-seed{seed}"),
             {
                 **common,
+                "warm": str(warm_folder(common["warm_root"], seed)),
                 "process_reward": coef,
                 "budget": None if budget is None else budget.to_json(),
             },
+            phase=1,
         )
         for name, (budget, coef) in regimes.items()
         for seed in seeds
