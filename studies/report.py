@@ -30,6 +30,7 @@ __all__ = [
     "load_average",
     "p_text",
     "reference_results",
+    "regime_surface",
     "seed_surface",
     "table",
     "write_report",
@@ -86,6 +87,44 @@ def seed_surface(results: Sequence[EvalResult], n_bootstrap: int = 2000) -> dict
     draws = hierarchical_bootstrap([task_sampler(v) for v in values], n_bootstrap, bootstrap_rng(0))
     low, high = np.percentile(draws, [2.5, 97.5], axis=0)
     return {"mean": mean, "low": low, "high": high}
+
+
+def regime_surface(
+    name: str, results: Sequence[EvalResult], record: dict, png: Path | None, title: str
+) -> list[str]:
+    """One regime's Pass@(K,T) table over seeds (and its heatmap at ``png``).
+
+    Fills ``record[name]`` with the surface (mean, low, high) as lists.
+    """
+    surface = seed_surface(results)
+    record[name] = {key: value.tolist() for key, value in surface.items()}
+    budgets, ks = list(results[0].budgets), list(results[0].ks)
+    rows = [
+        [f"K={k}"]
+        + [cell(*(surface[x][i, j] for x in ("mean", "low", "high"))) for j in range(len(budgets))]
+        for i, k in enumerate(ks)
+    ]
+    lines = [
+        f"**{name}** ({len(results)} seeds)",
+        "",
+        *table(["K \\ T"] + [f"T={t}" for t in budgets], rows),
+        "",
+    ]
+    if png is not None:
+        from agent_envs.evaluation.plotting import plot_grid
+
+        plot_grid(
+            png,
+            surface["mean"],
+            ks,
+            budgets,
+            title=f"{title}: Pass@(K,T), mean of {len(results)} seeds",
+            vmin=0.0,
+            vmax=1.0,
+            cmap="viridis",
+            label="Pass@(K,T)",
+        )
+    return lines
 
 
 def compare_family(

@@ -51,36 +51,12 @@ def surface_lines(
     names: list[str], results: dict, references: dict, out: Path | None, summary: dict
 ) -> list[str]:
     """Pass@(K,T) per regime (mean over seeds, interval) and a heatmap each (``out``)."""
-    budgets, ks = list(PLAN.eval_budgets), list(results[names[0]][0].ks)
     lines = ["### Pass@(K,T) per regime: mean over seeds [95% hierarchical bootstrap]", ""]
     for name in names:
-        surface = kit.seed_surface(results[name])
-        summary["regimes"][name] = {key: value.tolist() for key, value in surface.items()}
-        lines += [f"**{name}** ({len(results[name])} seeds)", ""]
-        rows = [
-            [f"K={k}"]
-            + [
-                kit.cell(*(surface[x][i, j] for x in ("mean", "low", "high")))
-                for j in range(len(budgets))
-            ]
-            for i, k in enumerate(ks)
-        ]
-        lines += [*kit.table(["K \\ T"] + [f"T={t}" for t in budgets], rows), ""]
-        if out is not None:
-            from agent_envs.evaluation.plotting import plot_grid
-
-            plot_grid(
-                out / f"{SLUG}-{name}.png",
-                surface["mean"],
-                ks,
-                budgets,
-                title=f"{SLUG} {name}: Pass@(K,T), mean of {len(results[name])} seeds",
-                vmin=0.0,
-                vmax=1.0,
-                cmap="viridis",
-                label="Pass@(K,T)",
-            )
+        png = None if out is None else out / f"{SLUG}-{name}.png"
+        lines += kit.regime_surface(name, results[name], summary["regimes"], png, f"{SLUG} {name}")
     lines += ["References on the same tasks (Pass@(1,T)):", ""]
+    budgets = list(PLAN.eval_budgets)
     for name, result in references.items():
         cells = ", ".join(
             f"T={t}: {v:.3f}" for t, v in zip(budgets, result.surface[0], strict=True)

@@ -90,37 +90,8 @@ def surface_lines(runs: Mapping[str, Sequence[EvalResult]], out: Path | None, re
     """Pass@(K,T) per regime: mean over seeds with hierarchical-bootstrap intervals."""
     lines = ["### Pass@(K,T) per regime: mean over seeds [95% hierarchical bootstrap]", ""]
     for name, results in runs.items():
-        surface = kit.seed_surface(results)
-        record[name] = {key: value.tolist() for key, value in surface.items()}
-        budgets, ks = list(results[0].budgets), list(results[0].ks)
-        rows = [
-            [f"K={k}"]
-            + [
-                kit.cell(*(surface[x][i, j] for x in ("mean", "low", "high")))
-                for j in range(len(budgets))
-            ]
-            for i, k in enumerate(ks)
-        ]
-        lines += [
-            f"**{name}** ({len(results)} seeds)",
-            "",
-            *kit.table(["K \\ T"] + [f"T={t}" for t in budgets], rows),
-            "",
-        ]
-        if out is not None:
-            from agent_envs.evaluation.plotting import plot_grid
-
-            plot_grid(
-                out / f"{name}.png",
-                surface["mean"],
-                ks,
-                budgets,
-                vmin=0.0,
-                vmax=1.0,
-                title=f"{name}: Pass@(K,T), mean of {len(results)} seeds",
-                cmap="viridis",
-                label="Pass@(K,T)",
-            )
+        png = None if out is None else out / f"{name}.png"
+        lines += kit.regime_surface(name, results, record, png, name)
     return lines
 
 
