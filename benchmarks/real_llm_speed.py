@@ -22,14 +22,19 @@ Per agent and thread count it prints:
   against it;
 * decoded row-steps (rows computed by the decoding steps) against the needed
   ones (one per generated token);
-* Pass@(1,T) and the unparsable and invalid rates.
+* Pass@(1,T) and the unparsable and invalid rates;
+* with ``--agreement N`` (and llamacpp among the agents), how often
+  llama.cpp's quantised weights (the Q4_1 file) give the float32 model's
+  greedy reply: both agents at temperature 0 reply at the same N states
+  (task i after i mod 4 of the float32 model's own greedy moves), counted
+  by equal reply text and by equal action.
 
 ``--profile`` prints the top of a cProfile of the first evaluation.  The
 machine is shared: run it under ``nice``, read the CPU figures, and quote the
 load averages it prints.
 
     nice python benchmarks/real_llm_speed.py [--tasks 50 --samples 4 --t 12] \\
-        [--agents hf,llamacpp] [--threads 1,2] [--profile]
+        [--agents hf,llamacpp] [--threads 1,2] [--profile] [--agreement 20]
 """
 
 from __future__ import annotations
@@ -163,6 +168,33 @@ def run(kind: str, threads: int, args, shape, profile: bool) -> None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile_lines)
 
 
+def greedy_agreement(args, states: int) -> None:
+    """Print how often llama.cpp's quantised weights give the float32 model's greedy reply."""
+    from baselines.llm.hf_agent import HFAgent
+    from baselines.llm.llamacpp_agent import LlamaCppAgent
+
+    common = dict(few_shot=1, temperature=0.0, env_id=ENV, threads=1)
+    reference = HFAgent(args.model, device="cpu", **common)
+    quantised = LlamaCppAgent(args.model, **common)
+    same_text = same_action = 0
+    for task in range(states):
+        env = chat_stack(gym.make(ENV), args.t)
+        observation, info = env.reset(seed=task, options={"task_id": task})
+        for _ in range(task % 4):  # later states: after the float32 model's own moves
+            observation, _, terminated, truncated, info = env.step(reference.act(observation, info))
+            if terminated or truncated:
+                observation, info = env.reset(seed=task, options={"task_id": task})
+                break
+        ours, theirs = reference.act(observation, info), quantised.act(observation, info)
+        same_text += ours.raw == theirs.raw
+        same_action += str(ours) == str(theirs)
+    print(
+        f"\ngreedy replies, llama.cpp ({quantised.name}, its GGUF weights) against hf float32 at "
+        f"{states} states: same text {same_text}/{states}, same action {same_action}/{states}",
+        flush=True,
+    )
+
+
 def _share(padded: int, read: int) -> str:
     return f"{(padded - read) / read:.1%}" if read else "n/a"
 
@@ -179,6 +211,9 @@ def main() -> None:
     parser.add_argument("--threads", default="1", help="thread counts to run, e.g. 1,2")
     parser.add_argument("--profile", action="store_true", help="profile the first evaluation")
     parser.add_argument("--profile-lines", type=int, default=20)
+    parser.add_argument(
+        "--agreement", type=int, default=20, help="states for the greedy-reply agreement (0: none)"
+    )
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}; {os.cpu_count()} CPUs", flush=True)
     shape = model_shape(args.model)
@@ -188,6 +223,8 @@ def main() -> None:
         for threads in (int(n) for n in args.threads.split(",")):
             run(kind, threads, args, shape, args.profile and first)
             first = False
+    if args.agreement and "llamacpp" in args.agents.split(","):
+        greedy_agreement(args, args.agreement)
 
 
 if __name__ == "__main__":
