@@ -210,6 +210,9 @@ def test_each_training_seed_of_the_llm_study_trains_its_own_warm_start(tmp_path,
     assert {job.phase for job in jobs} == {1} and len(jobs) == 3 * len(regimes(PLAN))
     own = {job.seed: job.folder for job in warm}
     assert all(job.settings["warm"] == own[job.seed] for job in jobs)
+    # Every job has a folder of its own: the runner takes a folder's record as
+    # that job done (the warm regime once shared its seed's warm-start folder).
+    assert not {job.folder for job in warm} & {job.folder for job in jobs}
     # Each warm start trains with its own seed (the model's init and its data order).
     trained = []
     monkeypatch.setattr(

@@ -55,8 +55,12 @@ def train_config(budget: Any, tasks: list[int], **settings: Any) -> Any:
 
 
 def warm_folder(work: Path, seed: int) -> Path:
-    """The folder of training seed ``seed``'s warm start under ``work``."""
-    return Path(work) / f"warm-seed{seed}"
+    """The folder of training seed ``seed``'s warm start under ``work``.
+
+    Not ``warm-seed{k}``: that is the ``warm`` regime's run (the warm start's
+    evaluation), and a shared folder made that run look finished.
+    """
+    return Path(work) / f"warm-start-seed{seed}"
 
 
 def warm_start_jobs(seeds: list[int], tasks: list[int], steps: int, work: Path) -> list[Job]:
