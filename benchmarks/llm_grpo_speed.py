@@ -61,12 +61,12 @@ def main() -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
 
     from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder
     from baselines.llm.rewards import outcome_reward
     from baselines.llm.rollout import EpisodeRollout
+    from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
     from baselines.llm.tasks import task_prompt
     from baselines.llm.tiny import build_tiny_model
     from baselines.llm.train import grpo_config
@@ -130,7 +130,7 @@ def main() -> None:
         logging_steps=1,
         disable_tqdm=True,
     )
-    trainer = GRPOTrainer(
+    trainer = SharedOpeningGRPOTrainer(  # train-llm's trainer
         model=model,
         reward_funcs=[outcome_reward],
         args=config,
