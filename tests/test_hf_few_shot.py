@@ -112,15 +112,21 @@ class StopAfter:
         return len(tokens) >= self.count
 
 
-def test_each_row_stops_on_its_own_in_both_decoders(loaded):
+def two_rows(loaded):
+    """Two prompts, their greedy 8-token replies and a stop: row 0 after 2 tokens, row 1 after 5."""
     model, tokenizer = loaded
     prompts = [tokenizer("I am thinking of a number")["input_ids"], tokenizer("Hi")["input_ids"]]
     eos = [tokenizer.eos_token_id]
     full = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 8)
 
-    def stop(tokens):  # row 0 stops after 2 tokens, row 1 after 5
+    def stop(tokens):
         return len(tokens) >= (2 if tokens == full[0][: len(tokens)] else 5)
 
+    return model, tokenizer, prompts, eos, full, stop
+
+
+def test_each_row_stops_on_its_own_in_both_decoders(loaded):
+    model, tokenizer, prompts, eos, full, stop = two_rows(loaded)
     stopped = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 8, stop=stop)
     decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 8)
     cached = decoder(["a", "b"], prompts, lambda s, rows: s.argmax(-1), stop=stop)
@@ -130,14 +136,7 @@ def test_each_row_stops_on_its_own_in_both_decoders(loaded):
 
 
 def test_a_finished_row_leaves_the_batch_and_is_not_decoded_again(loaded):
-    model, tokenizer = loaded
-    prompts = [tokenizer("I am thinking of a number")["input_ids"], tokenizer("Hi")["input_ids"]]
-    eos = [tokenizer.eos_token_id]
-    full = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 8)
-
-    def stop(tokens):  # row 0 stops after 2 tokens, row 1 after 5
-        return len(tokens) >= (2 if tokens == full[0][: len(tokens)] else 5)
-
+    model, tokenizer, prompts, eos, full, stop = two_rows(loaded)
     decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 8)
     rows = []
     hook = model.register_forward_pre_hook(
