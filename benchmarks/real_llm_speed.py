@@ -124,8 +124,8 @@ def counters(agent) -> dict[str, int]:
     decoder = getattr(agent, "_decoder", None)
     read = getattr(agent, "tokens_read", None)
     padded = getattr(agent, "padded_tokens_read", None)
-    if decoder is not None:
-        read, padded = decoder.tokens_read, decoder.padded_tokens_read
+    if decoder is not None:  # it packs its rows: nothing padded
+        read = padded = decoder.tokens_read
     generated = agent.generated_tokens
     return {
         "read": read or 0,

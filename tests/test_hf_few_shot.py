@@ -128,7 +128,7 @@ def two_rows(loaded):
 def test_each_row_stops_on_its_own_in_both_decoders(loaded):
     model, tokenizer, prompts, eos, full, stop = two_rows(loaded)
     stopped = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 8, stop=stop)
-    decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 8)
+    decoder = PrefixCacheDecoder(model, eos, 8)
     cached = decoder(["a", "b"], prompts, lambda s, rows: s.argmax(-1), stop=stop)
     assert cached == [full[0][:2], full[1][:5]]
     assert [row[:2] for row in stopped[:1]] == [full[0][:2]]
@@ -136,18 +136,20 @@ def test_each_row_stops_on_its_own_in_both_decoders(loaded):
 
 
 def test_a_finished_row_leaves_the_batch_and_is_not_decoded_again(loaded):
-    model, tokenizer, prompts, eos, full, stop = two_rows(loaded)
-    decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 8)
-    rows = []
+    model, _, prompts, eos, full, stop = two_rows(loaded)
+    decoder = PrefixCacheDecoder(model, eos, 8)
+    widths = []  # rows are packed into one sequence: the tokens of a forward pass
     hook = model.register_forward_pre_hook(
-        lambda _, args, kwargs: rows.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+        lambda _, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
     )
     try:
         replies = decoder(["a", "b"], prompts, lambda s, live: s.argmax(-1), stop=stop)
     finally:
         hook.remove()
     assert replies == [full[0][:2], full[1][:5]]
-    assert rows == [2, 2, 1, 1, 1]  # row 0 ended at its 2nd token and was never run again
+    # Both prompts whole, then a token per live row: row 0 ended at its 2nd token
+    # and was never run again.
+    assert widths == [sum(map(len, prompts)), 2, 1, 1, 1]
     assert decoder.row_steps == 2 + 5  # decoded row-steps equal the needed ones
     # Both rows kept their caches: the next turn feeds one reply token and one new token.
     longer = [p + r + [5] for p, r in zip(prompts, replies, strict=True)]
@@ -266,7 +268,7 @@ def test_a_new_episode_reuses_the_prefix_other_episodes_computed(loaded):
     first = shared + tokenizer(" Task one.")["input_ids"]
     second = shared + tokenizer(" Another task.")["input_ids"]
     eos = [tokenizer.eos_token_id]
-    decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 6)
+    decoder = PrefixCacheDecoder(model, eos, 6)
     widths = []
     original = model.forward
 
@@ -293,7 +295,7 @@ def test_new_rows_of_one_call_compute_their_shared_opening_once(loaded):
     shared = tokenizer("System prompt and a worked example: 50, lower, 25, higher.")["input_ids"]
     prompts = [shared + tokenizer(f" Task {name}.")["input_ids"] for name in ("one", "two")]
     eos = [tokenizer.eos_token_id]
-    decoder = PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 5)
+    decoder = PrefixCacheDecoder(model, eos, 5)
     widths = []
     original = model.forward
 
@@ -307,8 +309,8 @@ def test_new_rows_of_one_call_compute_their_shared_opening_once(loaded):
     finally:
         del model.forward
     common = next(i for i, (x, y) in enumerate(zip(*prompts, strict=False)) if x != y)
-    # One pass over the opening, then each row's own tokens (padded to the longer).
-    assert widths[:2] == [common, max(len(p) for p in prompts) - common]
+    # One pass over the opening, then each row's own tokens, packed without padding.
+    assert widths[:2] == [common, sum(len(p) - common for p in prompts)]
     plain = generate_replies(model, prompts, tokenizer.pad_token_id, eos, 5)
     assert [reply == row[: len(reply)] for reply, row in zip(replies, plain, strict=True)] == [
         True,

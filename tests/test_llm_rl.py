@@ -307,7 +307,7 @@ def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_llama_path
         return scores.argmax(-1)
 
     def decoder():
-        return PrefixCacheDecoder(model, eos, tokenizer.pad_token_id, 4)
+        return PrefixCacheDecoder(model, eos, 4)
 
     def reference(prompt):
         output = model.generate(
@@ -323,7 +323,8 @@ def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_llama_path
     second = [first[0] + replies[0] + [20, 21], [30, 31, 32, 33, 34, 35, 36, 37, 38]]
     fed.clear()
     again = keep(["a", "b"], second, greedy)
-    assert fed[0] == len(second[1])  # "b" is prefilled whole, "a" only from its last token
+    # Packed rows: "b" is prefilled whole, "a" only from its last reply token (3 tokens).
+    assert fed[0] == len(second[1]) + 3
     assert again == decoder()(["x", "y"], second, greedy)
     assert again == [reference(prompt) for prompt in second]
     keep.retain(["a"])

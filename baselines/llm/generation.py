@@ -273,7 +273,7 @@ class HFGenerator:
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         self.decoder = (
-            PrefixCacheDecoder(model, self.eos_ids, self.pad_id, rollout.max_new_tokens)
+            PrefixCacheDecoder(model, self.eos_ids, rollout.max_new_tokens)
             if prefix_cache
             else None
         )

@@ -195,7 +195,7 @@ class HFAgent(LLMPolicy):
         self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = self._generate_row_steps = 0
-        decoder = PrefixCacheDecoder(self.model, self._eos_ids, self._pad_id, max_new_tokens)
+        decoder = PrefixCacheDecoder(self.model, self._eos_ids, max_new_tokens)
         self._decoder = decoder if prefix_cache else None  # a cheap object either way
 
     @property

@@ -8,38 +8,48 @@ every live episode, and batching cannot save that compute.
 turn runs only the tokens added since the last one (the last reply token and
 the env's answer) and then decodes the reply.
 
-Rows of a batch hold caches of different lengths.  Each row's cache is
-right-aligned behind left padding, and its new tokens are left-padded in the
-new block: ``[pad | cache | pad | new]``.  An attention mask hides the padding
-and explicit position ids number each row's tokens as in its own unpadded
-sequence, so every row reads exactly its own sequence.  This suits
-decoder-only models with a full (not sliding-window) dynamic cache and
-``position_ids``: Llama, Qwen2, Mistral, GPT-2 and the like.
+Rows are packed, not padded.  Each forward pass runs the rows' new tokens
+one after another as a single sequence (``[1, sum of the rows' new
+tokens]``), with explicit position ids that number each row's tokens as in
+its own sequence, so the linear layers compute no padding.  Attention is the
+one step that must keep rows apart: while the decoder runs, the model's
+attention implementation is swapped for :func:`_row_attention`, which
+attends each row's queries to that row's own keys and values only (held in a
+buffer per row, causal within its new tokens).  This suits decoder-only
+models with a full (not sliding-window) cache that take ``position_ids`` and
+dispatch attention through transformers' ``AttentionInterface`` (Llama,
+Qwen2, Mistral without a sliding window, GPT-2, ...); a model that does not
+dispatch through it is refused with an error rather than decoded wrongly.
 
 A cache entry also holds the tokens it was computed from, and is used only
 while they are a prefix of the row's prompt.  A row without one (a new
 episode) starts from the longest prefix of its prompt that any other row's
 entry holds, such as the system prompt and few-shot examples every episode
-shares, and computes only the rest.  A decoder belongs to one rollout, during which the weights do
-not change; :meth:`PrefixCacheDecoder.retain` drops the rows that have ended.
+shares, and computes only the rest.  A decoder belongs to one rollout, during
+which the weights do not change; :meth:`PrefixCacheDecoder.retain` drops the
+rows that have ended.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+from transformers import AttentionInterface
 
 __all__ = ["PrefixCacheDecoder", "cache_argument"]
 
 #: ``sample(scores, rows) -> tokens``: one token per batch row from its last position's
 #: logits; ``rows`` says which prompt each batch row is (finished rows have left).
 Sample = Callable[[torch.Tensor, list[int]], torch.Tensor]
+
+#: The name :func:`_row_attention` is registered under in transformers' ``AttentionInterface``.
+ROW_ATTENTION = "agent_envs_rows"
 
 
 def cache_argument(model: Any) -> str:
@@ -56,10 +66,10 @@ def cache_argument(model: Any) -> str:
 
 @dataclass(frozen=True)
 class _RowCache:
-    """One row's keys and values (per layer, ``[heads, len(tokens), head_dim]``)."""
+    """One row's keys and values: ``kv[layer, 0 or 1, head, position, dim]`` for ``tokens``."""
 
     tokens: tuple[int, ...]
-    layers: tuple[tuple[torch.Tensor, torch.Tensor], ...]
+    kv: torch.Tensor
 
 
 class PrefixCacheDecoder:
@@ -68,14 +78,12 @@ class PrefixCacheDecoder:
     Args:
         model: a transformers causal LM.
         eos_ids: the tokens that end a reply.
-        pad_id: the token that fills padding (never attended to).
         max_new_tokens: the most tokens of one reply.
     """
 
-    def __init__(self, model: Any, eos_ids: Sequence[int], pad_id: int, max_new_tokens: int):
+    def __init__(self, model: Any, eos_ids: Sequence[int], max_new_tokens: int):
         self.model = model
         self._eos = frozenset(eos_ids)
-        self.pad_id = pad_id
         self.max_new_tokens = max_new_tokens
         self.layers = model.config.get_text_config().num_hidden_layers
         self._cache_argument = cache_argument(model)
@@ -83,10 +91,9 @@ class PrefixCacheDecoder:
         #: Rows computed by the decoding steps so far: one per reply token, since
         #: a finished row leaves the batch (``generate`` keeps decoding it).
         self.row_steps = 0
-        #: Prompt tokens run through the model (each row's new ones, shared openings
-        #: once), and the same with the padding of each batch counted.
+        #: Prompt tokens run through the model: each row's new ones, shared openings
+        #: once.  Rows are packed, so no padding is ever computed.
         self.tokens_read = 0
-        self.padded_tokens_read = 0
 
     @torch.inference_mode()
     def __call__(
@@ -108,41 +115,44 @@ class PrefixCacheDecoder:
         """
         self._share_opening(keys, prompts)
         cached = [self._usable(key, prompt) for key, prompt in zip(keys, prompts, strict=True)]
-        starts = [len(c.tokens) if c else 0 for c in cached]
         # A stop with its own cap (a bare-action ReplyStop) needs less room reserved.
         room = min(self.max_new_tokens, getattr(stop, "max_tokens", None) or self.max_new_tokens)
-        batch = _Batch(prompts, starts, cached, self.pad_id, room, self.layers, self.device)
-        self.tokens_read += sum(batch.new_lengths)
-        self.padded_tokens_read += len(prompts) * batch.new_width
+        rows = _Rows(self.model, self.layers, cached, [len(p) for p in prompts], room)
+        new = [list(p[len(c.tokens) if c else 0 :]) for p, c in zip(prompts, cached, strict=True)]
+        self.tokens_read += sum(map(len, new))
         replies: list[list[int]] = [[] for _ in prompts]
         live = list(range(len(prompts)))  # the prompt of each batch row, in order
-        input_ids, positions = batch.input_ids, batch.positions
         for step in range(room):
-            logits = self.model(
-                input_ids=input_ids,
-                attention_mask=batch.mask[:, : batch.width + step],
-                position_ids=positions,
-                **{self._cache_argument: batch.cache},
-                use_cache=True,
-                logits_to_keep=1,
-            ).logits[:, -1, :]
+            logits = self._forward(rows, new)
             self.row_steps += len(live)
-            tokens = sample(logits, live).cpu()
+            tokens = sample(logits, live).tolist()
             going = []
             for index, row in enumerate(live):
-                replies[row].append(int(tokens[index]))
+                replies[row].append(tokens[index])
                 if self._ended(replies[row], stop) or step + 1 == room:
-                    self._caches[keys[row]] = batch.row_cache(index, prompts[row], replies[row])
+                    self._caches[keys[row]] = rows.entry(index, prompts[row], replies[row])
                 else:
                     going.append(index)
             if not going:
                 break
-            if len(going) < len(live):  # finished rows leave the batch
-                batch.keep(going)
-                live, tokens, positions = [live[i] for i in going], tokens[going], positions[going]
-            input_ids = tokens.to(self.device).unsqueeze(1)
-            positions = positions[:, -1:] + 1
+            rows.keep(going)
+            live = [live[i] for i in going]
+            new = [[tokens[i]] for i in going]
         return replies
+
+    def _forward(self, rows: _Rows, new: list[list[int]]) -> torch.Tensor:
+        """Run each row's ``new`` tokens after its cache; return the logits of each row's last."""
+        ids = torch.tensor([[t for tokens in new for t in tokens]], device=self.device)
+        with rows.attending(new) as positions:
+            logits = self.model(
+                input_ids=ids,
+                position_ids=positions,
+                **{self._cache_argument: rows},
+                use_cache=True,
+                logits_to_keep=rows.last_positions,
+                decoding_rows=rows,
+            ).logits
+        return logits[0]
 
     def _ended(self, reply: list[int], stop: Callable[[list[int]], bool] | None) -> bool:
         return reply[-1] in self._eos or (stop is not None and stop(reply))
@@ -183,18 +193,10 @@ class PrefixCacheDecoder:
         opening = tuple(new[0][:length])
         if any(_common_length(e.tokens, opening) == length for e in self._caches.values()):
             return  # another row's cache already holds it
-        cache = DynamicCache()
         self.tokens_read += length
-        self.padded_tokens_read += length
-        self.model(
-            input_ids=torch.tensor([opening], device=self.device),
-            position_ids=torch.arange(length, device=self.device).unsqueeze(0),
-            **{self._cache_argument: cache},
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        layers = tuple((layer.keys[0], layer.values[0]) for layer in cache.layers)
-        self._caches[("opening", opening)] = _RowCache(opening, layers)
+        rows = _Rows(self.model, self.layers, [None], [length], 0)
+        self._forward(rows, [list(opening)])
+        self._caches[("opening", opening)] = _RowCache(opening, rows.buffers[0][..., :length, :])
 
     def _shared_prefix(self, prompt: Sequence[int]) -> _RowCache | None:
         """Return the longest start of ``prompt`` that another row's cache holds, or ``None``.
@@ -213,8 +215,7 @@ class PrefixCacheDecoder:
                 best, length = entry, common
         if best is None:
             return None
-        layers = tuple((keys[:, :length], values[:, :length]) for keys, values in best.layers)
-        return _RowCache(best.tokens[:length], layers)
+        return _RowCache(best.tokens[:length], best.kv[..., :length, :])
 
 
 #: Shared openings shorter than this are not worth a separate forward pass.
@@ -229,118 +230,123 @@ def _common_length(a: Sequence[int], b: Sequence[int]) -> int:
     return min(len(a), len(b))
 
 
-class _Batch:
-    """The padded tensors of one call: new tokens, positions, mask and the rows' caches."""
+class _Rows:
+    """The rows of one call: a key/value buffer per row, and the model's cache for its forwards.
 
-    def __init__(
-        self, prompts, starts, cached, pad_id: int, max_new_tokens: int, layer_count: int, device
-    ) -> None:
-        rows = len(prompts)
-        self.cached_width = max(starts)
-        new = [list(prompt[start:]) for prompt, start in zip(prompts, starts, strict=True)]
-        self.new_width = max(len(tokens) for tokens in new)
-        self.width = self.cached_width + self.new_width
-        self.new_lengths = [len(tokens) for tokens in new]
-        self.starts = starts
-        input_ids = torch.full((rows, self.new_width), pad_id, dtype=torch.long)
-        positions = torch.zeros((rows, self.new_width), dtype=torch.long)
-        mask = torch.zeros((rows, self.width + max_new_tokens), dtype=torch.long)
-        for row, (tokens, start) in enumerate(zip(new, starts, strict=True)):
-            first = self.new_width - len(tokens)
-            input_ids[row, first:] = torch.tensor(tokens, dtype=torch.long)
-            # Padding gets the row's first new position: any valid position
-            # works, since no real token attends to it.
-            positions[row] = start
-            positions[row, first:] = torch.arange(start, start + len(tokens))
-            mask[row, self.cached_width - start : self.cached_width] = 1
-            mask[row, self.cached_width + first :] = 1  # new tokens, then the reply's
-        self.input_ids = input_ids.to(device)
-        self.positions = positions.to(device)
-        self.mask = mask.to(device)
-        self.cache = self._stack(cached, layer_count, self.new_width + max_new_tokens, device)
-
-    def _stack(self, cached, layer_count: int, room: int, device) -> DynamicCache:
-        cache = DynamicCache()
-        cache.layers = [_ReservedLayer(self.cached_width + room) for _ in range(layer_count)]
-        if self.cached_width == 0:
-            return cache
-        for index, layer in enumerate(cache.layers):
-            key, value = next(c for c in cached if c is not None).layers[index]
-            heads, _, dim = key.shape
-            shape = (len(cached), heads, self.cached_width, dim)
-            keys = torch.zeros(shape, dtype=key.dtype, device=device)
-            values = torch.zeros(shape, dtype=value.dtype, device=device)
-            for row, entry in enumerate(cached):
-                if entry is not None:
-                    length = len(entry.tokens)
-                    keys[row, :, self.cached_width - length :] = entry.layers[index][0]
-                    values[row, :, self.cached_width - length :] = entry.layers[index][1]
-            layer.update(keys, values)
-        return cache
-
-    def keep(self, rows: list[int]) -> None:
-        """Keep only these batch rows (the others have finished): mask, offsets and caches."""
-        index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
-        self.mask = self.mask.index_select(0, index)
-        self.starts = [self.starts[row] for row in rows]
-        self.new_lengths = [self.new_lengths[row] for row in rows]
-        for layer in self.cache.layers:
-            layer.keep(index)
-
-    def row_cache(self, row: int, prompt: Sequence[int], reply: list[int]) -> _RowCache:
-        """Return batch ``row``'s cache: its prompt and the reply tokens fed back (not the last)."""
-        start, length = self.starts[row], self.new_lengths[row]
-        fed = len(reply) - 1  # the last sampled token was never fed to the model
-        begin = self.cached_width - start
-        new_begin, new_end = self.width - length, self.width + fed
-        layers = []
-        for layer in self.cache.layers:
-            keys, values = layer.keys[row], layer.values[row]
-            layers.append(
-                (
-                    torch.cat([keys[:, begin : self.cached_width], keys[:, new_begin:new_end]], 1),
-                    torch.cat(
-                        [values[:, begin : self.cached_width], values[:, new_begin:new_end]], 1
-                    ),
-                )
-            )
-        return _RowCache((*prompt, *reply[:fed]), tuple(layers))
-
-
-class _ReservedLayer(DynamicLayer):
-    """A dynamic cache layer that writes into room reserved up front.
-
-    ``DynamicLayer`` concatenates on every update, copying the whole cache for
-    each decoded token; here a call's tokens are written in place, and
-    ``keys``/``values`` are views of the filled part.
+    Each row's buffer (``[layers, 2, kv heads, capacity, head dim]``) starts
+    with a copy of the row's cached keys and values and has room for its
+    prompt's new tokens and ``room`` reply tokens, written in place.  The
+    model calls :meth:`update` (as its cache) and then :func:`_row_attention`
+    in every layer.
     """
 
-    def __init__(self, capacity: int) -> None:
-        super().__init__()
-        self.capacity = capacity
-        self._buffers: tuple[torch.Tensor, torch.Tensor] | None = None
-        self._length = 0
+    def __init__(self, model, layers: int, cached, prompt_lengths, room: int) -> None:
+        self.model = model
+        self.layers = layers
+        self.filled = [len(entry.tokens) if entry else 0 for entry in cached]
+        self.buffers: list[torch.Tensor | None] = []
+        for entry, length in zip(cached, prompt_lengths, strict=True):
+            if entry is None:
+                self.buffers.append(None)  # shaped by the first update
+                continue
+            shape = (*entry.kv.shape[:3], length + room, entry.kv.shape[4])
+            buffer = entry.kv.new_empty(shape)
+            buffer[..., : len(entry.tokens), :] = entry.kv
+            self.buffers.append(buffer)
+        self.capacity = [length + room for length in prompt_lengths]
+        self.attended = 0
 
-    def update(self, key_states, value_states, *args, **kwargs):
-        if self._buffers is None:
-            self.lazy_initialization(key_states, value_states)
-            rows, heads, _, dim = key_states.shape
-            shape = (rows, heads, self.capacity, dim)
-            self._buffers = (key_states.new_zeros(shape), value_states.new_zeros(shape))
-        end = self._length + key_states.shape[-2]
-        if end > self.capacity:
-            raise RuntimeError(f"the reserved cache holds {self.capacity} tokens, not {end}")
-        keys, values = self._buffers
-        keys[:, :, self._length : end] = key_states
-        values[:, :, self._length : end] = value_states
-        self._length = end
-        self.keys, self.values = keys[:, :, :end], values[:, :, :end]
-        return self.keys, self.values
+    @contextmanager
+    def attending(self, new: list[list[int]]) -> Iterator[torch.Tensor]:
+        """Set up one forward over each row's ``new`` tokens; yield their position ids.
 
-    def keep(self, index: torch.Tensor) -> None:
-        """Keep only the batch rows in ``index`` (the filled part is copied; room stays)."""
-        if self._buffers is None:
-            return
-        self._buffers = tuple(buffer.index_select(0, index) for buffer in self._buffers)
-        keys, values = self._buffers
-        self.keys, self.values = keys[:, :, : self._length], values[:, :, : self._length]
+        Swaps the model's attention for :func:`_row_attention` meanwhile, and
+        checks that every layer went through it.
+        """
+        device = self.model.device
+        ends = list(itertools.accumulate(len(tokens) for tokens in new))
+        self.segments = [(end - len(tokens), end) for tokens, end in zip(new, ends, strict=True)]
+        self.last_positions = torch.tensor([end - 1 for end in ends], device=device)
+        self.masks = [
+            _causal_tail(len(tokens), filled, device) if len(tokens) > 1 else None
+            for tokens, filled in zip(new, self.filled, strict=True)
+        ]
+        positions = torch.tensor(
+            [[p for t, f in zip(new, self.filled, strict=True) for p in range(f, f + len(t))]],
+            device=device,
+        )
+        config = self.model.config
+        previous, config._attn_implementation = config._attn_implementation, ROW_ATTENTION
+        self.attended = 0
+        try:
+            yield positions
+        finally:
+            config._attn_implementation = previous
+        if self.attended != self.layers:
+            raise RuntimeError(
+                f"{type(self.model).__name__} ran {self.attended} of its {self.layers} layers' "
+                "attention through transformers' AttentionInterface, so the prefix cache "
+                "cannot keep its rows apart; pass prefix_cache=False."
+            )
+        self.filled = [f + len(tokens) for f, tokens in zip(self.filled, new, strict=True)]
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor, layer: int, *args, **kwargs):
+        """Write each row's new keys and values (packed: ``[1, heads, tokens, dim]``) in place."""
+        for row, (start, end) in enumerate(self.segments):
+            buffer = self.buffers[row]
+            if buffer is None:
+                heads, dim = keys.shape[1], keys.shape[3]
+                shape = (self.layers, 2, heads, self.capacity[row], dim)
+                buffer = self.buffers[row] = keys.new_empty(shape)
+            filled = self.filled[row]
+            buffer[layer, 0, :, filled : filled + end - start] = keys[0, :, start:end]
+            buffer[layer, 1, :, filled : filled + end - start] = values[0, :, start:end]
+        return keys, values
+
+    def attend(self, module: Any, query: torch.Tensor, scaling: float | None) -> torch.Tensor:
+        """Attend each row's queries (packed ``[1, heads, tokens, dim]``) to its own keys."""
+        self.attended += 1
+        layer = module.layer_idx
+        outputs = []
+        for row, (start, end) in enumerate(self.segments):
+            length = self.filled[row] + end - start
+            kv = self.buffers[row][layer, :, :, :length]
+            outputs.append(
+                torch.nn.functional.scaled_dot_product_attention(
+                    query[:, :, start:end],
+                    kv[0].unsqueeze(0),
+                    kv[1].unsqueeze(0),
+                    attn_mask=self.masks[row],
+                    scale=scaling,
+                    enable_gqa=query.shape[1] != kv.shape[1],
+                )
+            )
+        return torch.cat(outputs, dim=2).transpose(1, 2)
+
+    def keep(self, rows: list[int]) -> None:
+        """Keep only these rows (the others have finished); nothing is copied."""
+        self.buffers = [self.buffers[row] for row in rows]
+        self.filled = [self.filled[row] for row in rows]
+        self.capacity = [self.capacity[row] for row in rows]
+
+    def entry(self, row: int, prompt: Sequence[int], reply: list[int]) -> _RowCache:
+        """Return ``row``'s cache: its prompt and the reply tokens fed back (not the last)."""
+        fed = len(reply) - 1  # the last sampled token was never fed to the model
+        tokens = (*prompt, *reply[:fed])
+        return _RowCache(tokens, self.buffers[row][..., : len(tokens), :])
+
+
+def _causal_tail(new: int, cached: int, device: Any) -> torch.Tensor:
+    """Return the mask of ``new`` tokens after ``cached`` ones: each sees the cache and its past."""
+    return torch.ones(new, cached + new, dtype=torch.bool, device=device).tril(cached)
+
+
+def _row_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """The attention function that keeps packed rows apart (see :class:`_Rows`)."""
+    rows = kwargs.get("decoding_rows")
+    if rows is None:
+        raise RuntimeError(f"the {ROW_ATTENTION!r} attention runs only inside PrefixCacheDecoder")
+    return rows.attend(module, query, scaling), None
+
+
+AttentionInterface.register(ROW_ATTENTION, _row_attention)
