@@ -19,9 +19,11 @@ How a turn goes:
    model's context, the dialogue is rendered from text, the oldest exchanges
    dropped until it fits; the system prompt, the task statement and the latest
    exchange (last action and current observation) are always kept.
-2. ``act_batch`` left-pads all live episodes and generates them with one
-   ``model.generate`` call per micro-batch of ``batch_size`` (longest prompts
-   batched together, to waste little padding).
+2. ``act_batch`` generates all live episodes, a micro-batch of
+   ``batch_size`` at a time (similar prompt lengths together).  With the
+   prefix cache (the default) a micro-batch's new tokens run packed into one
+   sequence (:mod:`baselines.llm.prefix_cache`); without it, each
+   micro-batch is one left-padded ``model.generate`` call.
 3. The action is parsed out of the generation by
    :func:`baselines.llm.prompting.parse_action`; the generation itself is kept
    as ``AgentAction.raw`` for the transcript.
@@ -96,7 +98,7 @@ def _room_for_replies(
 
 
 class HFAgent(LLMPolicy):
-    """Act with a Hugging Face causal LM, one ``generate`` call per micro-batch.
+    """Act with a Hugging Face causal LM, decoding a micro-batch of episodes at a time.
 
     Args:
         model: a local HF folder, a ``.gguf`` file or a short name such as
@@ -121,10 +123,12 @@ class HFAgent(LLMPolicy):
             the next (:mod:`baselines.llm.prefix_cache`), so that a turn runs
             only the tokens added since the last one.  The prompts and the
             samples are the same; multi-turn episodes with a history generate
-            several times faster.  On by default; it needs a decoder-only
-            model that takes ``position_ids`` and a full dynamic cache (Llama,
-            Qwen2, Mistral without a sliding window, GPT-2, ...): turn it off
-            for others.
+            several times faster, and the rows are packed without padding.
+            On by default; it needs a decoder-only model that takes
+            ``position_ids``, keeps a full (not sliding-window) cache and
+            dispatches attention through transformers' ``AttentionInterface``
+            (Llama, Qwen2, Mistral without a sliding window, GPT-2, ...): a
+            model that does not is refused, so turn it off for others.
         threads: ``torch.set_num_threads(threads)`` for the process (torch's
             intra-op threads are process-wide); ``None`` leaves torch's own
             setting.  1 by default: on this project's 2-core machine one thread
