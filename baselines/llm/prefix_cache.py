@@ -20,6 +20,9 @@ models with a full (not sliding-window) cache that take ``position_ids`` and
 dispatch attention through transformers' ``AttentionInterface`` (Llama,
 Qwen2, Mistral without a sliding window, GPT-2, ...); a model that does not
 dispatch through it is refused with an error rather than decoded wrongly.
+The swap lasts one forward pass and is undone even when it fails, but it is
+a setting of the model's config: do not run the same model from another
+thread meanwhile.
 
 A cache entry also holds the tokens it was computed from, and is used only
 while they are a prefix of the row's prompt.  A row without one (a new
