@@ -15,7 +15,8 @@ Per agent and thread count it prints:
   threads of this process), episodes/s and CPU seconds per episode;
 * the tokens read (prompt tokens run through the model: with a kept cache,
   only those added since the episode's last turn; shared openings once) and
-  generated, and the padding the batches added to the tokens read;
+  generated (neither agent pads: ``hf`` packs its rows, llama.cpp runs one
+  sequence at a time);
 * the FLOP limit: ``2 x parameters`` FLOP per token read or generated, at the
   float32 matrix-multiply rate measured in this run (FLOP per CPU-second, at
   the same thread count, on the model's own MLP shape), and the agent's CPU
@@ -122,14 +123,10 @@ def evaluate_once(agent, args, profile: bool):
 def counters(agent) -> dict[str, int]:
     """Return the agent's token counters (what it has; zeros for what it lacks)."""
     decoder = getattr(agent, "_decoder", None)
-    read = getattr(agent, "tokens_read", None)
-    padded = getattr(agent, "padded_tokens_read", None)
-    if decoder is not None:  # it packs its rows: nothing padded
-        read = padded = decoder.tokens_read
+    read = decoder.tokens_read if decoder is not None else getattr(agent, "tokens_read", 0)
     generated = agent.generated_tokens
     return {
-        "read": read or 0,
-        "padded": padded or read or 0,
+        "read": read,
         "generated": generated,
         "decoded": getattr(agent, "decoded_row_steps", generated),
     }
@@ -152,8 +149,7 @@ def run(kind: str, threads: int, args, shape, profile: bool) -> None:
         f"  load {loaded:.1f} s wall, {load_cpu:.1f} s CPU | eval {wall:.1f} s wall "
         f"= {wall / 60:.2f} min, {used:.1f} s CPU\n"
         f"  {n / wall:.3f} episodes/s | {used / n:.3f} CPU s per episode\n"
-        f"  tokens read {c['read']} (padded {c['padded']}, +{_share(c['padded'], c['read'])}), "
-        f"generated {c['generated']}\n"
+        f"  tokens read {c['read']}, generated {c['generated']}\n"
         f"  matmul {rate / 1e9:.1f} GFLOP per CPU-s; FLOP limit {limit:.1f} CPU s "
         f"({(c['read'] + c['generated']) / (limit or 1):.0f} tokens per CPU-s) -> "
         f"{used / limit if limit else float('nan'):.2f}x the limit\n"
@@ -193,10 +189,6 @@ def greedy_agreement(args, states: int) -> None:
         f"{states} states: same text {same_text}/{states}, same action {same_action}/{states}",
         flush=True,
     )
-
-
-def _share(padded: int, read: int) -> str:
-    return f"{(padded - read) / read:.1%}" if read else "n/a"
 
 
 def main() -> None:

@@ -17,20 +17,12 @@ EOS = 1
 
 @pytest.fixture(scope="module")
 def gqa_model(tmp_path_factory):
-    """A random two-layer Llama whose 4 query heads share 2 key/value heads (as SmolLM2's do)."""
+    """The GGUF tests' random tiny Llama, whose query heads share key/value heads (as SmolLM2's)."""
+    from gguf_fixtures import TINY_LLAMA
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        eos_token_id=EOS,
-        pad_token_id=0,
-    )
+    assert TINY_LLAMA["num_attention_heads"] > TINY_LLAMA["num_key_value_heads"]
+    config = LlamaConfig(**TINY_LLAMA, vocab_size=64, eos_token_id=EOS, pad_token_id=0)
     path = tmp_path_factory.mktemp("gqa") / "llama"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
