@@ -72,6 +72,12 @@ _family(
             "Find a secret in a range stated per task (10-40 numbers within 1..99; "
             "46 500 distinct tasks): bisection transfers, a memorised prior does not.",
         ),
+        "agent_envs/GuessNumber-Range-Terse-v0": (
+            "agent_envs.envs.guess_number:GuessNumberRangeEnv",
+            {"max_low": 60, "min_width": 10, "max_width": 40, "terse": True},
+            "GuessNumber-Range in the fewest words ('Guess the integer.', 'Lower.', '16-25'): "
+            "the same tasks at a third of the tokens, for small models on a CPU.",
+        ),
     },
 )
 

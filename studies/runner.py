@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,7 +30,7 @@ from typing import Any
 from agent_envs.files import atomic_write_text
 from studies.report import jsonable
 
-__all__ = ["RECORD", "Job", "finished", "run_jobs"]
+__all__ = ["RECORD", "Job", "code_commit", "finished", "run_jobs"]
 
 #: The file, in a job's folder, that says the job finished and holds its summary.
 RECORD = "job.json"
@@ -62,9 +63,35 @@ def finished(job: Job) -> dict[str, Any] | None:
         return None
 
 
+def code_commit() -> str:
+    """Return the git commit of the code running now, ``+dirty`` if its tracked files changed.
+
+    It is read from the checkout this module lives in, so a study run from a
+    pinned worktree records that worktree's commit; ``"unknown"`` outside git.
+    """
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit}+dirty" if changed else commit
+
+
 def _run_one(work: Callable[[Job], Mapping[str, Any]], job: Job) -> dict[str, Any]:
-    """Run one job and write its summary atomically; return it."""
+    """Run one job and write its summary, with the commit of the code that ran it; return it."""
     summary = {"regime": job.regime, "seed": job.seed, "folder": job.folder, **work(job)}
+    summary["commit"] = code_commit()
     atomic_write_text(job.record, json.dumps(jsonable(summary), indent=1) + "\n")
     return {**summary, "reused": False}
 

@@ -21,19 +21,19 @@ pytest.importorskip("trl")
 
 
 def test_the_design_declares_what_the_issue_asks_before_any_run():
-    assert design.ENV_ID == "agent_envs/GuessNumber-Range-v0"
+    assert design.ENV_ID == "agent_envs/GuessNumber-Range-Terse-v0"
     assert design.SEEDS >= 8
     assert len(design.T_GRID) >= 4 and tuple(sorted(design.T_GRID)) == design.T_GRID
     assert design.T_GRID[0] == design.SHORT and design.T_GRID[-1] == design.LONG
     assert design.KS == (1, 2, 4, 8)
     regimes = design.regimes()
-    assert set(regimes) == {"base", "short", "long", "mix", "long+pr"}
+    assert set(regimes) == {"base", "short", "long", "mix"}
     assert [regimes[name][0].budgets for name in ("short", "long", "mix")] == [
         (design.SHORT,),
         (design.LONG,),
         design.T_GRID,
     ]
-    assert regimes["long+pr"][1] > 0 == regimes["long"][1]
+    assert all(coef == 0 for _, coef in regimes.values())
     assert len(design.PRIMARY_TESTS) == 3
     low, high = design.CALIBRATION["long"]
     assert (low, high, design.CALIBRATION["short_at_most"]) == (0.2, 0.6, 0.5)
@@ -154,14 +154,14 @@ def test_a_rerun_redoes_no_finished_run_and_max_runs_bounds_a_sitting(quick, tmp
         out, work = tmp_path / "out", tmp_path / "work"
         shutil.copytree(root / "out", out)
         shutil.copytree(root / "work", work)
-        for name in ("mix-seed1", "long-pr-seed1"):
+        for name in ("long-seed1", "mix-seed1"):
             (out / "runs" / name / "job.json").unlink()
         (out / "results.json").unlink()
         short = ["--quick", "--no-plots", "--out", str(out), "--work", str(work)]
         assert main([*short, "--max-runs", "1"]) == 0
-        assert (out / "runs" / "mix-seed1" / "job.json").exists()
-        assert not (out / "runs" / "long-pr-seed1" / "job.json").exists()
-        assert "9 of 10 runs finished" in capsys.readouterr().out
+        assert (out / "runs" / "long-seed1" / "job.json").exists()
+        assert not (out / "runs" / "mix-seed1" / "job.json").exists()
+        assert "7 of 8 runs finished" in capsys.readouterr().out
         assert not (out / "results.json").exists()
         assert main(short) == 0
     assert (out / "results.json").exists()
@@ -249,23 +249,25 @@ def test_the_cost_estimate_is_steps_times_step_cost_plus_the_evaluation():
     assert figures["cpu_hours_whole_study"] == pytest.approx(runs / 3600)
 
 
-def test_the_committed_pilot_recomputes_from_its_chunks_and_meets_the_bands():
+def test_the_first_designs_pilot_recomputes_from_its_chunks_and_met_the_bands():
+    """The verbose format's pilot (``v1/``), kept as the record of the first design."""
     from pathlib import Path
 
     from studies.real_model.report import calibration_lines
 
-    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study" / "v1"
+    env_id = "agent_envs/GuessNumber-Range-v0"
     pilot = json.loads((folder / "pilot.json").read_text())
     chunks = [json.loads(path.read_text()) for path in (folder / "pilot").glob("*/job.json")]
     chunks.sort(key=lambda job: job["seed"])  # the seed of a pilot job is its first task's index
     results = [EvalResult.from_dict(job["result"]) for job in chunks]
     cpu = sum(job["seconds"]["process_cpu"] for job in chunks)
-    lines, record = calibration_lines(results, design.ENV_ID, cpu, pilot["load_average"])
+    lines, record = calibration_lines(results, env_id, cpu, pilot["load_average"])
     assert json.loads(json.dumps(record)) == pilot
     assert (folder / "pilot.md").read_text() == "\n".join(lines) + "\n"
     assert record["bands_met"] and record["tasks"] == design.CALIBRATION["tasks"]
     # Training tasks only: the pilot's tasks are the split's first training ids.
-    train, _ = design.split(design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT)
+    train, _ = design.split(env_id, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT)
     assert [t for job in chunks for t in job["result"]["settings"]["tasks"]] == train[:16]
 
 
@@ -274,7 +276,7 @@ def test_the_committed_cost_estimate_recomputes_from_its_measured_steps_and_the_
 
     from studies.real_model import cost
 
-    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study" / "v1"
     record = json.loads((folder / "cost.json").read_text())
     pilot = json.loads((folder / "pilot.json").read_text())
     assert cost.estimate(record["measured"], pilot) == record["estimate"]

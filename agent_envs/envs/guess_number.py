@@ -13,6 +13,20 @@ from wrappers.validators import check_int
 
 _NUMBER = re.compile(r"^(?:guess\s*)?(-?\d{1,12})$")
 
+#: Every text of the terse format (``terse=True``).  The view is the interval
+#: as ``low-high``.  A small model reads a third of the tokens (a 12-token
+#: first observation, 9-token later ones, against 54 and 25), so its episodes
+#: cost half the CPU; the words were chosen so that no feedback reads like a
+#: reply to copy (``docs/real_model_study/README.md``).
+TERSE = {
+    "intro": "Guess the integer.",
+    "higher": "Higher.",
+    "lower": "Lower.",
+    "correct": "Correct!",
+    "outside": "Out of range.",
+    "invalid": "Invalid.",
+}
+
 
 def bisection_guesses(low: int, high: int, secret: int) -> int:
     """Return how many guesses bisection of ``[low, high]`` needs to hit ``secret``."""
@@ -75,6 +89,9 @@ class GuessNumberEnv(TextEnv[int]):
 
     ## Arguments
     ``max_number`` (int, default 100): the secret lies in ``1..max_number``.
+    ``terse`` (bool, default False): the same game in the fewest words, for
+    small models on a CPU (:data:`TERSE`): the first observation is
+    ``"Guess the integer.\n\n1-100"``, a later one ``"Lower.\n\n1-49"``.
 
     ## Version History
     * v0: initial version.
@@ -83,8 +100,13 @@ class GuessNumberEnv(TextEnv[int]):
     action_format = "Reply with one integer, for example: 50."
     max_action_length = 64
 
-    def __init__(self, max_number: int = 100, render_mode: str | None = None) -> None:
+    def __init__(
+        self, max_number: int = 100, render_mode: str | None = None, terse: bool = False
+    ) -> None:
         self.max_number = check_int(max_number, "max_number", 2)
+        if not isinstance(terse, bool):
+            raise TypeError(f"terse must be a bool, got {terse!r}.")
+        self.terse = terse
         self.task_supply = self.max_number
         # One canonical action per guess, so discrete-action libraries can play.
         self.action_vocabulary = tuple(str(number) for number in range(1, max_number + 1))
@@ -113,9 +135,13 @@ class GuessNumberEnv(TextEnv[int]):
         return self._task
 
     def _interval_line(self) -> str:
+        if self.terse:
+            return f"{self._low}-{self._high}"
         return f"The secret is between {self._low} and {self._high}."
 
     def _intro(self) -> str:
+        if self.terse:
+            return TERSE["intro"]
         return (
             f"I am thinking of an integer between {self._first} and {self._last}. "
             "Find it. After each guess I say whether the secret is higher or lower. "
@@ -131,6 +157,10 @@ class GuessNumberEnv(TextEnv[int]):
         Only its digits count; the constant words ahead of them keep the low
         end at fixed positions.
         """
+        if self.terse:
+            longest = len(f"{self.max_number}-{self.max_number}")
+            return {"view_only": True, "keep": "head", "charset": "0123456789-",
+                    "max_length": longest}  # fmt: skip
         longest = len(f"The secret is between {self.max_number} and {self.max_number}.")
         return {"view_only": True, "keep": "head", "charset": "0123456789",
                 "max_length": longest}  # fmt: skip
@@ -139,8 +169,13 @@ class GuessNumberEnv(TextEnv[int]):
         match = _NUMBER.match(action)
         return int(match.group(1)) if match else None
 
+    def _unparsable_feedback(self, action: str) -> str:
+        return TERSE["invalid"] if self.terse else super()._unparsable_feedback(action)
+
     def _apply(self, move: int) -> tuple[str, bool]:
         if not self._first <= move <= self._last:
+            if self.terse:
+                return TERSE["outside"], False
             bounds = f"between {self._first} and {self._last}"
             return f"Invalid guess {move}: it must be {bounds}.", False
         self._last_guess = move
@@ -148,16 +183,26 @@ class GuessNumberEnv(TextEnv[int]):
         if move == secret:
             self._low = self._high = move
             self._shown = self._interval_line()
-            return f"{move} is correct!", True
+            return self._feedback("correct", move), True
         if move < secret:
             if move >= self._low:
                 self._low = move + 1
                 self._shown = self._interval_line()
-            return f"{move} is too low: the secret is higher.", True
+            return self._feedback("higher", move), True
         if move <= self._high:
             self._high = move - 1
             self._shown = self._interval_line()
-        return f"{move} is too high: the secret is lower.", True
+        return self._feedback("lower", move), True
+
+    def _feedback(self, verdict: str, move: int) -> str:
+        """Return the feedback on a legal guess: ``correct``, ``higher`` or ``lower``."""
+        if self.terse:
+            return TERSE[verdict]
+        return {
+            "correct": f"{move} is correct!",
+            "higher": f"{move} is too low: the secret is higher.",
+            "lower": f"{move} is too high: the secret is lower.",
+        }[verdict]
 
     def _is_success(self) -> bool:
         return self._last_guess == self._secret()
@@ -243,6 +288,8 @@ class GuessNumberRangeEnv(GuessNumberEnv):
     ``max_low`` (int, default 60), ``min_width`` (int, default 10) and
     ``max_width`` (int, default 40): the ranges drawn, as above.  The highest
     secret is ``max_low + max_width - 1`` (99 by default, two digits).
+    ``terse`` (bool, default False): :class:`GuessNumberEnv`'s terse format;
+    the range is the first observation's view (``"16-37"``).
 
     ## Version History
     * v0: initial version.
@@ -254,11 +301,12 @@ class GuessNumberRangeEnv(GuessNumberEnv):
         min_width: int = 10,
         max_width: int = 40,
         render_mode: str | None = None,
+        terse: bool = False,
     ) -> None:
         self.max_low = check_int(max_low, "max_low", 1)
         self.min_width = check_int(min_width, "min_width", 2)
         self.max_width = check_int(max_width, f"max_width (>= min_width {min_width})", min_width)
-        super().__init__(max_number=max_low + max_width - 1, render_mode=render_mode)
+        super().__init__(max_number=max_low + max_width - 1, render_mode=render_mode, terse=terse)
         self.task_supply = max_low * sum(range(min_width, max_width + 1))
 
     uses_task_rng = True  # three draws: the task stream's generator

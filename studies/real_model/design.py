@@ -1,28 +1,42 @@
-"""The BudgetMix study on a real pretrained model (issue 30), declared before any run.
+"""The BudgetMix study on a real pretrained model, declared before any run.
 
 * **Model:** the shipped SmolLM2-135M-Instruct with LoRA (``LORA_RANK`` on
-  ``LORA_TARGETS``), ``FEW_SHOT`` oracle examples from the reserved example
-  ids (never a trained or evaluated task), bare actions.
-* **Env and split:** ``ENV_ID``, GuessNumber-Range-v0 (each task its own
-  range, stated in the first observation; 46 500 instances), split by
-  :func:`split`: ``TRAIN_TASKS`` training ids and ``EVAL_TASKS`` held-out ids
-  that are all distinct instances (:func:`agent_envs.splits.instance_split`),
-  none of them the instance of a few-shot example.  On this family a
-  memorised prior gains nothing on held-out tasks and the oracle turns are
-  balanced across the split (``docs/envs/guess_number.md``); the study
-  records its own split's balance test (``split_check``).
-* **Calibrate first, on training tasks only** (``CALIBRATION``): the base
-  model's Pass@(1, long T) between 0.2 and 0.6, and its Pass@(1, short T) at
-  most half of that.  ``--calibrate`` measures it and writes the pilot.
+  ``LORA_TARGETS`` of the top ``LORA_LAYERS`` layers), ``FEW_SHOT`` oracle
+  examples from the reserved example ids (never a trained or evaluated
+  task), bare actions.
+* **Env and split:** ``ENV_ID``, GuessNumber-Range in its terse format (each
+  task its own range, the first observation ``Guess the integer.\n\n16-37``;
+  46 500 instances), split by :func:`split`: ``TRAIN_TASKS`` training ids and
+  ``EVAL_TASKS`` held-out ids that are all distinct instances
+  (:func:`agent_envs.splits.instance_split`), none of them the instance of a
+  few-shot example.  On this family a memorised prior gains nothing on
+  held-out tasks (``docs/envs/guess_number.md``); the study records its own
+  split's balance test (``split_check``).
+* **Why this format, depth and update** (``docs/real_model_study/README.md``
+  has the measurements): the terse format halves an episode's tokens; LoRA on
+  the top 8 layers stops the backward there; the update scores only the
+  model's reply tokens (:mod:`baselines.llm.shared_opening`, exact).  The
+  whole study then fits about 8 CPU-hours on one core.
+* **Two gates before the study** (:data:`GATES`): calibration (the base
+  model's Pass@(1, long T) on training tasks between 0.2 and 0.6, and its
+  Pass@(1, short T) at most half of that; ``--calibrate``), and learning
+  (``--gate``: the long regime on 2 seeds, LoRA on all layers and on the top
+  ``LORA_LAYERS``, held out; all layers must gain at least 0.1 over the base
+  at the long T, averaged over the seeds, and the chosen depth must keep two
+  thirds of that gain).
 * **Regimes** (``regimes``): ``base`` (no RL, the same prompt), ``short``,
-  ``long``, ``mix`` (BudgetMix over ``T_GRID``, one T per group), ``long+pr``
-  (long with the process reward).  Every trained regime plays the same
-  number of GRPO steps and episodes (``STEPS`` x ``K`` x ``TASKS_PER_STEP``).
-* **Seeds:** ``SEEDS`` (at least 8) training seeds per regime, each its own
-  run from the base model: the unit of every test.
+  ``long``, ``mix`` (BudgetMix over ``T_GRID``, one T per group).  Every
+  trained regime plays the same number of GRPO steps and episodes (``STEPS``
+  x ``K`` x ``TASKS_PER_STEP``).  ``long+pr`` (long with the process
+  reward) was cut: the 8 CPU-hour budget holds four
+  regimes, and the process reward is no primary test's.
+* **Seeds:** ``SEEDS`` (8) training seeds per regime, each its own run from
+  the base model: the unit of every test.
 * **Evaluation:** held-out tasks on ``T_GRID`` (4 budgets, short to long) and
   ``KS``; diagnostics with step quality on shared reference states (the
-  study's ``STEP_QUALITY_SEED``), recovery and success after an error.
+  study's ``STEP_QUALITY_SEED``), recovery and success after an error, and
+  the move mix of :mod:`studies.real_model.moves` (bisect, step by one,
+  repeat, invalid).
 * **Primary tests** (``PRIMARY_TESTS``, Holm over the three; paired
   sign-flip tests over seeds, two-sided, the sign read off the difference):
 
@@ -36,9 +50,12 @@
 
   Everything else is secondary, Holm-corrected within its declared family.
 
-``python -m studies.real_model --quick`` runs the same code on the tiny
-model built from config (minutes on CPU); ``--device cuda`` is the GPU path
-(untested until a GPU run exists).
+The study runs from a pinned checkout (:mod:`studies.real_model.pinned`):
+``python -m studies.real_model.pinned`` checks out the launching commit in a
+git worktree and runs there, so later changes to main never change a
+running study's code.  ``python -m studies.real_model --quick`` runs the same
+code on the tiny model built from config (minutes on CPU); ``--device cuda``
+is the GPU path (untested until a GPU run exists).
 """
 
 from __future__ import annotations
@@ -58,10 +75,14 @@ from studies.real_llm.setup import (  # noqa: F401  (this design's prompt and Lo
 
 # ------------------------------------------------------------------ settings
 #: The env of the study: a range per task, so what transfers is bisection, not a
-#: memorised prior (GuessNumber-20's 20 secrets let a prior win; issue 29).
-ENV_ID = "agent_envs/GuessNumber-Range-v0"
+#: memorised prior (GuessNumber-20's 20 secrets let a prior win); terse, so that
+#: an episode costs half the CPU (the first prompt 314 tokens against 626).
+ENV_ID = "agent_envs/GuessNumber-Range-Terse-v0"
 MODEL = "smollm2-135m"
 LORA_RANK = 16
+#: LoRA on the top layers only: the backward stops at the lowest adapted layer.
+#: The learning gate measures what this keeps of all-layer LoRA's gain.
+LORA_LAYERS = 8
 #: The prompt and LoRA settings of the single-seed run (studies.real_llm.setup):
 #: FEW_SHOT oracle examples, TEMPERATURE, MAX_NEW_TOKENS, LORA_TARGETS.
 SEEDS = 8
@@ -73,7 +94,11 @@ KS = (1, 2, 4, 8)
 #: GRPO: the same steps and episodes in every trained regime.
 STEPS, K, TASKS_PER_STEP = 30, 8, 2
 LEARNING_RATE, BETA, MICRO_BATCH = 5e-4, 0.0, 4
-PROCESS_REWARD_COEF = 0.3
+#: The collapse guard, relative to the base model: GRPO stops once the invalid-
+#: reply rate over 5 steps exceeds the base model's own rate in the calibration
+#: pilot plus this margin (the base model's own rate, 0.44-0.58 in the terse
+#: format, tripped the fixed 0.5 guard at step 5).
+COLLAPSE_MARGIN = 0.3
 STEP_QUALITY_STATES = 4  # shared reference states per evaluation task
 STEP_QUALITY_SEED = zlib.crc32(f"real_model/{ENV_ID}".encode()) & 0x7FFFFFFF
 #: The calibration bands (base model, training tasks only).  The pilot
@@ -84,8 +109,11 @@ CALIBRATION = {"long": (0.2, 0.6), "short_at_most": 0.5, "tasks": 16, "samples":
 #: The pilot's budgets: every T the grid could use (one episode at the largest T
 #: gives Pass@(1,T) at each, the budget being invisible to the agent).
 PILOT_T_GRID = (1, 2, 3, 4, 5, 6, 8, 10, 12)
-WORKERS = 1  # SmolLM2 runs use 2 torch threads each: one run at a time on 2 cores
-THREADS = 2
+WORKERS = 1  # one run at a time, on one core: the other core is the rest of the work
+THREADS = 1
+#: The learning gate: the long regime on ``seeds`` training seeds, LoRA on every
+#: layer and on the top ``LORA_LAYERS``, against the base, held out, at long T.
+GATES = {"seeds": 2, "min_gain": 0.1, "keep_at_least": 2 / 3}
 #: ``--quick``: the tiny model built from config, warm-started, and miniature sizes.
 QUICK = {
     "seeds": 2,
@@ -136,7 +164,6 @@ def regimes(t_grid: Sequence[int] = T_GRID) -> dict[str, tuple[Any, float]]:
         "short": (short, 0.0),
         "long": (long_, 0.0),
         "mix": (BudgetSpec(tuple(t_grid)), 0.0),
-        "long+pr": (long_, PROCESS_REWARD_COEF),
     }
 
 

@@ -32,7 +32,6 @@ def setup_process(device: str, threads: int) -> None:
 def train_config(job: Job, budget: Any) -> Any:
     """Return the ``LLMTrainConfig`` of one job (the base model's, with 0 steps, for ``base``)."""
     from baselines.llm.budget_spec import BudgetSpec
-    from baselines.llm.lora import LoRASpec
     from baselines.llm.train import LLMTrainConfig
 
     s = job.settings
@@ -53,9 +52,17 @@ def train_config(job: Job, budget: Any) -> Any:
         temperature=design.TEMPERATURE,
         max_new_tokens=design.MAX_NEW_TOKENS,
         beta=design.BETA,
-        lora=None if quick else LoRASpec(design.LORA_RANK, targets=design.LORA_TARGETS),
+        lora=None if quick else lora_spec(s.get("lora_layers", design.LORA_LAYERS)),
         micro_batch=design.MICRO_BATCH,
+        collapse_invalid=s.get("collapse_invalid", 1.0),
     )
+
+
+def lora_spec(layers: int | None) -> Any:
+    """Return the study's LoRA adapters on the top ``layers`` layers (``None``: every layer)."""
+    from baselines.llm.lora import LoRASpec
+
+    return LoRASpec(design.LORA_RANK, targets=design.LORA_TARGETS, layers=layers)
 
 
 def model_hash(folder: Path) -> str:
