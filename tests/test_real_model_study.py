@@ -102,7 +102,22 @@ def test_quick_runs_every_regime_and_seed_and_writes_the_three_primary_tests(qui
     # Each finished run's record is small JSON: the model's hash, the GRPO log, the evaluation.
     job = json.loads((root / "out" / "runs" / "long-seed0" / "job.json").read_text())
     assert len(job["model_sha256"]) == 64 and job["train_log"] and job["result"]["surface"]
+    assert len(job["commit"].split("+")[0]) == 40  # the code's commit, for the pinned check
+    assert job["moves"]["moves"] == sum(e["turns"] for e in _episodes(root, "long-seed0"))
+    assert set(record["moves"]) == set(design.regimes())
+    assert "What the policies do" in report
     assert not list((root / "out").rglob("*.safetensors"))
+    # The learning gate ran first, on the study's own base and long runs of its seeds.
+    gate = json.loads((root / "out" / "gate.json").read_text())
+    assert gate["seeds"] == 2 and len(gate["gain_every_layer"]) == 2
+    assert (root / "out" / "gate" / "long-all-layers-seed1" / "job.json").exists()
+    assert "learning gate" in (root / "out" / "gate.md").read_text()
+
+
+def _episodes(root, run):
+    """The episode lines of one run's evaluation log."""
+    lines = (root / "work" / run / "episodes.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines[1:] if line.strip()]
 
 
 def test_every_interval_p_value_and_holm_p_recomputes_from_results_json(quick):
@@ -234,70 +249,198 @@ def test_claim_1_is_the_growth_of_long_minus_base_from_the_shortest_to_the_longe
     assert design.PRIMARY_TESTS["claim 1: long - base grows with T"][1][0](runs, 0) == [0.75]
 
 
-def test_the_cost_estimate_is_steps_times_step_cost_plus_the_evaluation():
+def test_the_cost_estimate_is_each_regimes_steps_plus_the_evaluation_per_seed():
     from studies.real_model import cost
 
-    measured = {"per_step": [100.0, 120.0]}  # CPU s per GRPO step
-    pilot = {"tasks": 4, "samples": 5, "process_cpu_seconds": 100.0}  # 5 CPU s per episode
-    figures = cost.estimate(measured, pilot)
-    evaluation = design.EVAL_TASKS * design.EVAL_SAMPLES * 5.0
-    quality = design.EVAL_TASKS * design.STEP_QUALITY_STATES * cost.STEP_QUALITY_CPU_PER_STATE
-    trained = design.STEPS * 110 + evaluation + quality
-    assert figures["cpu_per_trained_run"] == pytest.approx(trained)
-    assert figures["cpu_per_base_run"] == pytest.approx(evaluation + quality)
-    runs = design.SEEDS * (figures["cpu_per_base_run"] + 4 * figures["cpu_per_trained_run"])
-    assert figures["cpu_hours_whole_study"] == pytest.approx(runs / 3600)
+    steps = {
+        "short": {"per_step": [10.0, 12.0], "load": 5.0},
+        "long": {"per_step": [40.0], "load": 5.0},
+        "mix": {"per_step": [30.0], "load": 5.0},
+    }
+    evaluation = {"tasks": 4, "cpu": 40.0}  # 10 CPU s a task
+    figures = cost.estimate(steps, evaluation)
+    per_eval = 10.0 * design.EVAL_TASKS
+    runs = {
+        "base": per_eval,
+        "short": 5 + design.STEPS * 11 + per_eval,
+        "long": 5 + design.STEPS * 40 + per_eval,
+        "mix": 5 + design.STEPS * 30 + per_eval,
+    }
+    assert figures["cpu_per_run"] == pytest.approx(runs)
+    assert figures["cpu_hours_whole_study"] == pytest.approx(
+        design.SEEDS * sum(runs.values()) / 3600
+    )
 
 
-def test_the_first_designs_pilot_recomputes_from_its_chunks_and_met_the_bands():
-    """The verbose format's pilot (``v1/``), kept as the record of the first design."""
+def test_the_committed_pilot_recomputes_from_its_chunks_and_meets_the_bands():
     from pathlib import Path
 
     from studies.real_model.report import calibration_lines
 
-    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study" / "v1"
-    env_id = "agent_envs/GuessNumber-Range-v0"
+    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
     pilot = json.loads((folder / "pilot.json").read_text())
     chunks = [json.loads(path.read_text()) for path in (folder / "pilot").glob("*/job.json")]
     chunks.sort(key=lambda job: job["seed"])  # the seed of a pilot job is its first task's index
     results = [EvalResult.from_dict(job["result"]) for job in chunks]
     cpu = sum(job["seconds"]["process_cpu"] for job in chunks)
-    lines, record = calibration_lines(results, env_id, cpu, pilot["load_average"])
+    lines, record = calibration_lines(results, design.ENV_ID, cpu, pilot["load_average"])
     assert json.loads(json.dumps(record)) == pilot
     assert (folder / "pilot.md").read_text() == "\n".join(lines) + "\n"
     assert record["bands_met"] and record["tasks"] == design.CALIBRATION["tasks"]
+    assert record["short"] == record["surface"][design.SHORT] <= 0.5 * record["long"]
     # Training tasks only: the pilot's tasks are the split's first training ids.
-    train, _ = design.split(env_id, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT)
+    train, _ = design.split(design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT)
     assert [t for job in chunks for t in job["result"]["settings"]["tasks"]] == train[:16]
 
 
-def test_the_committed_cost_estimate_recomputes_from_its_measured_steps_and_the_pilot():
-    from pathlib import Path
+def test_the_collapse_guard_is_the_base_models_invalid_rate_plus_the_declared_margin(tmp_path):
+    from studies.real_model.cli import StudyStop, guard
+    from studies.real_model.report import collapse_limit
 
-    from studies.real_model import cost
+    assert collapse_limit(0.14) == pytest.approx(0.14 + design.COLLAPSE_MARGIN)
+    assert collapse_limit(0.9) == 1.0
+    with pytest.raises(StudyStop, match="run --calibrate first"):
+        guard(tmp_path, quick=False)
+    pilot = {"short": 0.3, "long": 0.4, "surface": {str(design.SHORT): 0.3}, "bands_met": False}
+    (tmp_path / "pilot.json").write_text(json.dumps({**pilot, "invalid_rate": 0.1}))
+    with pytest.raises(StudyStop, match="does not meet the bands"):
+        guard(tmp_path, quick=False)
+    stale = {**pilot, "short": 0.1, "bands_met": True, "invalid_rate": 0.1}  # another SHORT's
+    (tmp_path / "pilot.json").write_text(json.dumps(stale))
+    with pytest.raises(StudyStop, match="does not meet the bands"):
+        guard(tmp_path, quick=False)
+    good = {**stale, "surface": {str(design.SHORT): 0.1}}
+    (tmp_path / "pilot.json").write_text(json.dumps(good))
+    assert guard(tmp_path, quick=False) == pytest.approx(0.1 + design.COLLAPSE_MARGIN)
 
-    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study" / "v1"
-    record = json.loads((folder / "cost.json").read_text())
-    pilot = json.loads((folder / "pilot.json").read_text())
-    assert cost.estimate(record["measured"], pilot) == record["estimate"]
-    marks = record["measured"]["cpu_at_step_logs"]
-    assert record["measured"]["per_step"] == [marks[1] - marks[0]]  # two steps measured
+
+def _gain_results(gains: list[float]) -> list[SimpleNamespace]:
+    """One result per seed on 2 tasks x 4 samples: ``gain`` Pass@(1, long T) over 0.25."""
+    return [
+        SimpleNamespace(success_counts=np.array([[0, 1 + 4 * g]] * 2, dtype=float), samples=4)
+        for g in gains
+    ]
+
+
+@pytest.mark.parametrize(
+    "every, chosen, learns, keeps",
+    [
+        ([0.25, 0.25], [0.25, 0.0], True, False),  # keeps a half: not enough
+        ([0.25, 0.25], [0.25, 0.125], True, True),  # keeps three quarters
+        ([0.0, 0.0], [0.25, 0.25], False, False),  # every layer learns nothing: no ratio
+        ([0.0, 0.25], [0.25, 0.25], True, True),  # mean 0.125 >= 0.1
+    ],
+)
+def test_the_learning_gate_asks_every_layer_to_learn_and_the_chosen_depth_to_keep_two_thirds(
+    every, chosen, learns, keeps
+):
+    from studies.real_model.gate import ALL_LAYERS, learning_gate
+
+    runs = {
+        "base": _gain_results([0.0, 0.0]),
+        "long": _gain_results(chosen),
+        ALL_LAYERS: _gain_results(every),
+    }
+    record = learning_gate(runs)
+    assert record["gain_every_layer"] == pytest.approx(every)
+    assert record["gain_chosen_depth"] == pytest.approx(chosen)
+    assert (record["learns"], record["keeps"]) == (learns, keeps)
+    assert record["passed"] == (learns and keeps)
+
+
+def test_the_move_mix_reads_each_guess_against_the_interval_shown_before_it():
+    import gymnasium as gym
+
+    from studies.real_model.moves import classify, move_mix
+
+    env = gym.make(design.ENV_ID)
+    observation, _ = env.reset(seed=0, options={"task_id": 3})  # 24-58, secret 36
+    transcript = {"observation": observation, "steps": []}
+    for action in ("41", "35", "36", "36", "hello", "37", "99"):
+        observation, _, _, _, info = env.step(action)
+        step = {"action": action, "observation": observation, "valid": info["valid_action"]}
+        transcript["steps"].append(step)
+    assert observation.endswith("36-36")
+    # 41 bisects 24-58; 35 is off 24-40's midpoint 32; 36 steps from 35; then a
+    # repeat, two refusals (not a number; outside 24-58) and a step from 36.
+    kinds = ["bisect", "other", "step", "repeat", "invalid", "step", "invalid"]
+    assert classify(transcript) == kinds
+    mix = move_mix([transcript, transcript])
+    assert mix["moves"] == 14
+    assert mix["invalid"] == pytest.approx(2 / 7) and mix["bisect"] == pytest.approx(1 / 7)
+    assert sum(mix[kind] for kind in ("invalid", "repeat", "bisect", "step", "other")) == 1
 
 
 def test_every_committed_run_was_played_on_the_declared_split_and_grid():
     """The study spans sittings: a run committed by one must match the design of the next."""
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parents[1] / "docs" / "real_model_study" / "runs"
+    study = Path(__file__).resolve().parents[1] / "docs" / "real_model_study"
     _, held_out = design.split(
         design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT
     )
-    records = [json.loads(path.read_text()) for path in folder.glob("*/job.json")]
+    records = [json.loads(path.read_text()) for path in study.glob("*/*/job.json")]
+    launched = json.loads((study / "launch.json").read_text())["commit"] if records else None
     for record in records:
+        if record["regime"] == "pilot":
+            continue
+        assert record["commit"] == launched  # the pinned checkout's code ran it
         settings = record["result"]["settings"]
         assert settings["tasks"] == held_out and settings["budgets"] == list(design.T_GRID)
         assert (settings["samples"], settings["ks"]) == (design.EVAL_SAMPLES, list(design.KS))
         assert settings["step_quality_seed"] == design.STEP_QUALITY_SEED
-        assert record["regime"] in design.regimes() and 0 <= record["seed"] < design.SEEDS
+        assert record["regime"] in {*design.regimes(), "long-all-layers"}
+        assert 0 <= record["seed"] < design.SEEDS
         assert len(record["model_sha256"]) == 64
-    assert not list(folder.rglob("*.safetensors"))
+    assert not list(study.rglob("*.safetensors"))
+
+
+def test_the_study_runs_from_a_worktree_pinned_at_its_launch_commit(tmp_path, monkeypatch):
+    import subprocess
+
+    from studies.real_model import pinned
+
+    def git(*args, cwd):
+        identity = ["-c", "user.name=t", "-c", "user.email=t@example.org"]
+        return subprocess.run(
+            ["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    (repo / "code.py").write_text("first\n")
+    git("add", "code.py", cwd=repo)
+    git("commit", "-qm", "first", cwd=repo)
+    monkeypatch.chdir(repo)
+    out = repo / "study"
+    with pytest.raises(pinned.PinError, match="--launch"):
+        pinned.pinned_commit(out, launch=False)
+    (repo / "code.py").write_text("uncommitted\n")
+    with pytest.raises(pinned.PinError, match="commit your changes first"):
+        pinned.pinned_commit(out, launch=True)
+    git("checkout", "code.py", cwd=repo)
+    commit = pinned.pinned_commit(out, launch=True)
+    assert commit == git("rev-parse", "HEAD", cwd=repo)
+    with pytest.raises(pinned.PinError, match="launched already"):
+        pinned.pinned_commit(out, launch=True)
+
+    # Main moves on; the study's checkout stays at the launch commit, sitting after sitting.
+    (repo / "code.py").write_text("second\n")
+    git("commit", "-qam", "second", cwd=repo)
+    tree = pinned.checkout(tmp_path / "work" / "checkout", pinned.pinned_commit(out, False))
+    assert (tree / "code.py").read_text() == "first\n"
+    assert pinned.checkout(tree, commit) == tree
+    with pytest.raises(pinned.PinError, match="not the study's"):
+        pinned.checkout(tree, git("rev-parse", "HEAD", cwd=repo))
+    (tree / "code.py").write_text("edited in the checkout\n")
+    with pytest.raises(pinned.PinError, match="local changes"):
+        pinned.checkout(tree, commit)
+
+    record = out / "runs" / "long-seed0" / "job.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"commit": commit}))
+    pinned.check_records(out, commit)
+    record.write_text(json.dumps({"commit": "0" * 40}))
+    with pytest.raises(pinned.PinError, match="was run by 0000"):
+        pinned.check_records(out, commit)

@@ -90,6 +90,7 @@ def evaluate_model(
     progress: bool = False,
     step_quality: int = 0,
     step_quality_seed: int = 0,
+    transcripts: bool = False,
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
@@ -99,7 +100,8 @@ def evaluate_model(
     training.  ``step_quality`` also judges the
     model on that many shared reference states per task, drawn with
     ``step_quality_seed`` (the study's, never the training seed, so every seed
-    meets the same states).  Returns the :class:`agent_envs.evaluation.EvalResult`.
+    meets the same states).  ``transcripts`` also writes every observation and
+    action to ``log_path``.  Returns the :class:`agent_envs.evaluation.EvalResult`.
     """
     from agent_envs.env_stack import StackRecipe
     from agent_envs.evaluation import evaluate
@@ -107,7 +109,11 @@ def evaluate_model(
 
     agent = training_agent(path, config, batch_size, seed)
     visible = config.budget.visible
-    extra = {"step_quality": step_quality, "step_quality_seed": step_quality_seed}
+    extra = {
+        "step_quality": step_quality,
+        "step_quality_seed": step_quality_seed,
+        "transcripts": transcripts,
+    }
     return evaluate(
         agent,
         StackRecipe(config.env_id, TRAINING_STACK),

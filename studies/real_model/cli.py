@@ -1,10 +1,16 @@
 """The BudgetMix study on SmolLM2-135M-Instruct: ``python -m studies.real_model``.
 
-``--quick`` runs the same code on the tiny model built from config (a CI
-check of minutes); ``--calibrate`` writes the pilot (the base model on
-training tasks against the bands); ``--device cuda`` is the GPU path, which
-is untested until a GPU run exists: training then runs where TRL puts it
-(the GPU), while evaluation stays on the CPU, as ``train-llm``'s does.
+The order is the design's: ``--calibrate`` writes the pilot (the base model
+on training tasks against the bands); the study itself starts only on a
+pilot whose bands are met, runs the learning gate's jobs first
+(:mod:`studies.real_model.gate`), writes ``gate.json`` and stops there if the
+gate fails; then it runs every other (regime, seed) run and, once all have
+finished, the report.  Run it from a pinned checkout
+(:mod:`studies.real_model.pinned`).  ``--quick`` runs the same code on the
+tiny model built from config (a CI check of minutes; its gate is written, not
+enforced); ``--device cuda`` is the GPU path, which is untested until a GPU
+run exists: training then runs where TRL puts it (the GPU), while evaluation
+stays on the CPU, as ``train-llm``'s does.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from agent_envs.evaluation import EvalResult
 from agent_envs.files import atomic_write_text
 from studies import report as kit
 from studies.real_model import design, report
+from studies.real_model.gate import gate_jobs, gate_lines, learning_gate
 from studies.real_model.jobs import run_job, setup_process, warm_start_job
 from studies.runner import Job, finished, run_jobs
 
@@ -158,6 +165,56 @@ def _header(
     ]
 
 
+class StudyStop(Exception):
+    """The study cannot go on: a gate not passed, or no pilot; the message says which."""
+
+
+def guard(out: Path, quick: bool) -> float:
+    """Return the collapse guard's limit, from a pilot whose bands are met.
+
+    Raises:
+        StudyStop: no pilot, or its bands are not met.
+    """
+    if quick:
+        return 1.0
+    try:
+        pilot = json.loads((out / "pilot.json").read_text())
+    except FileNotFoundError:
+        raise StudyStop(f"no {out / 'pilot.json'}: run --calibrate first") from None
+    if pilot["short"] != pilot["surface"][str(design.SHORT)] or not pilot["bands_met"]:
+        raise StudyStop(f"the pilot ({out / 'pilot.md'}) does not meet the bands at this design")
+    return report.collapse_limit(pilot["invalid_rate"])
+
+
+def run_gate(args: argparse.Namespace, jobs: list[Job], log: Any) -> None:
+    """Run the learning gate's jobs; write ``gate.json`` and ``gate.md`` once all have finished.
+
+    Raises:
+        StudyStop: the gate failed (not under ``--quick``).
+    """
+    done = run_jobs(jobs, run_job, args.workers, log, fresh_process=True)
+    if len(done) < len(jobs):
+        return
+    runs: dict[str, list[EvalResult]] = {}
+    for job in done:
+        runs.setdefault(job["regime"], []).append(EvalResult.from_dict(job["result"]))
+    record = learning_gate(runs)
+    cpu = {f"{job['regime']} seed {job['seed']}": job["seconds"]["process_cpu"] for job in done}
+    record["process_cpu_seconds"] = cpu
+    atomic_write_text(args.out / "gate.md", "\n".join(gate_lines(record, cpu)))
+    atomic_write_text(args.out / "gate.json", json.dumps(kit.jsonable(record), indent=1) + "\n")
+    if not record["passed"] and not args.quick:
+        raise StudyStop(f"the learning gate failed ({args.out / 'gate.md'}): change the design")
+
+
+def _sitting(jobs: list[Job], limit: int | None) -> list[Job]:
+    """The jobs a sitting runs: every finished one, and at most ``limit`` unfinished ones."""
+    if limit is None:
+        return jobs
+    pending = [job for job in jobs if finished(job) is None][:limit]
+    return [job for job in jobs if finished(job) is not None or job in pending]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the study, its quick miniature or its calibration pilot; return the exit status."""
     args = build_parser().parse_args(argv)
@@ -165,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the project never requires a GPU
     try:
         s, started = settings(args), time.perf_counter()
-    except ValueError as error:  # an env too small for the split, say
+        if not args.calibrate:
+            s["collapse_invalid"] = guard(args.out, args.quick)
+    except (ValueError, StudyStop) as error:  # an env too small for the split, say
         print(f"studies.real_model: {error}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
@@ -180,21 +239,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibrate:
         return calibrate(args, s)
     setup_process(args.device, s["threads"])
-    jobs = declare_jobs(s, args.out, args.work)
-    if args.max_runs is not None:  # a sitting's share: the first unfinished runs only
-        pending = [job for job in jobs if finished(job) is None][: args.max_runs]
-        jobs = [job for job in jobs if finished(job) is not None or job in pending]
+    study = declare_jobs(s, args.out, args.work)
+    gate = gate_jobs(study, s, args.out, args.work)
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    sitting = _sitting(gate + [job for job in study if job not in gate], args.max_runs)
+    try:
+        run_gate(args, [job for job in gate if job in sitting], log)
+    except StudyStop as error:
+        print(f"studies.real_model: {error}", file=sys.stderr)
+        return 3
+    if any(finished(job) is None for job in gate):
+        print("the learning gate has not finished; the same command continues it")
+        return 0
     done = run_jobs(
-        jobs, run_job, args.workers, lambda line: print(line, flush=True), fresh_process=True
+        [job for job in study if job in sitting], run_job, args.workers, log, fresh_process=True
     )
-    total = len(declare_jobs(s, args.out, args.work))
-    if len(done) < total:
-        print(f"{len(done)} of {total} runs finished; the same command continues the study")
+    if len(done) < len(study):
+        print(f"{len(done)} of {len(study)} runs finished; the same command continues the study")
         return 0
     runs: dict[str, list[EvalResult]] = {}
     for job in sorted(done, key=lambda job: job["seed"]):
         runs.setdefault(job["regime"], []).append(EvalResult.from_dict(job["result"]))
     lines, record = report.analyse(runs, None if args.no_plots else args.out)
+    record["moves"] = report.move_table(done)
+    lines += report.move_lines(record["moves"])
     record["settings"] = s
     record["split"] = design.split_check(args.env, s["train_tasks"], s["eval_tasks"])
     kit.write_report(args.out, _header(args, s, done, started, record["split"]) + lines, record)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from studies.real_model import design
+from studies.real_model.moves import move_mix
 from studies.runner import Job
 
 
@@ -131,18 +132,33 @@ def run_job(job: Job) -> dict[str, Any]:
         log_path=run / "episodes.jsonl",
         step_quality=s["step_quality"],
         step_quality_seed=design.STEP_QUALITY_SEED,
+        transcripts=True,
     )
     cpu = time.process_time() - cpu  # this process's CPU, every thread, for this job alone
     return {
         "model_sha256": model_hash(model),
         "train_log": log,
+        "stopped": _stopped(run) if budget else None,
         "result": result.to_dict(),
+        "moves": move_mix(_transcripts(run / "episodes.jsonl")),
         "seconds": {
             "train": round(trained, 1),
             "eval": round(time.perf_counter() - started, 1),
             "process_cpu": round(cpu, 1),
         },
     }
+
+
+def _transcripts(log: Path) -> list[dict]:
+    """Return the transcripts of a run log's episodes."""
+    lines = log.read_text(encoding="utf-8").splitlines()
+    records = (json.loads(line) for line in lines if line.strip())
+    return [record["transcript"] for record in records if "transcript" in record]
+
+
+def _stopped(run: Path) -> dict | None:
+    """Return what the collapse guard recorded when it stopped GRPO, or None."""
+    return json.loads((run / "train_llm.json").read_text()).get("stopped")
 
 
 def pilot_job(job: Job) -> dict[str, Any]:

@@ -130,6 +130,11 @@ def analyse(runs: Mapping[str, Sequence[EvalResult]], out: Path | None) -> tuple
     return lines, record
 
 
+def collapse_limit(base_invalid: float) -> float:
+    """The collapse guard's limit: the base model's invalid-reply rate plus the declared margin."""
+    return min(1.0, round(base_invalid + design.COLLAPSE_MARGIN, 4))
+
+
 def calibration_lines(
     results: Sequence[EvalResult], env_id: str, cpu: float, load: str
 ) -> tuple[list[str], dict[str, Any]]:
@@ -143,6 +148,8 @@ def calibration_lines(
     long_, short = surface[design.LONG], surface[design.SHORT]
     low, high = design.CALIBRATION["long"]
     met = low <= long_ <= high and short <= design.CALIBRATION["short_at_most"] * long_
+    # Every chunk plays as many episodes; the collapse guard is set from this rate.
+    invalid = float(np.mean([r.diagnostics["invalid_action_rate"] for r in results]))
     record = {
         "env_id": env_id,
         "tasks": len(per_task),
@@ -152,6 +159,7 @@ def calibration_lines(
         "long": long_,
         "short": short,
         "bands_met": met,
+        "invalid_rate": invalid,
         "process_cpu_seconds": round(cpu, 1),
         "load_average": load,
         "results": [r.to_dict() for r in results],
@@ -170,6 +178,44 @@ def calibration_lines(
         f"{design.CALIBRATION['short_at_most'] * long_:.3f}).  "
         f"Bands {'met' if met else 'NOT met'}.",
         "",
+        f"Invalid replies: {invalid:.3f} of the base model's moves (mean over the chunks); "
+        f"the collapse guard stops GRPO above {collapse_limit(invalid):.2f}.",
+        "",
         f"Cost: {cpu:.0f} CPU s (process time, every chunk), load average {load} at the end.",
         "",
     ], record
+
+
+def move_table(done: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per regime: each kind of move's share, mean over seeds, and each seed's mix."""
+    from studies.real_model.moves import MOVES
+
+    per_regime: dict[str, list[Mapping[str, Any]]] = {}
+    for job in sorted(done, key=lambda job: job["seed"]):
+        per_regime.setdefault(job["regime"], []).append(job["moves"])
+    return {
+        regime: {
+            **{kind: float(np.mean([mix[kind] for mix in mixes])) for kind in MOVES},
+            "seeds": list(mixes),
+        }
+        for regime, mixes in per_regime.items()
+    }
+
+
+def move_lines(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What the policies do: the share of each kind of move per regime (held-out episodes)."""
+    from studies.real_model.moves import MOVES
+
+    rows = [
+        (regime, *(f"{mix[kind]:.3f}" for kind in MOVES), sum(s["moves"] for s in mix["seeds"]))
+        for regime, mix in table.items()
+    ]
+    return [
+        "### What the policies do: share of moves, mean over seeds (held-out episodes)",
+        "",
+        "bisect: a midpoint of the interval shown; step: one from the previous guess; "
+        "repeat: guessed before; invalid: refused by the env (`studies/real_model/moves.py`).",
+        "",
+        *kit.table(["regime", *MOVES, "moves"], rows),
+        "",
+    ]
