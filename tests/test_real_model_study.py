@@ -293,25 +293,21 @@ def test_the_committed_pilot_recomputes_from_its_chunks_and_meets_the_bands():
     assert [t for job in chunks for t in job["result"]["settings"]["tasks"]] == train[:16]
 
 
-def test_the_collapse_guard_is_the_base_models_invalid_rate_plus_the_declared_margin(tmp_path):
-    from studies.real_model.cli import StudyStop, guard
-    from studies.real_model.report import collapse_limit
+def test_the_study_starts_only_on_a_pilot_that_meets_the_bands_at_this_design(tmp_path):
+    from studies.real_model.cli import StudyStop, check_pilot
 
-    assert collapse_limit(0.14) == pytest.approx(0.14 + design.COLLAPSE_MARGIN)
-    assert collapse_limit(0.9) == 1.0
     with pytest.raises(StudyStop, match="run --calibrate first"):
-        guard(tmp_path, quick=False)
+        check_pilot(tmp_path)
     pilot = {"short": 0.3, "long": 0.4, "surface": {str(design.SHORT): 0.3}, "bands_met": False}
-    (tmp_path / "pilot.json").write_text(json.dumps({**pilot, "invalid_rate": 0.1}))
+    (tmp_path / "pilot.json").write_text(json.dumps(pilot))
     with pytest.raises(StudyStop, match="does not meet the bands"):
-        guard(tmp_path, quick=False)
-    stale = {**pilot, "short": 0.1, "bands_met": True, "invalid_rate": 0.1}  # another SHORT's
+        check_pilot(tmp_path)
+    stale = {**pilot, "short": 0.1, "bands_met": True}  # read at another short T
     (tmp_path / "pilot.json").write_text(json.dumps(stale))
     with pytest.raises(StudyStop, match="does not meet the bands"):
-        guard(tmp_path, quick=False)
-    good = {**stale, "surface": {str(design.SHORT): 0.1}}
-    (tmp_path / "pilot.json").write_text(json.dumps(good))
-    assert guard(tmp_path, quick=False) == pytest.approx(0.1 + design.COLLAPSE_MARGIN)
+        check_pilot(tmp_path)
+    (tmp_path / "pilot.json").write_text(json.dumps({**stale, "surface": {str(design.SHORT): 0.1}}))
+    check_pilot(tmp_path)
 
 
 def _gain_results(gains: list[float]) -> list[SimpleNamespace]:

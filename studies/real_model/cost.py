@@ -53,7 +53,6 @@ def _settings(steps: int) -> dict[str, Any]:
         "tasks_per_step": design.TASKS_PER_STEP,
         "steps": steps,
         "few_shot": design.FEW_SHOT,
-        "collapse_invalid": 1.0,  # the cost of every step, whatever the replies
     }
 
 

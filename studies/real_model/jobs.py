@@ -55,7 +55,7 @@ def train_config(job: Job, budget: Any) -> Any:
         beta=design.BETA,
         lora=None if quick else lora_spec(s.get("lora_layers", design.LORA_LAYERS)),
         micro_batch=design.MICRO_BATCH,
-        collapse_invalid=s.get("collapse_invalid", 1.0),
+        collapse_invalid=design.COLLAPSE_INVALID,
     )
 
 

@@ -130,11 +130,6 @@ def analyse(runs: Mapping[str, Sequence[EvalResult]], out: Path | None) -> tuple
     return lines, record
 
 
-def collapse_limit(base_invalid: float) -> float:
-    """The collapse guard's limit: the base model's invalid-reply rate plus the declared margin."""
-    return min(1.0, round(base_invalid + design.COLLAPSE_MARGIN, 4))
-
-
 def calibration_lines(
     results: Sequence[EvalResult], env_id: str, cpu: float, load: str
 ) -> tuple[list[str], dict[str, Any]]:
@@ -148,7 +143,7 @@ def calibration_lines(
     long_, short = surface[design.LONG], surface[design.SHORT]
     low, high = design.CALIBRATION["long"]
     met = low <= long_ <= high and short <= design.CALIBRATION["short_at_most"] * long_
-    # Every chunk plays as many episodes; the collapse guard is set from this rate.
+    # Every chunk plays as many episodes.
     invalid = float(np.mean([r.diagnostics["invalid_action_rate"] for r in results]))
     record = {
         "env_id": env_id,
@@ -178,8 +173,7 @@ def calibration_lines(
         f"{design.CALIBRATION['short_at_most'] * long_:.3f}).  "
         f"Bands {'met' if met else 'NOT met'}.",
         "",
-        f"Invalid replies: {invalid:.3f} of the base model's moves (mean over the chunks); "
-        f"the collapse guard stops GRPO above {collapse_limit(invalid):.2f}.",
+        f"Invalid replies: {invalid:.3f} of the base model's moves (mean over the chunks).",
         "",
         f"Cost: {cpu:.0f} CPU s (process time, every chunk), load average {load} at the end.",
         "",
