@@ -2,9 +2,10 @@
 
 * :class:`UsageError` is the one usage-error class.  Every command (``eval``,
   ``train-sb3``, ``train-llm``, ``serve``, ...) reports it, and every other
-  error of :data:`USER_ERRORS` (the ``ValueError`` or ``TypeError`` of a
+  error of :data:`USER_ERRORS` (the ``InvalidValue`` or ``InvalidType`` of a
   check, a missing file, a missing extra), as one line on stderr and exit
-  status 2 (:func:`run_command`, and ``agent-envs`` itself).
+  status 2 (:func:`run_command`, and ``agent-envs`` itself).  A plain
+  ``ValueError``, ``TypeError`` or ``KeyError`` is a bug: it keeps its traceback.
 * :class:`Parser` is an ``argparse`` parser whose own errors (an unknown
   option, a bad value) are one such line too, instead of usage and message.
 * The ``type=`` converters below parse with :mod:`wrappers.validators`, so a
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_envs.errors import CommandError
+from wrappers.errors import UserInputError
 from wrappers.validators import (
     check_int,
     check_number,
@@ -82,20 +84,16 @@ class UsageError(CommandError):
 
 #: What every command (``eval``, ``compare``, ``train-*``, ``serve``, ...) reports as
 #: one line with exit status 2: the user's mistake or a stop they can act on, not a bug.
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    CommandError,
-    ValueError,
-    TypeError,
-    KeyError,
-    OSError,
-    ImportError,
-)
+#: :class:`~wrappers.errors.UserInputError` is raised where input is checked (its
+#: ``InvalidValue``, ``InvalidType`` and :class:`CommandError`); an ``OSError`` is a
+#: path or the machine, an ``ImportError`` a missing extra.  A plain ``ValueError``,
+#: ``TypeError`` or ``KeyError`` is not here: it comes from a bug and keeps its traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (UserInputError, OSError, ImportError)
 
 
 def error_line(error: BaseException) -> str:
-    """Return ``error``'s message as one line (a ``KeyError``'s without its quotes)."""
-    message = error.args[0] if isinstance(error, KeyError) and error.args else error
-    return " ".join(str(message).split())
+    """Return ``error``'s message as one line."""
+    return " ".join(str(error).split())
 
 
 class Parser(argparse.ArgumentParser):

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from wrappers.errors import InvalidType, InvalidValue
+
 __all__ = [
     "check_bool",
     "check_budget",
@@ -68,7 +70,7 @@ def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | 
     >>> check_int(True, "seed")
     Traceback (most recent call last):
     ...
-    TypeError: seed must be an int, got bool True.
+    wrappers.errors.InvalidType: seed must be an int, got bool True.
     """
     wanted = f"{name} must be an int{_bounds(minimum, maximum)}"
     try:
@@ -76,9 +78,9 @@ def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | 
             raise TypeError
         number = operator.index(value)
     except TypeError:
-        raise TypeError(f"{wanted}, got {type(value).__name__} {value!r:.80}.") from None
+        raise InvalidType(f"{wanted}, got {type(value).__name__} {value!r:.80}.") from None
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
-        raise ValueError(f"{wanted}, got {number}.")
+        raise InvalidValue(f"{wanted}, got {number}.")
     return number
 
 
@@ -90,7 +92,7 @@ def check_budget(value: Any, name: str = "max_turns") -> int:
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is a ``bool``; ``TypeError`` otherwise (no truthiness)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r:.80}.")
+        raise InvalidType(f"{name} must be a bool, got {type(value).__name__} {value!r:.80}.")
     return value
 
 
@@ -111,7 +113,7 @@ def check_number(
     >>> check_number(1.0, "discount", 0.0, 1.0, open_low=True, open_high=True)
     Traceback (most recent call last):
     ...
-    ValueError: discount must be a number in (0, 1), got 1.0.
+    wrappers.errors.InvalidValue: discount must be a number in (0, 1), got 1.0.
     """
     low, high = "(" if open_low else "[", ")" if open_high else "]"
     if minimum is not None and maximum is not None:
@@ -122,7 +124,7 @@ def check_number(
         wanted = f"{name} must be a finite number" + _bounds(None, maximum)
     # numbers.Real admits numpy ints and floats too.
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{wanted}, got {type(value).__name__} {value!r:.80}.")
+        raise InvalidType(f"{wanted}, got {type(value).__name__} {value!r:.80}.")
     try:
         number = float(value)
     except OverflowError:  # an int beyond the float range, such as 10**400
@@ -132,7 +134,7 @@ def check_number(
         or (minimum is not None and (number <= minimum if open_low else number < minimum))
         or (maximum is not None and (number >= maximum if open_high else number > maximum))
     ):
-        raise ValueError(f"{wanted}, got {value!r:.80}.")
+        raise InvalidValue(f"{wanted}, got {value!r:.80}.")
     return number
 
 
@@ -155,23 +157,23 @@ def check_weights(
     >>> check_weights(["1", "2"], 2)
     Traceback (most recent call last):
     ...
-    TypeError: weights must be numbers, got ['1', '2'].
+    wrappers.errors.InvalidType: weights must be numbers, got ['1', '2'].
     """
     if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(weights).__name__}.")
+        raise InvalidType(f"{name} must be a sequence of numbers, got {type(weights).__name__}.")
     if len(weights) != count:
-        raise ValueError(f"{name} has {len(weights)} entries but there are {count} {choices}.")
+        raise InvalidValue(f"{name} has {len(weights)} entries but there are {count} {choices}.")
     if any(isinstance(w, bool) or not isinstance(w, numbers.Real) for w in weights):
-        raise TypeError(f"{name} must be numbers, got {list(weights)!r:.200}.")
+        raise InvalidType(f"{name} must be numbers, got {list(weights)!r:.200}.")
     try:
         values = [float(weight) for weight in weights]
     except OverflowError:
         values = [math.inf]
     if not all(math.isfinite(value) and value >= 0 for value in values):
-        raise ValueError(f"{name} must be finite and non-negative, got {list(weights)!r:.200}.")
+        raise InvalidValue(f"{name} must be finite and non-negative, got {list(weights)!r:.200}.")
     scaled = np.array(values)
     if scaled.max() <= 0:
-        raise ValueError(f"{name} must not all be zero.")
+        raise InvalidValue(f"{name} must not all be zero.")
     # By the largest first: the sum of finite weights can overflow (two of
     # 1e308 sum to inf), and tiny ones can underflow; x / max is in [0, 1].
     scaled = scaled / scaled.max()
@@ -183,7 +185,7 @@ def check_grid(values: Any, name: str) -> tuple[int, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, range)):
         values = [values]
     if len(values) == 0:
-        raise ValueError(f"{name} must not be empty.")
+        raise InvalidValue(f"{name} must not be empty.")
     return tuple(sorted({check_int(value, f"every value of {name}", 1) for value in values}))
 
 
@@ -192,7 +194,7 @@ def parse_int(text: str, name: str, minimum: int | None = None) -> int:
     try:
         value = int(str(text).strip())
     except ValueError:
-        raise ValueError(f"{name} takes an integer such as 50; got {text!r}.") from None
+        raise InvalidValue(f"{name} takes an integer such as 50; got {text!r}.") from None
     return check_int(value, name, minimum)
 
 
@@ -203,7 +205,7 @@ def _split(text: str, name: str, convert: Any, kind: str) -> tuple[Any, ...]:
     except ValueError:
         values = ()
     if not values:
-        raise ValueError(f"{name} takes comma-separated {kind}; got {text!r}.")
+        raise InvalidValue(f"{name} takes comma-separated {kind}; got {text!r}.")
     return values
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.files import atomic_write
+from wrappers.errors import InvalidValue
 
 __all__ = ["PLOT_SUFFIXES", "build_figure", "plot_grid", "plot_path"]
 
@@ -30,7 +31,7 @@ def plot_path(path: str | os.PathLike[str]) -> Path:
     if not target.suffix:
         return target.with_name(target.name + ".png")
     if target.suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(
+        raise InvalidValue(
             f"a plot is written as {', '.join(PLOT_SUFFIXES)}; {target} ends in "
             f"{target.suffix!r}: end it in .png."
         )

@@ -55,6 +55,7 @@ from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
+from wrappers.errors import InvalidValue
 from wrappers.validators import check_int, parse_int
 
 __all__ = ["ClientError", "create_app", "environment_factory", "main", "openenv_types"]
@@ -67,7 +68,7 @@ MIN_BODY = 1024
 MAX_CLIENT_BUDGET = 10**6
 
 
-class ClientError(ValueError):
+class ClientError(InvalidValue):
     """A value a client sent that the server refuses (HTTP 422, or a WebSocket error message)."""
 
 
@@ -252,7 +253,7 @@ def _text_env_id(env_id: str) -> str:
     finally:
         env.close()
     if not all(isinstance(space, gym.spaces.Text) for space in spaces):
-        raise ValueError(
+        raise InvalidValue(
             f"{env_id} is not a text env (observations {type(spaces[0]).__name__}, actions "
             f"{type(spaces[1]).__name__}); serve plays envs whose observations and actions "
             "are text, such as the agent_envs/ ids (`agent-envs list`)."
@@ -291,7 +292,7 @@ def create_app(
     factory = environment_factory(env_id, regime, **budget)
     check_int(max_concurrent_envs, "max_concurrent_envs", 1)
     if idle_timeout is not None and not idle_timeout > 0:
-        raise ValueError(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
+        raise InvalidValue(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
     check_int(max_body, "max_body", MIN_BODY)
     concurrency = ConcurrencyConfig(
         max_concurrent_envs=max_concurrent_envs, session_timeout=idle_timeout
@@ -379,7 +380,7 @@ def _client_budgets(text: str) -> tuple[int, int]:
     low, colon, high = text.partition(":")
     try:
         if not colon:
-            raise ValueError(f"takes LO:HI, two integers, got {text!r}")
+            raise InvalidValue(f"takes LO:HI, two integers, got {text!r}")
         first = parse_int(low, "LO", 1)
         return first, check_int(parse_int(high, "HI"), "HI", first, MAX_CLIENT_BUDGET)
     except ValueError as error:

@@ -1,0 +1,72 @@
+"""Regression tests for issue 41, "Hardening v4": files, sizes and errors that hid bugs.
+
+Each test names the item of the issue it covers and failed on dcbbda0.  The CLI
+runs in process (``cli.main``).  The serve items are in
+``tests/test_hardening_v4_serve.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_envs import cli
+from agent_envs.evaluation import settings as settings_module
+
+GUESS = "agent_envs/GuessNumber-v0"
+QUICK = ["--agent", "oracle", "--k", "1", "--t", "7", "--tasks", "2", "--n-bootstrap", "10"]
+
+
+def eval_cli(*args: str) -> int:
+    return cli.main(["eval", GUESS, *QUICK, "--no-progress", *args])
+
+
+def one_error_line(capsys) -> str:
+    printed = capsys.readouterr()
+    lines = printed.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agent-envs: error:"), printed.err
+    return lines[0]
+
+
+# ------------------------------------------------------- 7: errors that hide bugs
+@pytest.mark.parametrize("error", [KeyError("task"), ValueError("bug"), TypeError("bug")])
+def test_a_bug_inside_the_evaluator_keeps_its_traceback(monkeypatch, capsys, error):
+    """Item 7: a plain KeyError/ValueError/TypeError is a defect: traceback and exit 1."""
+
+    def broken_plan(self):
+        raise error
+
+    monkeypatch.setattr(settings_module.EvalSettings, "plan", broken_plan)
+    assert eval_cli() == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert f"{type(error).__name__}: " in err and "agent-envs: error:" not in err
+
+
+def test_user_errors_are_their_own_types_and_still_the_old_ones():
+    """Item 7: checks raise the user-error types, which code catching ValueError still catches."""
+    from agent_envs.arguments import USER_ERRORS, UsageError
+    from wrappers.errors import InvalidType, InvalidValue, UserInputError
+    from wrappers.validators import check_int
+
+    assert not {ValueError, TypeError, KeyError} & set(USER_ERRORS)
+    with pytest.raises(InvalidValue):
+        check_int(-1, "n", 0)
+    with pytest.raises(InvalidType):
+        check_int("1", "n")
+    assert issubclass(UsageError, UserInputError)
+    assert issubclass(InvalidValue, ValueError) and issubclass(InvalidType, TypeError)
+
+
+# ------------------------------------------------------------- 8: suggestions
+def test_an_unknown_namespace_gets_no_suggestion_from_another(capsys):
+    """Item 8: foo/Bar-v0 used to suggest MountainCar-v0; an unknown namespace gets none."""
+    assert cli.main(["eval", "foo/Bar-v0"]) == 2
+    line = one_error_line(capsys)
+    assert "Unknown env id 'foo/Bar-v0'" in line and "Did you mean" not in line
+
+
+def test_a_misspelled_id_in_a_registered_namespace_is_suggested_from_it(capsys):
+    """Item 8: suggestions come from the namespace the id names."""
+    assert cli.main(["eval", "agent_envs/Sokobn-v0"]) == 2
+    line = one_error_line(capsys)
+    assert "Did you mean agent_envs/Sokoban-v0" in line and "MountainCar" not in line
