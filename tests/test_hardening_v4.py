@@ -70,3 +70,43 @@ def test_a_misspelled_id_in_a_registered_namespace_is_suggested_from_it(capsys):
     assert cli.main(["eval", "agent_envs/Sokobn-v0"]) == 2
     line = one_error_line(capsys)
     assert "Did you mean agent_envs/Sokoban-v0" in line and "MountainCar" not in line
+
+
+# ------------------------------------------------------------------ 4: sizes
+@pytest.mark.parametrize(
+    ("args", "limit"),
+    [
+        (["eval", GUESS, "--t", "1000000000"], "1,000,000"),
+        (["eval", GUESS, "--t", "100000000000000000000"], "1,000,000"),
+        (["eval", GUESS, "--k", "2000000"], "1,000,000"),
+        (["eval", GUESS, "--seed", str(2**70)], "9,223,372,036,854,775,807"),
+        (["eval", GUESS, "--history", "99999999"], "1,000,000"),
+        (["eval", GUESS, "--batch-size", "99999999"], "1,000,000"),
+        (["eval", GUESS, "--workers", "99999999"], "1,000,000"),
+        (["eval", GUESS, "--max-error-rate", "7"], "[0, 1]"),
+        (["play", GUESS, "--budget", "99999999"], "1,000,000"),
+        (["play", GUESS, "--seed", str(2**70)], "9,223,372,036,854,775,807"),
+    ],
+)
+def test_every_size_flag_is_bounded_and_names_its_limit(capsys, args, limit):
+    """Item 4: --t 1000000000 and --seed 2**70 were accepted and ran past any timeout."""
+    assert cli.main(args) == 2
+    assert limit in one_error_line(capsys)
+
+
+def test_the_limits_are_in_the_help_and_one_per_concept(capsys):
+    """Item 4: the limit is named in --help, and T's limit is serve's client-budget limit."""
+    from agent_envs.integrations import openenv
+    from wrappers import TurnBudget
+    from wrappers.validators import MAX_TURNS
+
+    with pytest.raises(SystemExit):
+        cli.main(["eval", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the T grid (default 5,10,20,40); at most 1,000,000" in text
+    assert "base seed, an int >= 0 (default 0); at most 9,223,372,036,854,775,807" in text
+    assert openenv.MAX_CLIENT_BUDGET == MAX_TURNS == 1_000_000
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match="at most 1,000,000"):
+        TurnBudget(gym.make(GUESS), max_turns=MAX_TURNS + 1)

@@ -36,6 +36,10 @@ import numpy as np
 from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_SEED",
+    "MAX_TURNS",
+    "check_at_most",
     "check_bool",
     "check_budget",
     "check_grid",
@@ -47,6 +51,20 @@ __all__ = [
     "parse_int",
     "parse_int_list",
 ]
+
+
+#: The largest turn budget T, wherever one is given: ``eval --t``, ``--budget``,
+#: ``--budget-mix``, ``TurnBudget(max_turns=...)`` and ``serve``'s client budgets.
+#: Design decision: no env here needs more than a few hundred turns, and an
+#: episode of a million turns already runs for hours, so a typo such as
+#: ``--t 1000000000`` fails at once instead of running past every timeout.
+MAX_TURNS = 1_000_000
+#: The largest count a command-line flag takes when it names no other limit
+#: (attempts, steps, workers, a batch, threads, ...): the same million.
+MAX_COUNT = 1_000_000
+#: The largest seed: what a signed 64-bit int holds, so that a seed is stored and
+#: read back exactly by every consumer of the result files (numpy, JSON readers).
+MAX_SEED = 2**63 - 1
 
 
 def _number(value: int | float) -> str:
@@ -85,8 +103,24 @@ def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | 
 
 
 def check_budget(value: Any, name: str = "max_turns") -> int:
-    """Return ``value`` as a turn budget: an int >= 1."""
-    return check_int(value, name, minimum=1)
+    """Return ``value`` as a turn budget: an int in ``[1, MAX_TURNS]``."""
+    return check_at_most(check_int(value, name, minimum=1), name, MAX_TURNS)
+
+
+def check_at_most(value: int, name: str, maximum: int | None) -> int:
+    """Return the int ``value`` if it is at most ``maximum`` (``None``: no limit).
+
+    Its own message, apart from :func:`check_int`'s, so that a value too small
+    keeps the message it always had and one too large names the limit.
+
+    >>> check_at_most(10**9, "--t", MAX_TURNS)
+    Traceback (most recent call last):
+    ...
+    wrappers.errors.InvalidValue: --t must be at most 1,000,000, got 1,000,000,000.
+    """
+    if maximum is not None and value > maximum:
+        raise InvalidValue(f"{name} must be at most {maximum:,}, got {value:,}.")
+    return value
 
 
 def check_bool(value: Any, name: str) -> bool:
@@ -180,13 +214,14 @@ def check_weights(
     return tuple(float(value) for value in scaled / scaled.sum())
 
 
-def check_grid(values: Any, name: str) -> tuple[int, ...]:
-    """Return ``values`` (one int or a sequence) as sorted, distinct ints >= 1."""
+def check_grid(values: Any, name: str, maximum: int | None = None) -> tuple[int, ...]:
+    """Return ``values`` (one int or a sequence) as sorted, distinct ints in ``[1, maximum]``."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, range)):
         values = [values]
     if len(values) == 0:
         raise InvalidValue(f"{name} must not be empty.")
-    return tuple(sorted({check_int(value, f"every value of {name}", 1) for value in values}))
+    every = f"every value of {name}"
+    return tuple(sorted({check_at_most(check_int(v, every, 1), every, maximum) for v in values}))
 
 
 def parse_int(text: str, name: str, minimum: int | None = None) -> int:
@@ -209,16 +244,18 @@ def _split(text: str, name: str, convert: Any, kind: str) -> tuple[Any, ...]:
     return values
 
 
-def parse_int_list(text: str, name: str, minimum: int | None = 1) -> tuple[int, ...]:
+def parse_int_list(
+    text: str, name: str, minimum: int | None = 1, maximum: int | None = None
+) -> tuple[int, ...]:
     """Parse comma-separated integers such as ``"5,10,20"`` (a command-line list).
 
     Raises:
-        ValueError: empty, not integers, or a value below ``minimum``.
+        InvalidValue: empty, not integers, or a value outside ``[minimum, maximum]``.
     """
     example = "5,10,20" if minimum is None or minimum >= 1 else "0,1,2"
     values = _split(text, name, int, f"integers such as {example}")
     for value in values:
-        check_int(value, f"every value of {name}", minimum)
+        check_at_most(check_int(value, f"every value of {name}", minimum), name, maximum)
     return values
 
 

@@ -14,6 +14,9 @@ from agent_envs.evaluation.keys import EpisodeKey
 from wrappers.errors import InvalidValue
 from wrappers.seeding import episode_seed
 from wrappers.validators import (
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_TURNS,
     check_bool,
     check_grid,
     check_int,
@@ -202,17 +205,19 @@ class EvalSettings:
             )
         checked = {
             "ks": ks,
-            "budgets": check_grid(self.budgets, "budgets (T)"),
+            "budgets": check_grid(self.budgets, "budgets (T)", MAX_TURNS),
             "tasks": check_tasks(self.tasks),
             "samples": samples,
-            "seed": check_int(self.seed, "seed", 0),
+            "seed": check_int(self.seed, "seed", 0, MAX_SEED),
             "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP),
             "step_quality": check_int(self.step_quality, "step_quality", 0, MAX_STEP_QUALITY),
-            "step_quality_seed": check_int(self.step_quality_seed, "step_quality_seed", 0),
+            "step_quality_seed": check_int(
+                self.step_quality_seed, "step_quality_seed", 0, MAX_SEED
+            ),
             "wrappers": tuple(str(wrapper) for wrapper in self.wrappers),
             "batch_size": None
             if self.batch_size is None
-            else check_int(self.batch_size, "batch_size", 1),
+            else check_int(self.batch_size, "batch_size", 1, MAX_EPISODES),
             "log_path": None if self.log_path is None else os.fspath(self.log_path),
         }
         for name, value in checked.items():
@@ -238,8 +243,8 @@ class EvalSettings:
             )
         for name in ("workers", "chunk_size"):
             if getattr(self, name) is not None:
-                check_int(getattr(self, name), name, 1)
-        check_number(self.gpus_per_worker, "gpus_per_worker", 0.0)
+                check_int(getattr(self, name), name, 1, MAX_COUNT)
+        check_number(self.gpus_per_worker, "gpus_per_worker", 0.0, MAX_COUNT)
         if self.backend == "local":
             for name in ("ray_address", "workers", "gpus_per_worker", "chunk_size"):
                 if getattr(self, name):

@@ -56,7 +56,7 @@ from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
 from wrappers.errors import InvalidValue
-from wrappers.validators import check_int, parse_int
+from wrappers.validators import MAX_TURNS, check_int, parse_int
 
 __all__ = ["ClientError", "create_app", "environment_factory", "main", "openenv_types"]
 
@@ -64,8 +64,13 @@ logger = logging.getLogger(__name__)
 
 #: The smallest ``max_body`` (bytes): a reset or step message fits far below it.
 MIN_BODY = 1024
-#: The largest T a client may be allowed to choose (``client_budgets``).
-MAX_CLIENT_BUDGET = 10**6
+#: The largest ``max_body`` (64 MiB): far above any action, and what a server can hold per client.
+MAX_BODY = 64 << 20
+#: The longest ``--idle-timeout`` (one day); 0 keeps sessions forever.
+MAX_IDLE_TIMEOUT = 86_400.0
+#: The largest T a client may be allowed to choose (``client_budgets``): the one
+#: limit on a turn budget, :data:`wrappers.validators.MAX_TURNS`.
+MAX_CLIENT_BUDGET = MAX_TURNS
 
 
 class ClientError(InvalidValue):
@@ -293,7 +298,7 @@ def create_app(
     check_int(max_concurrent_envs, "max_concurrent_envs", 1)
     if idle_timeout is not None and not idle_timeout > 0:
         raise InvalidValue(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
-    check_int(max_body, "max_body", MIN_BODY)
+    check_int(max_body, "max_body", MIN_BODY, MAX_BODY)
     concurrency = ConcurrencyConfig(
         max_concurrent_envs=max_concurrent_envs, session_timeout=idle_timeout
     )
@@ -353,7 +358,7 @@ def _add_guard_arguments(parser: Parser) -> None:
     )
     parser.add_argument(
         "--idle-timeout",
-        type=number_arg(0),
+        type=number_arg(0, MAX_IDLE_TIMEOUT),
         default=DEFAULT_IDLE_TIMEOUT,
         metavar="SECONDS",
         help=f"close a session silent this long (default: {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
@@ -368,7 +373,7 @@ def _add_guard_arguments(parser: Parser) -> None:
     )
     parser.add_argument(
         "--max-body",
-        type=int_arg(MIN_BODY),
+        type=int_arg(MIN_BODY, MAX_BODY),
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
         help=f"the largest request body or message (default: {DEFAULT_MAX_BODY:,})",
