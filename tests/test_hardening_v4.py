@@ -110,3 +110,44 @@ def test_the_limits_are_in_the_help_and_one_per_concept(capsys):
 
     with pytest.raises(ValueError, match="at most 1,000,000"):
         TurnBudget(gym.make(GUESS), max_turns=MAX_TURNS + 1)
+
+
+# ------------------------------------------------------------------ 1: files
+NOTES = "my precious notes\n"
+
+
+@pytest.mark.parametrize("flag,name", [("--out", "notes.txt"), ("--plot", "figure.png")])
+def test_eval_never_replaces_a_file_it_did_not_write(tmp_path, capsys, flag, name):
+    """Item 1: `eval --out notes.txt` replaced a user's notes (exit 0); --plot a non-image."""
+    pytest.importorskip("matplotlib")
+    mine = tmp_path / name
+    mine.write_text(NOTES)
+    assert eval_cli(flag, str(mine)) == 2
+    line = one_error_line(capsys)
+    assert str(mine) in line and "--overwrite" in line and flag in line
+    assert mine.read_text() == NOTES
+    assert eval_cli(flag, str(mine), "--overwrite") == 0  # told to: replaced
+    assert mine.read_bytes() != NOTES.encode()
+
+
+def test_a_users_own_png_is_not_replaced_but_our_outputs_are(tmp_path, capsys):
+    """Item 1: only a result or plot this project wrote is replaced without --overwrite."""
+    pytest.importorskip("matplotlib")
+    photo = tmp_path / "photo.png"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)  # a PNG, but not ours
+    assert eval_cli("--plot", str(photo)) == 2
+    assert "--overwrite" in one_error_line(capsys) and photo.read_bytes().endswith(b"\x00" * 64)
+    out, plot = tmp_path / "r.json", tmp_path / "p.png"
+    assert eval_cli("--out", str(out), "--plot", str(plot)) == 0
+    assert eval_cli("--out", str(out), "--plot", str(plot)) == 0  # ours: replaced again
+
+
+def test_compare_out_never_replaces_a_file_it_did_not_write(tmp_path, capsys):
+    """Item 1: `compare --out` replaced a user's file too."""
+    result = tmp_path / "r.json"
+    assert eval_cli("--out", str(result)) == 0
+    mine = tmp_path / "notes.txt"
+    mine.write_text(NOTES)
+    capsys.readouterr()
+    assert cli.main(["compare", str(result), str(result), "--out", str(mine)]) == 2
+    assert "--overwrite" in one_error_line(capsys) and mine.read_text() == NOTES

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agent_envs.cli.outputs import check_outputs, write_outputs
+from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outputs
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -39,4 +39,5 @@ def add_compare(cmp: argparse.ArgumentParser) -> None:
         help="write a diverging heatmap PNG (scale -1..1) here (default: none)",
     )
     cmp.add_argument("--out", default=None, help="write the comparison JSON here (default: none)")
+    add_overwrite_flag(cmp)
     cmp.set_defaults(run=_cmd_compare, parser=cmp)

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from agent_envs.arguments import UsageError, add_eval_arguments, int_arg, number_arg
-from agent_envs.cli.outputs import check_outputs, write_outputs
+from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outputs
 from wrappers.validators import MAX_COUNT, MAX_SEED, MAX_TURNS
 
 
@@ -164,6 +164,7 @@ def _add_eval_outputs(ev: argparse.ArgumentParser) -> None:
         default=None,
         help="write a heatmap PNG here, .png added to a bare name; needs [plot] (default: none)",
     )
+    add_overwrite_flag(ev)
     ev.add_argument(
         "--transcripts", action="store_true", help="log observations and actions (default: off)"
     )

@@ -18,6 +18,10 @@ __all__ = ["PLOT_SUFFIXES", "build_figure", "plot_grid", "plot_path"]
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 
+#: The ``Software`` text of every PNG plot this project writes (its mark of ownership).
+PLOT_SOFTWARE = "agent-envs plot (Matplotlib)"
+
+
 def plot_path(path: str | os.PathLike[str]) -> Path:
     """Return the file a plot of ``path`` is written to: ``.png`` added when it has no suffix.
 
@@ -103,4 +107,8 @@ def plot_grid(path: str | os.PathLike[str], values: np.ndarray, *args: Any, **kw
     """Write :func:`build_figure` to :func:`plot_path` of ``path``; return the path written."""
     target = plot_path(path)
     figure = build_figure(values, *args, **kwargs)
-    return atomic_write(target, lambda temporary: figure.savefig(temporary, dpi=120))
+    # The PNG says who wrote it, so that a later --plot may replace it without --overwrite.
+    metadata = {"Software": PLOT_SOFTWARE} if target.suffix.lower() == ".png" else None
+    return atomic_write(
+        target, lambda temporary: figure.savefig(temporary, dpi=120, metadata=metadata)
+    )
