@@ -151,3 +151,12 @@ def test_compare_out_never_replaces_a_file_it_did_not_write(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["compare", str(result), str(result), "--out", str(mine)]) == 2
     assert "--overwrite" in one_error_line(capsys) and mine.read_text() == NOTES
+
+
+# --------------------------------------------------------------- 9: compare
+@pytest.mark.parametrize("a,b,which", [(",", "x.json", "A"), ("x.json", ",,", "B")])
+def test_compare_names_the_argument_that_holds_no_file(capsys, a, b, which):
+    """Item 9: `compare , x.json` said "a must be an EvalResult", the Python API's words."""
+    assert cli.main(["compare", a, b]) == 2
+    line = one_error_line(capsys)
+    assert f"compare: {which} names no result file" in line and "EvalResult" not in line
