@@ -54,6 +54,7 @@ from agent_envs.arguments import (
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
+from agent_envs.integrations.openenv_sessions import DEFAULT_HTTP_GRACE, guarded_server
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
 from wrappers.errors import InvalidValue
 from wrappers.validators import MAX_TURNS, check_int, parse_int
@@ -274,6 +275,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     allowed_origins: Sequence[str] = (),
     regime: BudgetRegime | int | None = None,
+    http_grace: float = DEFAULT_HTTP_GRACE,
     **budget: Any,
 ) -> Any:
     """Return the FastAPI app serving ``env_id``; ``regime`` and ``budget`` (``client_budgets``)
@@ -286,6 +288,9 @@ def create_app(
     keeps them forever.  Bodies and messages over ``max_body`` bytes and
     requests from browser origins other than the server's own and
     ``allowed_origins`` are refused.  A :class:`ClientError` is HTTP 422.
+    HTTP-created sessions have a cap of their own (a quarter of the slots) and
+    are closed when unused ``http_grace`` seconds after their creation
+    (:mod:`~agent_envs.integrations.openenv_sessions`).
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
@@ -303,8 +308,13 @@ def create_app(
         max_concurrent_envs=max_concurrent_envs, session_timeout=idle_timeout
     )
     app = FastAPI(title=f"agent-envs serve {env_id}", docs_url=None, redoc_url=None)
-    server = HTTPEnvServer(
-        factory, types.TextAction, types.TextObservation, concurrency_config=concurrency
+    server = guarded_server(
+        HTTPEnvServer,
+        factory,
+        types.TextAction,
+        types.TextObservation,
+        concurrency_config=concurrency,
+        grace=http_grace,
     )
     server.register_routes(app)
     app.state.openenv = server
