@@ -1,8 +1,8 @@
 """The user-error types: bad input the user can fix, told apart from the library's own bugs.
 
-A command reports an error of these types (and of
-:class:`agent_envs.errors.CommandError`, which derives from
-:class:`UserInputError`) as one line with exit status 2.  Any other
+A command reports an error of these types (and of the command errors of
+the higher layers, which derive from :class:`UserInputError`) as one line
+with exit status 2.  Any other
 exception, a ``ValueError`` or ``KeyError`` that a bug raises included, keeps
 its traceback and exit status 1, so that a defect is never reported as a
 user's mistake.

@@ -288,9 +288,8 @@ def create_app(
     keeps them forever.  Bodies and messages over ``max_body`` bytes and
     requests from browser origins other than the server's own and
     ``allowed_origins`` are refused.  A :class:`ClientError` is HTTP 422.
-    HTTP-created sessions have a cap of their own (a quarter of the slots) and
-    are closed when unused ``http_grace`` seconds after their creation
-    (:mod:`~agent_envs.integrations.openenv_sessions`).
+    HTTP-created sessions have their own cap and are closed when unused after
+    ``http_grace`` seconds (:mod:`~agent_envs.integrations.openenv_sessions`).
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse

@@ -51,9 +51,8 @@ def guarded_server(
 ) -> Any:  # fmt: skip
     """Return OpenEnv's ``HTTPEnvServer`` (``base``) with the rules above; ``args`` are base's.
 
-    ``clock`` and ``grace`` (attributes of the server too) are injectable, so
-    that a test decides when the grace period has passed and calls
-    ``close_unused`` instead of waiting for it.
+    ``clock`` and ``grace`` (server attributes too) are injectable: a test
+    sets the clock and calls ``close_unused`` instead of waiting.
     """
 
     class HttpGuardedServer(base):  # type: ignore[misc, valid-type]
@@ -64,8 +63,7 @@ def guarded_server(
             self.http_cap = http_session_cap(self._max_concurrent_envs)
             self.grace, self.clock = grace, clock
             self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once it serves
-            # session id -> (created at, by clock; OpenEnv's activity stamp then)
-            self.http_sessions: dict[str, tuple[float, float]] = {}
+            self.http_sessions: dict[str, tuple] = {}  # id -> (created, activity stamp)
 
         async def _create_session(self) -> tuple[str, Any]:
             if not OVER_HTTP.get():
@@ -86,7 +84,7 @@ def guarded_server(
             return None if info is None else info.last_activity_at
 
         def _forget_closed(self) -> None:
-            """Drop HTTP sessions that were closed (by a client, or idle)."""
+            """Drop HTTP sessions closed by a client or the idle timeout."""
             for session_id in [sid for sid in self.http_sessions if sid not in self._sessions]:
                 del self.http_sessions[session_id]
 
