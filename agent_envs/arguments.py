@@ -2,9 +2,10 @@
 
 * :class:`UsageError` is the one usage-error class.  Every command (``eval``,
   ``train-sb3``, ``train-llm``, ``serve``, ...) reports it, and every other
-  error of :data:`USER_ERRORS` (the ``ValueError`` or ``TypeError`` of a
+  error of :data:`USER_ERRORS` (the ``InvalidValue`` or ``InvalidType`` of a
   check, a missing file, a missing extra), as one line on stderr and exit
-  status 2 (:func:`run_command`, and ``agent-envs`` itself).
+  status 2 (:func:`run_command`, and ``agent-envs`` itself).  A plain
+  ``ValueError``, ``TypeError`` or ``KeyError`` is a bug: it keeps its traceback.
 * :class:`Parser` is an ``argparse`` parser whose own errors (an unknown
   option, a bad value) are one such line too, instead of usage and message.
 * The ``type=`` converters below parse with :mod:`wrappers.validators`, so a
@@ -43,7 +44,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_envs.errors import CommandError
+from wrappers.errors import UserInputError
 from wrappers.validators import (
+    MAX_COUNT,
+    MAX_TURNS,
+    check_at_most,
     check_int,
     check_number,
     parse_float_list,
@@ -82,20 +87,16 @@ class UsageError(CommandError):
 
 #: What every command (``eval``, ``compare``, ``train-*``, ``serve``, ...) reports as
 #: one line with exit status 2: the user's mistake or a stop they can act on, not a bug.
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    CommandError,
-    ValueError,
-    TypeError,
-    KeyError,
-    OSError,
-    ImportError,
-)
+#: :class:`~wrappers.errors.UserInputError` is raised where input is checked (its
+#: ``InvalidValue``, ``InvalidType`` and :class:`CommandError`); an ``OSError`` is a
+#: path or the machine, an ``ImportError`` a missing extra.  A plain ``ValueError``,
+#: ``TypeError`` or ``KeyError`` is not here: it comes from a bug and keeps its traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (UserInputError, OSError, ImportError)
 
 
 def error_line(error: BaseException) -> str:
-    """Return ``error``'s message as one line (a ``KeyError``'s without its quotes)."""
-    message = error.args[0] if isinstance(error, KeyError) and error.args else error
-    return " ".join(str(message).split())
+    """Return ``error``'s message as one line."""
+    return " ".join(str(error).split())
 
 
 class Parser(argparse.ArgumentParser):
@@ -108,9 +109,55 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
 
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """Add the flag; a bounded ``type=`` (:func:`int_arg`, ...) says its limit in the help."""
+        return super().add_argument(*args, **_with_limit(kwargs))
 
-def _converter(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
-    """Turn a parse function into an argparse ``type=``; its message is the error."""
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> argparse._ArgumentGroup:
+        """Return a group whose flags say their limits in the help too."""
+        group = super().add_argument_group(*args, **kwargs)
+        group.add_argument = _limited(group.add_argument)  # type: ignore[method-assign]
+        return group
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> argparse._MutuallyExclusiveGroup:
+        """Return an exclusive group whose flags say their limits in the help too."""
+        group = super().add_mutually_exclusive_group(**kwargs)
+        group.add_argument = _limited(group.add_argument)  # type: ignore[method-assign]
+        return group
+
+
+def _with_limit(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Return ``kwargs`` with the ``type=``'s upper limit added to the help, if it has one.
+
+    So that every bounded flag names its limit in ``--help`` as well as in its
+    error, without each help text repeating the number.
+    """
+    maximum = getattr(kwargs.get("type"), "maximum", None)
+    text = kwargs.get("help")
+    if maximum is None or not isinstance(text, str) or text == argparse.SUPPRESS:
+        return kwargs
+    limit = f"at most {maximum:,}"
+    if limit not in text:
+        kwargs = {**kwargs, "help": f"{text}; {limit}"}
+    return kwargs
+
+
+def _limited(add: Callable[..., argparse.Action]) -> Callable[..., argparse.Action]:
+    """Wrap a group's ``add_argument`` with :func:`_with_limit`."""
+
+    def add_argument(*args: Any, **kwargs: Any) -> argparse.Action:
+        return add(*args, **_with_limit(kwargs))
+
+    return add_argument
+
+
+def _converter(
+    parse: Callable[[str], Any], what: str, maximum: float | None = None
+) -> Callable[[str], Any]:
+    """Turn a parse function into an argparse ``type=``; its message is the error.
+
+    ``maximum`` is recorded on it, so that the flag's help names the limit.
+    """
 
     def convert(text: str) -> Any:
         try:
@@ -119,14 +166,23 @@ def _converter(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(str(error)) from None
 
     convert.__name__ = what  # argparse names the type in some messages
+    convert.maximum = maximum  # type: ignore[attr-defined]
     return convert
 
 
-def int_arg(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
-    """Return a ``type=`` for one integer in ``[minimum, maximum]``."""
-    return _converter(
-        lambda text: check_int(parse_int(text, "the value"), "the value", minimum, maximum), "int"
-    )
+def int_arg(minimum: int | None = None, maximum: int | None = MAX_COUNT) -> Callable[[str], int]:
+    """Return a ``type=`` for one integer in ``[minimum, maximum]``.
+
+    Every integer flag is bounded: a count that names no other limit takes at
+    most :data:`~wrappers.validators.MAX_COUNT`; ``maximum=None`` is for a
+    flag whose limit a later check names (``--samples``: episodes a run).
+    """
+
+    def parse(text: str) -> int:
+        value = check_int(parse_int(text, "the value"), "the value", minimum)
+        return check_at_most(value, "the value", maximum)
+
+    return _converter(parse, "int", maximum)
 
 
 def number_arg(
@@ -141,12 +197,14 @@ def number_arg(
             raise ValueError(f"the value must be a number, got {text!r}.") from None
         return check_number(value, "the value", minimum, maximum, open_low=open_low)
 
-    return _converter(parse, "number")
+    return _converter(parse, "number", maximum)
 
 
-def int_list(minimum: int | None = 1) -> Callable[[str], tuple[int, ...]]:
-    """Return a ``type=`` for comma-separated integers, each at least ``minimum``."""
-    return _converter(lambda text: parse_int_list(text, "the list", minimum), "list")
+def int_list(minimum: int | None = 1, maximum: int = MAX_COUNT) -> Callable[[str], tuple[int, ...]]:
+    """Return a ``type=`` for comma-separated integers in ``[minimum, maximum]``."""
+    return _converter(
+        lambda text: parse_int_list(text, "the list", minimum, maximum), "list", maximum
+    )
 
 
 #: ``type=`` for comma-separated numbers such as ``1,1,2``.
@@ -293,10 +351,17 @@ def add_eval_arguments(
         unset: how the help states a default of ``None``, by name (``"k"``, ``"t"``).
         note: said in the help of the tasks flag.
     """
+    from agent_envs.evaluation.settings import MAX_EPISODES
+
     flags = EvalArguments(prefix, first)
     said = {"samples": "max K", **(unset or {})}
-    grid = int_list(None)  # the values are checked by EvalSettings, as in Python
-    for name, default, what in (("k", k, "the K grid of Pass@(K,T)"), ("t", t, "the T grid")):
+    # The values' other checks are EvalSettings', as in Python; the limits are said here.
+    grids = {
+        "k": ("the K grid of Pass@(K,T)", int_list(None, MAX_EPISODES)),
+        "t": ("the T grid", int_list(None, MAX_TURNS)),
+    }
+    for name, default in (("k", k), ("t", t)):
+        what, grid = grids[name]
         parser.add_argument(
             flags.flag(name),
             type=grid,
@@ -305,9 +370,10 @@ def add_eval_arguments(
         )
     parser.add_argument(
         flags.flag("samples"),
-        type=int_arg(1),
+        type=int_arg(1, None),  # EvalSettings bounds tasks x samples, naming the limit
         default=samples,
-        help=f"attempts per task (default {said['samples'] if samples is None else samples})",
+        help=f"attempts per task, at most {MAX_EPISODES:,} episodes a run with the tasks "
+        f"(default {said['samples'] if samples is None else samples})",
     )
     starting = f" from id {first}" if first else ""
     parser.add_argument(
@@ -381,11 +447,14 @@ def add_budget_arguments(
     regime = parser.add_mutually_exclusive_group()
     said = unset if default is None else default
     regime.add_argument(
-        "--budget", type=int_arg(1), default=None, help=f"a fixed turn budget T (default {said})"
+        "--budget",
+        type=int_arg(1, MAX_TURNS),
+        default=None,
+        help=f"a fixed turn budget T (default {said})",
     )
     regime.add_argument(
         "--budget-mix",
-        type=int_list(1),
+        type=int_list(1, MAX_TURNS),
         default=None,
         help="BudgetMix: draw T per episode from these budgets, e.g. 4,6,8,12 (default: none)",
     )

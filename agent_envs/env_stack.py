@@ -35,6 +35,7 @@ from wrappers.budget_mix import BudgetMix
 from wrappers.chat_history import ChatHistory
 from wrappers.discrete_actions import DiscreteActions
 from wrappers.encode_observation import EncodeObservation
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.numpy_info import NumpyInfo
 from wrappers.process_reward import ProcessReward
 from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, ENV_ID, ORACLE_ACTIONS
@@ -80,7 +81,7 @@ class BudgetRegime:
         several = len(draws.budgets) > 1 or self.weights is not None
         mix = several if self.mix is None else check_bool(self.mix, "mix")
         if not mix and (len(draws.budgets) > 1 or self.weights is not None):
-            raise ValueError("a fixed budget has one T and no weights; use a mix for several.")
+            raise InvalidValue("a fixed budget has one T and no weights; use a mix for several.")
         object.__setattr__(self, "budgets", draws.budgets)
         object.__setattr__(self, "weights", draws.weights)
         object.__setattr__(self, "mix", mix)
@@ -97,7 +98,7 @@ class BudgetRegime:
     ) -> BudgetRegime:
         """Return a BudgetMix of ``budgets`` with ``weights``."""
         if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Sequence):
-            raise TypeError(f"budgets must be a sequence of ints, got {type(budgets).__name__}.")
+            raise InvalidType(f"budgets must be a sequence of ints, got {type(budgets).__name__}.")
         return cls(tuple(budgets), None if weights is None else tuple(weights), visible, mix=True)
 
     @property
@@ -136,7 +137,7 @@ class BudgetRegime:
                 stacklevel=3,
             )
             if regime is not None:
-                raise TypeError(f"{where}: give the regime or the old keywords, not both.")
+                raise InvalidType(f"{where}: give the regime or the old keywords, not both.")
         if isinstance(regime, BudgetRegime):
             return regime
         if regime is not None:
@@ -152,14 +153,14 @@ class BudgetRegime:
         """
         budget, budgets = old.get(BUDGET), old.get("budgets")
         if (budget is None) == (budgets is None):
-            raise ValueError(
+            raise InvalidValue(
                 "Give exactly one of budget (a turn budget) and budgets (a BudgetMix)."
             )
         shown = old.get("visible", visible)
         if budgets is not None:
             return cls.mixed(budgets, old.get("weights"), shown)
         if old.get("weights") is not None:
-            raise ValueError("weights go with budgets (a BudgetMix), not with a fixed budget.")
+            raise InvalidValue("weights go with budgets (a BudgetMix), not with a fixed budget.")
         return cls.fixed(budget, shown)
 
 
@@ -234,7 +235,7 @@ def make_stack(
     # make_env also resolves module:EnvId ids and installed env packages' ids.
     base = make_env(env, **options.make_kwargs) if isinstance(env, str) else env()
     if not isinstance(base, gym.Env):
-        raise TypeError(f"the env factory returned {type(base).__name__}, not a gymnasium.Env.")
+        raise InvalidType(f"the env factory returned {type(base).__name__}, not a gymnasium.Env.")
     if options.task_ids is not None:
         base = TaskPool(base, options.task_ids)
     if regime.mix:

@@ -29,6 +29,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from wrappers.errors import InvalidValue
+
 __all__ = [
     "add_run_folder_flags",
     "atomic_write",
@@ -141,26 +143,28 @@ def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
     such as ``/proc``.  Folders are made only when writing.
     """
     if not os.fspath(path).strip():
-        raise ValueError(f"{what} is empty; give a file path such as out.json.")
+        raise InvalidValue(f"{what} is empty; give a file path such as out.json.")
     target = Path(path)
     if target.is_dir():
-        raise ValueError(f"{what} {target} is a directory; give a file path inside it.")
+        raise InvalidValue(f"{what} {target} is a directory; give a file path inside it.")
     if target.exists() and not target.is_file():
-        raise ValueError(f"{what} {target} is not a regular file; give a file path.")
+        raise InvalidValue(f"{what} {target} is not a regular file; give a file path.")
     ancestor = target.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise ValueError(f"{what} {target} cannot be written: {ancestor} is a file, not a folder.")
+        raise InvalidValue(
+            f"{what} {target} cannot be written: {ancestor} is a file, not a folder."
+        )
     try:
         handle, name = tempfile.mkstemp(dir=ancestor, prefix=".agent-envs-check.")
         os.close(handle)
         os.unlink(name)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise ValueError(f"{what} {target} cannot be written: in {ancestor}: {reason}.") from None
+        raise InvalidValue(f"{what} {target} cannot be written: in {ancestor}: {reason}.") from None
     if target.exists() and not os.access(target, os.W_OK):
-        raise ValueError(f"{what} {target} cannot be written: the file is read-only.")
+        raise InvalidValue(f"{what} {target} cannot be written: the file is read-only.")
     return target
 
 
@@ -185,16 +189,16 @@ def prepare_run_folder(
         ValueError: one line naming the flag and the path.
     """
     if not os.fspath(folder).strip():
-        raise ValueError(f"{flag} is empty; give a folder such as runs/my-run.")
+        raise InvalidValue(f"{flag} is empty; give a folder such as runs/my-run.")
     target = Path(folder)
     if target.exists() and not target.is_dir():
-        raise ValueError(f"{flag} {target} is a file; give a folder.")
+        raise InvalidValue(f"{flag} {target} is a file; give a folder.")
     for name in outputs:
         check_output_path(target / name, flag)
     held = sorted(path.name for path in target.iterdir()) if target.is_dir() else []
     if held and not (resume or overwrite):
         shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
-        raise ValueError(
+        raise InvalidValue(
             f"{flag} {target} already holds a run ({shown}); pass --resume to continue it, "
             f"--overwrite to replace it, or another {flag}."
         )

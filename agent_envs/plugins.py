@@ -36,6 +36,7 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.redaction import redact_kwargs, remember, scrub, secret_values
+from wrappers.errors import InvalidValue
 
 __all__ = [
     "AGENT_GROUP",
@@ -80,14 +81,14 @@ def command_names() -> list[str]:
 def _target(spec: str) -> str:
     """Return ``"module:attribute"`` for a short name or a ``module:Class`` spec."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError("the agent spec must be a short name or 'module:Class'.")
+        raise InvalidValue("the agent spec must be a short name or 'module:Class'.")
     spec = spec.strip()
     installed = _entry_points(AGENT_GROUP)
     if spec in installed:
         return installed[spec].value
     if ":" not in spec:
         names = ", ".join(sorted(installed)) or "none installed"
-        raise ValueError(f"Unknown agent {spec!r}: use one of {names}, or 'module:Class'.")
+        raise InvalidValue(f"Unknown agent {spec!r}: use one of {names}, or 'module:Class'.")
     return spec
 
 
@@ -95,28 +96,28 @@ def _load(target: str, kind: str, name: str) -> Any:
     """Import ``module:attribute`` for the ``kind`` ("agent", "command") ``name``."""
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"{kind} spec {name!r} must look like 'package.module:Class'.")
+        raise InvalidValue(f"{kind} spec {name!r} must look like 'package.module:Class'.")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if module_name == missing or module_name.startswith(missing + "."):
-            raise ValueError(f"cannot import {kind} module {module_name!r} ({exc}).") from None
+            raise InvalidValue(f"cannot import {kind} module {module_name!r} ({exc}).") from None
         extra = _EXTRAS.get(name)
         hint = f": {install_hint(extra)}" if extra else ""
-        raise ValueError(
+        raise InvalidValue(
             f"{kind} {name!r} needs the package {missing!r}, which is not installed{hint}."
         ) from None
     except ImportError as exc:
-        raise ValueError(f"cannot import {kind} module {module_name!r} ({exc}).") from None
+        raise InvalidValue(f"cannot import {kind} module {module_name!r} ({exc}).") from None
     found: Any = module
     for part in attribute.split("."):
         try:
             found = getattr(found, part)
         except AttributeError:
-            raise ValueError(f"module {module_name!r} has no attribute {attribute!r}.") from None
+            raise InvalidValue(f"module {module_name!r} has no attribute {attribute!r}.") from None
     if not callable(found):
-        raise ValueError(f"{target!r} is not callable.")
+        raise InvalidValue(f"{target!r} is not callable.")
     return found
 
 
@@ -143,7 +144,7 @@ def load_command(name: str) -> Callable[[list[str]], int | None]:
     """
     installed = _entry_points(COMMAND_GROUP)
     if name not in installed:
-        raise ValueError(f"no command {name!r} is installed (installed: {command_names()}).")
+        raise InvalidValue(f"no command {name!r} is installed (installed: {command_names()}).")
     return _load(installed[name].value, "command", name)
 
 
@@ -158,14 +159,14 @@ def parse_agent_kwargs(text: str | None) -> dict[str, Any]:
     try:
         kwargs = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise InvalidValue(
             f"--agent-kwargs is not valid JSON ({exc.msg} at character {exc.pos + 1}); "
             """pass an object such as '{"epsilon": 0.1}'."""
         ) from None
     except RecursionError:
-        raise ValueError("--agent-kwargs is nested too deeply to be agent arguments.") from None
+        raise InvalidValue("--agent-kwargs is nested too deeply to be agent arguments.") from None
     if not isinstance(kwargs, dict):
-        raise ValueError(
+        raise InvalidValue(
             '--agent-kwargs must be a JSON object such as {"epsilon": 0.1}, '
             f"got a JSON {type(kwargs).__name__}."
         )
@@ -206,7 +207,7 @@ def make_agent(spec: str, kwargs: Mapping[str, Any] | None = None) -> Any:
         # Neither the arguments nor the agent's own message may show a secret.
         shown = redact_kwargs(kwargs)
         reason = scrub(str(exc))
-        raise ValueError(f"cannot build agent {spec!r} with {shown}: {reason}") from None
+        raise InvalidValue(f"cannot build agent {spec!r} with {shown}: {reason}") from None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs.protocol import TASK_ID, Oracle
+from wrappers.errors import InvalidValue
 from wrappers.validators import check_int
 
 __all__ = ["HELD_OUT_START", "instance_split", "oracle_turns_test"]
@@ -56,7 +57,7 @@ def _distinct(env: gym.Env, start: int, count: int, taken: set[str]) -> list[int
             chosen.append(task_id)
             if len(chosen) == count:
                 return chosen
-    raise ValueError(
+    raise InvalidValue(
         f"{env.spec.id if env.spec else env} gave only {len(chosen)} new instances among ids "
         f"{start}..{limit - 1}, not {count}: it has too few distinct tasks for this split."
     )
@@ -91,7 +92,7 @@ def instance_split(
     taken = {_instance(env, int(task_id)) for task_id in exclude}
     training = _distinct(env, 0, train, taken)
     if held_out_start < training[-1] + 1:
-        raise ValueError(
+        raise InvalidValue(
             f"held_out_start ({held_out_start}) must lie above the training ids "
             f"(0..{training[-1]})."
         )
@@ -104,7 +105,7 @@ def _oracle_turns(env_id: str, task_ids: Sequence[int]) -> np.ndarray:
     env = gym.make(env_id)
     base = env.unwrapped
     if not isinstance(base, Oracle):
-        raise ValueError(f"{env_id} has no oracle: its tasks' oracle turns are unknown.")
+        raise InvalidValue(f"{env_id} has no oracle: its tasks' oracle turns are unknown.")
     turns = []
     for task_id in task_ids:
         env.reset(seed=0, options={TASK_ID: int(task_id)})

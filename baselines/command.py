@@ -279,13 +279,11 @@ class TrainingCommand:
         return args
 
     def _main(self, argv: list[str]) -> int:
-        from agent_envs.registration import resolve_env_id
+        from agent_envs.env_lookup import check_env_id
 
         args = self.parse(argv)
-        try:  # a registered id, module:EnvId, or an id an installed env package registers
-            args.env_id = resolve_env_id(args.env_id)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
+        # a registered id, module:EnvId, or an id an installed env package registers
+        args.env_id = check_env_id(args.env_id)
         configs = self.configs(args)
         top, subs = self.run_layout(args, configs)
         files = [f"{sub}{name}" for sub in subs for name in self.model_files + self.eval_files]

@@ -33,7 +33,13 @@ from typing import Any
 
 import numpy as np
 
+from wrappers.errors import InvalidType, InvalidValue
+
 __all__ = [
+    "MAX_COUNT",
+    "MAX_SEED",
+    "MAX_TURNS",
+    "check_at_most",
     "check_bool",
     "check_budget",
     "check_grid",
@@ -45,6 +51,20 @@ __all__ = [
     "parse_int",
     "parse_int_list",
 ]
+
+
+#: The largest turn budget T, wherever one is given: ``eval --t``, ``--budget``,
+#: ``--budget-mix``, ``TurnBudget(max_turns=...)`` and ``serve``'s client budgets.
+#: Design decision: no env here needs more than a few hundred turns, and an
+#: episode of a million turns already runs for hours, so a typo such as
+#: ``--t 1000000000`` fails at once instead of running past every timeout.
+MAX_TURNS = 1_000_000
+#: The largest count a command-line flag takes when it names no other limit
+#: (attempts, steps, workers, a batch, threads, ...): the same million.
+MAX_COUNT = 1_000_000
+#: The largest seed: what a signed 64-bit int holds, so that a seed is stored and
+#: read back exactly by every consumer of the result files (numpy, JSON readers).
+MAX_SEED = 2**63 - 1
 
 
 def _number(value: int | float) -> str:
@@ -68,7 +88,7 @@ def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | 
     >>> check_int(True, "seed")
     Traceback (most recent call last):
     ...
-    TypeError: seed must be an int, got bool True.
+    wrappers.errors.InvalidType: seed must be an int, got bool True.
     """
     wanted = f"{name} must be an int{_bounds(minimum, maximum)}"
     try:
@@ -76,21 +96,37 @@ def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | 
             raise TypeError
         number = operator.index(value)
     except TypeError:
-        raise TypeError(f"{wanted}, got {type(value).__name__} {value!r:.80}.") from None
+        raise InvalidType(f"{wanted}, got {type(value).__name__} {value!r:.80}.") from None
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
-        raise ValueError(f"{wanted}, got {number}.")
+        raise InvalidValue(f"{wanted}, got {number}.")
     return number
 
 
 def check_budget(value: Any, name: str = "max_turns") -> int:
-    """Return ``value`` as a turn budget: an int >= 1."""
-    return check_int(value, name, minimum=1)
+    """Return ``value`` as a turn budget: an int in ``[1, MAX_TURNS]``."""
+    return check_at_most(check_int(value, name, minimum=1), name, MAX_TURNS)
+
+
+def check_at_most(value: int, name: str, maximum: int | None) -> int:
+    """Return the int ``value`` if it is at most ``maximum`` (``None``: no limit).
+
+    Its own message, apart from :func:`check_int`'s, so that a value too small
+    keeps the message it always had and one too large names the limit.
+
+    >>> check_at_most(10**9, "--t", MAX_TURNS)
+    Traceback (most recent call last):
+    ...
+    wrappers.errors.InvalidValue: --t must be at most 1,000,000, got 1,000,000,000.
+    """
+    if maximum is not None and value > maximum:
+        raise InvalidValue(f"{name} must be at most {maximum:,}, got {value:,}.")
+    return value
 
 
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is a ``bool``; ``TypeError`` otherwise (no truthiness)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r:.80}.")
+        raise InvalidType(f"{name} must be a bool, got {type(value).__name__} {value!r:.80}.")
     return value
 
 
@@ -111,7 +147,7 @@ def check_number(
     >>> check_number(1.0, "discount", 0.0, 1.0, open_low=True, open_high=True)
     Traceback (most recent call last):
     ...
-    ValueError: discount must be a number in (0, 1), got 1.0.
+    wrappers.errors.InvalidValue: discount must be a number in (0, 1), got 1.0.
     """
     low, high = "(" if open_low else "[", ")" if open_high else "]"
     if minimum is not None and maximum is not None:
@@ -122,7 +158,7 @@ def check_number(
         wanted = f"{name} must be a finite number" + _bounds(None, maximum)
     # numbers.Real admits numpy ints and floats too.
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{wanted}, got {type(value).__name__} {value!r:.80}.")
+        raise InvalidType(f"{wanted}, got {type(value).__name__} {value!r:.80}.")
     try:
         number = float(value)
     except OverflowError:  # an int beyond the float range, such as 10**400
@@ -132,7 +168,7 @@ def check_number(
         or (minimum is not None and (number <= minimum if open_low else number < minimum))
         or (maximum is not None and (number >= maximum if open_high else number > maximum))
     ):
-        raise ValueError(f"{wanted}, got {value!r:.80}.")
+        raise InvalidValue(f"{wanted}, got {value!r:.80}.")
     return number
 
 
@@ -155,36 +191,37 @@ def check_weights(
     >>> check_weights(["1", "2"], 2)
     Traceback (most recent call last):
     ...
-    TypeError: weights must be numbers, got ['1', '2'].
+    wrappers.errors.InvalidType: weights must be numbers, got ['1', '2'].
     """
     if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(weights).__name__}.")
+        raise InvalidType(f"{name} must be a sequence of numbers, got {type(weights).__name__}.")
     if len(weights) != count:
-        raise ValueError(f"{name} has {len(weights)} entries but there are {count} {choices}.")
+        raise InvalidValue(f"{name} has {len(weights)} entries but there are {count} {choices}.")
     if any(isinstance(w, bool) or not isinstance(w, numbers.Real) for w in weights):
-        raise TypeError(f"{name} must be numbers, got {list(weights)!r:.200}.")
+        raise InvalidType(f"{name} must be numbers, got {list(weights)!r:.200}.")
     try:
         values = [float(weight) for weight in weights]
     except OverflowError:
         values = [math.inf]
     if not all(math.isfinite(value) and value >= 0 for value in values):
-        raise ValueError(f"{name} must be finite and non-negative, got {list(weights)!r:.200}.")
+        raise InvalidValue(f"{name} must be finite and non-negative, got {list(weights)!r:.200}.")
     scaled = np.array(values)
     if scaled.max() <= 0:
-        raise ValueError(f"{name} must not all be zero.")
+        raise InvalidValue(f"{name} must not all be zero.")
     # By the largest first: the sum of finite weights can overflow (two of
     # 1e308 sum to inf), and tiny ones can underflow; x / max is in [0, 1].
     scaled = scaled / scaled.max()
     return tuple(float(value) for value in scaled / scaled.sum())
 
 
-def check_grid(values: Any, name: str) -> tuple[int, ...]:
-    """Return ``values`` (one int or a sequence) as sorted, distinct ints >= 1."""
+def check_grid(values: Any, name: str, maximum: int | None = None) -> tuple[int, ...]:
+    """Return ``values`` (one int or a sequence) as sorted, distinct ints in ``[1, maximum]``."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, range)):
         values = [values]
     if len(values) == 0:
-        raise ValueError(f"{name} must not be empty.")
-    return tuple(sorted({check_int(value, f"every value of {name}", 1) for value in values}))
+        raise InvalidValue(f"{name} must not be empty.")
+    every = f"every value of {name}"
+    return tuple(sorted({check_at_most(check_int(v, every, 1), every, maximum) for v in values}))
 
 
 def parse_int(text: str, name: str, minimum: int | None = None) -> int:
@@ -192,7 +229,7 @@ def parse_int(text: str, name: str, minimum: int | None = None) -> int:
     try:
         value = int(str(text).strip())
     except ValueError:
-        raise ValueError(f"{name} takes an integer such as 50; got {text!r}.") from None
+        raise InvalidValue(f"{name} takes an integer such as 50; got {text!r}.") from None
     return check_int(value, name, minimum)
 
 
@@ -203,20 +240,22 @@ def _split(text: str, name: str, convert: Any, kind: str) -> tuple[Any, ...]:
     except ValueError:
         values = ()
     if not values:
-        raise ValueError(f"{name} takes comma-separated {kind}; got {text!r}.")
+        raise InvalidValue(f"{name} takes comma-separated {kind}; got {text!r}.")
     return values
 
 
-def parse_int_list(text: str, name: str, minimum: int | None = 1) -> tuple[int, ...]:
+def parse_int_list(
+    text: str, name: str, minimum: int | None = 1, maximum: int | None = None
+) -> tuple[int, ...]:
     """Parse comma-separated integers such as ``"5,10,20"`` (a command-line list).
 
     Raises:
-        ValueError: empty, not integers, or a value below ``minimum``.
+        InvalidValue: empty, not integers, or a value outside ``[minimum, maximum]``.
     """
     example = "5,10,20" if minimum is None or minimum >= 1 else "0,1,2"
     values = _split(text, name, int, f"integers such as {example}")
     for value in values:
-        check_int(value, f"every value of {name}", minimum)
+        check_at_most(check_int(value, f"every value of {name}", minimum), name, maximum)
     return values
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agent_envs.cli.outputs import check_outputs, write_outputs
+from agent_envs.arguments import UsageError
+from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outputs
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -13,6 +14,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     # a,b,c: one result per training seed, compared at the seed level.
     names = [[name for name in files.split(",") if name] for files in (args.a, args.b)]
+    for side, files, which in zip(names, (args.a, args.b), ("A", "B"), strict=True):
+        if not side:  # the Python API's "a must be an EvalResult" names no argument of this command
+            raise UsageError(
+                f"compare: {which} names no result file (got {files!r}); give a result JSON, "
+                "or a,b,c for one per training seed."
+            )
     paths = check_outputs(args, inputs=names[0] + names[1])
     sides = []
     for files, side in zip((args.a, args.b), names, strict=True):
@@ -39,4 +46,5 @@ def add_compare(cmp: argparse.ArgumentParser) -> None:
         help="write a diverging heatmap PNG (scale -1..1) here (default: none)",
     )
     cmp.add_argument("--out", default=None, help="write the comparison JSON here (default: none)")
+    add_overwrite_flag(cmp)
     cmp.set_defaults(run=_cmd_compare, parser=cmp)

@@ -6,8 +6,9 @@ import argparse
 import dataclasses
 from typing import Any
 
-from agent_envs.arguments import UsageError, add_eval_arguments
-from agent_envs.cli.outputs import check_outputs, write_outputs
+from agent_envs.arguments import UsageError, add_eval_arguments, int_arg, number_arg
+from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outputs
+from wrappers.validators import MAX_COUNT, MAX_SEED, MAX_TURNS
 
 
 def _with_history(
@@ -90,7 +91,7 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
 
 def add_eval(ev: argparse.ArgumentParser) -> None:
     """Add ``eval``'s arguments: the agent, the grids (shared with the training commands), ..."""
-    from agent_envs.evaluation.settings import MAX_EPISODES
+    from agent_envs.evaluation.settings import MAX_EPISODES, MAX_STEP_QUALITY
     from agent_envs.plugins import agent_names
 
     ev.add_argument("env_id", help="a registered id, e.g. agent_envs/Sokoban-v0")
@@ -106,7 +107,9 @@ def add_eval(ev: argparse.ArgumentParser) -> None:
         "as api_key are never shown or stored (default: none)",
     )
     flags = add_eval_arguments(ev, note=f"at most {MAX_EPISODES:,} episodes a run")
-    ev.add_argument("--seed", type=int, default=0, help="base seed, an int >= 0 (default 0)")
+    ev.add_argument(
+        "--seed", type=int_arg(0, MAX_SEED), default=0, help="base seed, an int >= 0 (default 0)"
+    )
     _add_eval_outputs(ev)
     ev.add_argument(
         "--visible-budget",
@@ -121,7 +124,7 @@ def add_eval(ev: argparse.ArgumentParser) -> None:
     )
     ev.add_argument(
         "--history",
-        type=int,
+        type=int_arg(0, MAX_TURNS),
         nargs="?",
         const=0,
         default=None,
@@ -141,7 +144,8 @@ def add_eval(ev: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="also judge the agent on N shared reference states per task (default 0: off)",
+        help=f"also judge the agent on N shared reference states per task, at most "
+        f"{MAX_STEP_QUALITY:,} (default 0: off)",
     )
     _add_eval_execution(ev)
     ev.set_defaults(run=_cmd_eval, parser=ev, flags=flags)
@@ -160,6 +164,7 @@ def _add_eval_outputs(ev: argparse.ArgumentParser) -> None:
         default=None,
         help="write a heatmap PNG here, .png added to a bare name; needs [plot] (default: none)",
     )
+    add_overwrite_flag(ev)
     ev.add_argument(
         "--transcripts", action="store_true", help="log observations and actions (default: off)"
     )
@@ -176,20 +181,25 @@ def _add_eval_outputs(ev: argparse.ArgumentParser) -> None:
 
 def _add_eval_execution(ev: argparse.ArgumentParser) -> None:
     """Add how ``eval`` plays: errors, batching, the bootstrap, the backend and Ray."""
+    from agent_envs.evaluation.settings import MAX_BOOTSTRAP, MAX_EPISODES
+
     ev.add_argument(
         "--max-error-rate",
-        type=float,
+        type=number_arg(0, 1),
         default=0.2,
         help="stop when more than this share of episodes raised in the agent (default 0.2)",
     )
     ev.add_argument(
         "--batch-size",
-        type=int,
+        type=int_arg(1, MAX_EPISODES),
         default=None,
         help="episodes in lockstep for an agent with act_batch (default 64, else 1)",
     )
     ev.add_argument(
-        "--n-bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)"
+        "--n-bootstrap",
+        type=int,
+        default=1000,
+        help=f"bootstrap resamples, at most {MAX_BOOTSTRAP:,} (default 1000)",
     )
     ev.add_argument(
         "--backend",
@@ -203,11 +213,11 @@ def _add_eval_execution(ev: argparse.ArgumentParser) -> None:
         help="join a Ray cluster: auto or ray://host:10001 (default: start a local one)",
     )
     ev.add_argument(
-        "--workers", type=int, default=None, help="Ray actors (default: one per cluster CPU)"
+        "--workers", type=int_arg(1), default=None, help="Ray actors (default: one per cluster CPU)"
     )
     ev.add_argument(
         "--gpus-per-worker",
-        type=float,
+        type=number_arg(0, MAX_COUNT),
         default=0.0,
         help="GPUs each Ray actor reserves (default 0)",
     )

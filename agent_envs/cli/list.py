@@ -11,6 +11,8 @@ import importlib
 
 import gymnasium as gym
 
+from agent_envs.arguments import int_arg
+
 #: The most tasks ``list --tasks`` may sample (each costs a reset of every env id).
 MAX_LIST_TASKS = 1_000
 
@@ -63,7 +65,7 @@ def add_list(listing: argparse.ArgumentParser) -> None:
     """Add ``list``'s arguments."""
     listing.add_argument(
         "--tasks",
-        type=int,
+        type=int_arg(0, MAX_LIST_TASKS),
         default=20,
         help=f"tasks sampled for the oracle-turn range, at most {MAX_LIST_TASKS:,}; 0 to skip "
         "it (default 20)",

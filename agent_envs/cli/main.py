@@ -139,8 +139,7 @@ def _main(argv: Sequence[str] | None) -> int:
             trace = "".join(traceback.format_exception(exc))
             print(scrub(trace), end="", file=sys.stderr)
             return 1
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         # One line, even when a policy's or library's message spans several.
-        text = " ".join(scrub(str(message)).split())  # masked before it is reflowed
+        text = " ".join(scrub(str(exc)).split())  # masked before it is reflowed
         print(f"{_PROG}: error: {text}", file=sys.stderr)
         return 2

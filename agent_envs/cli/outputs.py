@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,9 @@ def check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[
             paths[flag] = (
                 check_output_path(plot_path(value), flag) if flag == "--plot" else Path(value)
             )
+    for flag in ("--out", "--plot"):
+        if flag in paths:
+            check_replaceable(paths[flag], flag, getattr(args, "overwrite", False))
     owners = {Path(path).resolve(): "input" for path in inputs}
     for flag, path in paths.items():
         other = owners.setdefault(path.resolve(), flag)
@@ -48,6 +52,52 @@ def check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[
         if not found:
             raise UsageError(f"--plot needs matplotlib: {agent_envs.install_hint('plot')}.")
     return paths
+
+
+#: How much of an existing output is read to tell whether this project wrote it.
+_HEAD = 4096
+#: A result or comparison this project wrote: JSON whose first key is its format.
+_OUR_JSON = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"agent-envs-')
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def written_here(path: Path, flag: str) -> bool:
+    """Return whether the file at ``path`` is a result (``--out``) or plot this project wrote.
+
+    Only the head is read: a result starts with its ``format`` key, and a plot
+    is a PNG whose ``Software`` text chunk (before the image data) names us.
+    """
+    with open(path, "rb") as file:
+        head = file.read(_HEAD)
+    if flag == "--plot":
+        from agent_envs.evaluation.plotting import PLOT_SOFTWARE
+
+        return head.startswith(_PNG) and PLOT_SOFTWARE.encode() in head
+    return _OUR_JSON.match(head) is not None
+
+
+def check_replaceable(path: Path, flag: str, overwrite: bool) -> None:
+    """Refuse an output ``path`` that holds a file this project did not write, unless ``overwrite``.
+
+    A user's notes given as ``--out`` by mistake would otherwise be replaced
+    without a word; a result or plot written here is replaced as before.
+    """
+    if overwrite or not path.is_file() or written_here(path, flag):
+        return
+    raise UsageError(
+        f"{flag} {path} already holds a file that agent-envs did not write; pass "
+        f"--overwrite to replace it, or give another {flag}."
+    )
+
+
+def add_overwrite_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--overwrite``, which :func:`check_replaceable` reads."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --out or --plot that agent-envs did not write (default: "
+        "off; a result or plot it wrote is replaced without it)",
+    )
 
 
 def write_outputs(result: Any, paths: dict[str, Path]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_envs.arguments import UsageError
 from agent_envs.protocol import SUCCESS, TASK_ID, TURN
+from wrappers.validators import MAX_SEED, MAX_TURNS
 
 _PLAY_HELP = (
     "Type an action and press Enter. "
@@ -52,13 +53,13 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from agent_envs.core import MAX_TASK_ID
     from agent_envs.evaluation.stack import resolve_env
     from wrappers import TurnBudget
-    from wrappers.validators import check_int
+    from wrappers.validators import check_at_most, check_budget, check_int
 
-    seed = check_int(args.seed, "--seed", 0)
+    seed = check_at_most(check_int(args.seed, "--seed", 0), "--seed", MAX_SEED)
     task = check_int(args.task, "--task", 0)
     if task >= MAX_TASK_ID:
         raise UsageError(f"--task must be below {MAX_TASK_ID}, got {task}.")
-    budget = check_int(args.budget, "--budget", 1)
+    budget = check_budget(args.budget, "--budget")
     make_env, env_id = resolve_env(args.env_id, None)
     env = TurnBudget(make_env(), max_turns=budget, visible=True)
     observation, _ = env.reset(seed=seed, options={TASK_ID: task})
@@ -106,10 +107,22 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 def add_play(play: argparse.ArgumentParser) -> None:
     """Add ``play``'s arguments."""
+    from agent_envs.core import MAX_TASK_ID
+
     play.add_argument("env_id", help="a registered id, e.g. agent_envs/Wordle-v0")
-    play.add_argument("--task", type=int, default=0, help="task id, an int >= 0 (default 0)")
-    play.add_argument("--budget", type=int, default=50, help="turns, an int >= 1 (default 50)")
     play.add_argument(
-        "--seed", type=int, default=0, help="seed of the episode, an int >= 0 (default 0)"
+        "--task",
+        type=int,
+        default=0,
+        help=f"task id, an int >= 0 and below {MAX_TASK_ID:,} (default 0)",
+    )
+    play.add_argument(
+        "--budget", type=int, default=50, help=f"turns, an int in [1, {MAX_TURNS:,}] (default 50)"
+    )
+    play.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help=f"seed of the episode, an int in [0, {MAX_SEED:,}] (default 0)",
     )
     play.set_defaults(run=_cmd_play, parser=play)

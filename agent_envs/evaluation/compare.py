@@ -28,6 +28,7 @@ from agent_envs.evaluation.seed_stats import (
 )
 from agent_envs.evaluation.settings import MAX_BOOTSTRAP
 from wrappers import seeding
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.validators import check_int, check_number
 
 __all__ = ["CompareResult", "compare"]
@@ -273,7 +274,7 @@ def _check_compatible(a: EvalResult, b: EvalResult) -> None:
     if a.budgets != b.budgets:
         problems.append(f"T grids differ ({a.budgets} vs {b.budgets})")
     if problems:
-        raise ValueError(
+        raise InvalidValue(
             "Cannot compare: "
             + "; ".join(problems)
             + ". Rerun both with the same env, --k and --t."
@@ -283,7 +284,9 @@ def _check_compatible(a: EvalResult, b: EvalResult) -> None:
 def _sides(side: EvalResult | Sequence[EvalResult], name: str) -> list[EvalResult]:
     results = [side] if isinstance(side, EvalResult) else list(side)
     if not results or not all(isinstance(result, EvalResult) for result in results):
-        raise TypeError(f"{name} must be an EvalResult or a non-empty list of them (one per seed).")
+        raise InvalidType(
+            f"{name} must be an EvalResult or a non-empty list of them (one per seed)."
+        )
     return results
 
 

@@ -10,11 +10,16 @@ from typing import Any
 import numpy as np
 
 from agent_envs.files import atomic_write
+from wrappers.errors import InvalidValue
 
 __all__ = ["PLOT_SUFFIXES", "build_figure", "plot_grid", "plot_path"]
 
 #: The formats a plot may be written in; a path without a suffix gets ``.png``.
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+#: The ``Software`` text of every PNG plot this project writes (its mark of ownership).
+PLOT_SOFTWARE = "agent-envs plot (Matplotlib)"
 
 
 def plot_path(path: str | os.PathLike[str]) -> Path:
@@ -30,7 +35,7 @@ def plot_path(path: str | os.PathLike[str]) -> Path:
     if not target.suffix:
         return target.with_name(target.name + ".png")
     if target.suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(
+        raise InvalidValue(
             f"a plot is written as {', '.join(PLOT_SUFFIXES)}; {target} ends in "
             f"{target.suffix!r}: end it in .png."
         )
@@ -102,4 +107,8 @@ def plot_grid(path: str | os.PathLike[str], values: np.ndarray, *args: Any, **kw
     """Write :func:`build_figure` to :func:`plot_path` of ``path``; return the path written."""
     target = plot_path(path)
     figure = build_figure(values, *args, **kwargs)
-    return atomic_write(target, lambda temporary: figure.savefig(temporary, dpi=120))
+    # The PNG says who wrote it, so that a later --plot may replace it without --overwrite.
+    metadata = {"Software": PLOT_SOFTWARE} if target.suffix.lower() == ".png" else None
+    return atomic_write(
+        target, lambda temporary: figure.savefig(temporary, dpi=120, metadata=metadata)
+    )

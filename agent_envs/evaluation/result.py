@@ -17,6 +17,7 @@ from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
 from agent_envs.evaluation.settings import EvalSettings
 from wrappers import seeding
+from wrappers.errors import InvalidValue
 from wrappers.validators import check_int
 
 __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
@@ -166,7 +167,7 @@ class EvalResult:
         if isinstance(data, dict) and data.get("format") == _RESULT_FORMAT_1:
             data = _from_format_1(data)
         if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
-            raise ValueError(
+            raise InvalidValue(
                 f"not an agent-envs result (expected format {RESULT_FORMAT!r}); "
                 "pass a JSON file written by `agent-envs eval --out`."
             )
@@ -174,21 +175,21 @@ class EvalResult:
         fields.pop("format")
         unknown = set(fields) - set(cls.__dataclass_fields__)
         if unknown:
-            raise ValueError(f"result has unknown fields {sorted(unknown)}.")
+            raise InvalidValue(f"result has unknown fields {sorted(unknown)}.")
         try:
             for name in _ARRAYS:
                 fields[name] = np.asarray(fields[name], dtype=float)
             counts = np.asarray(fields["success_counts"], dtype=float)
             if not np.array_equal(counts, np.round(counts)):
-                raise ValueError("success_counts must hold whole numbers")
+                raise InvalidValue("success_counts must hold whole numbers")
             fields["success_counts"] = counts.astype(np.int64)
             fields["settings"] = EvalSettings.from_json(fields["settings"])
             result = cls(**fields)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"malformed result ({exc}).") from None
+            raise InvalidValue(f"malformed result ({exc}).") from None
         problem = result._inconsistency()
         if problem:
-            raise ValueError(f"malformed result: {problem}.")
+            raise InvalidValue(f"malformed result: {problem}.")
         return result
 
     def _inconsistency(self) -> str:
@@ -270,17 +271,17 @@ class EvalResult:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
-            raise ValueError(f"cannot read result {path}: {reason}") from None
+            raise InvalidValue(f"cannot read result {path}: {reason}") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not JSON ({exc.msg} at line {exc.lineno}).") from None
+            raise InvalidValue(f"{path} is not JSON ({exc.msg} at line {exc.lineno}).") from None
         except RecursionError:
-            raise ValueError(f"{path} is not a result: its JSON is nested too deeply.") from None
+            raise InvalidValue(f"{path} is not a result: its JSON is nested too deeply.") from None
         try:
             return cls.from_dict(data)
         except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            raise InvalidValue(f"{path}: {exc}") from None
 
     # ------------------------------------------------------------ output
     def table(self, ci: bool = True) -> str:

@@ -35,6 +35,7 @@ from typing import IO, Any
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.redaction import scrub
+from wrappers.errors import InvalidValue
 
 __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 
@@ -72,13 +73,13 @@ def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
     fmt = header.get("format") if isinstance(header, dict) else None
     old = isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")
     if old and fmt != LOG_FORMAT:
-        raise ValueError(
+        raise InvalidValue(
             f"{path} is an older run log ({fmt}; this version writes {LOG_FORMAT}, whose "
             "lines carry the run's fingerprint and today's diagnostics), so its episodes "
             "cannot be checked against this run; pass a new --log path."
         )
     if not isinstance(header, dict) or fmt != LOG_FORMAT:
-        raise ValueError(
+        raise InvalidValue(
             f"{path} is not an agent-envs run log (no header line); "
             "pass a new --log path or delete the file."
         )
@@ -87,7 +88,7 @@ def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
     logged = header.get("settings") if isinstance(header.get("settings"), dict) else {}
     logged = {key: logged.get(key) for key in wanted}
     if logged != wanted:
-        raise ValueError(
+        raise InvalidValue(
             f"{path} was written with different settings "
             f"({_describe_difference(logged, wanted)}); "
             "use another --log path, or the same settings to resume."
@@ -142,7 +143,7 @@ class RunLog:
         header = {"type": "header", "format": LOG_FORMAT, "version": version, "run": run}
         records: dict[tuple, EpisodeRecord] = {}
         if path.is_dir():
-            raise ValueError(f"--log {path} is a directory; give a file path such as run.jsonl.")
+            raise InvalidValue(f"--log {path} is a directory; give a file path such as run.jsonl.")
         if path.parent and not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
         # Locked before anything is read, so that no other run changes it under us.
@@ -185,18 +186,18 @@ class RunLog:
                     # The last complete line may still be a torn write: redo it.
                     keep -= len(line) + 1
                     break
-                raise ValueError(
+                raise InvalidValue(
                     f"{path}:{number} is corrupt ({exc}); fix or delete that line."
                 ) from None
             if data.get("run") != run:
-                raise ValueError(
+                raise InvalidValue(
                     f"{path}:{number} is an episode of another run (fingerprint "
                     f"{str(data.get('run'))[:20]!r}, this run's is {run!r}); delete that line, "
                     "or pass another --log path."
                 )
             task_id, sample, budget = record.ident
             if task_id not in tasks or budget not in budgets or not 0 <= sample < settings.samples:
-                raise ValueError(f"{path}:{number} holds an episode outside this run's plan.")
+                raise InvalidValue(f"{path}:{number} holds an episode outside this run's plan.")
             records[record.ident] = record
         if keep != len(data):
             with path.open("r+b") as handle:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from agent_envs.evaluation.pass_at_k import bootstrap_means
+from wrappers.errors import InvalidValue
 
 __all__ = [
     "MIN_SEEDS",
@@ -199,7 +200,7 @@ def paired_seed_differences(
     cells: dict[str, dict[str, float]] = {}
     for name, (a, b) in comparisons.items():
         if len(a) != len(b):
-            raise ValueError(f"{name}: {len(a)} seeds against {len(b)}; the test pairs seeds.")
+            raise InvalidValue(f"{name}: {len(a)} seeds against {len(b)}; the test pairs seeds.")
         differences = [np.array([x - y], dtype=float) for x, y in zip(a, b, strict=True)]
         diff, low, high = seed_interval(differences, interval_rng(), n_bootstrap)
         p = seed_paired_test([np.array([x]) for x in a], [np.array([y]) for y in b], test_rng())

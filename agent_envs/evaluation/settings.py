@@ -11,8 +11,12 @@ from typing import Any
 
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.evaluation.keys import EpisodeKey
+from wrappers.errors import InvalidValue
 from wrappers.seeding import episode_seed
 from wrappers.validators import (
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_TURNS,
     check_bool,
     check_grid,
     check_int,
@@ -60,7 +64,7 @@ def check_tasks(tasks: Any) -> tuple[int, ...]:
     if isinstance(tasks, (str, bytes)) or not isinstance(tasks, (Sequence, range)):
         count = check_int(tasks, "tasks (a count)", 1)
         if count > MAX_EPISODES:
-            raise ValueError(f"tasks must be at most {MAX_EPISODES:,} per run, got {count:,}.")
+            raise InvalidValue(f"tasks must be at most {MAX_EPISODES:,} per run, got {count:,}.")
         return tuple(range(count))
     try:
         size: int | None = len(tasks)
@@ -68,14 +72,16 @@ def check_tasks(tasks: Any) -> tuple[int, ...]:
         size = None
     if size is None or size > MAX_EPISODES:
         shown = "more than a machine int holds" if size is None else f"{size:,}"
-        raise ValueError(f"a run takes at most {MAX_EPISODES:,} task ids, got {shown}.")
+        raise InvalidValue(f"a run takes at most {MAX_EPISODES:,} task ids, got {shown}.")
     ids = [check_int(task, "every task id", 0) for task in tasks]
     if not ids:
-        raise ValueError("tasks must not be empty: pass a count or a list of task ids.")
+        raise InvalidValue("tasks must not be empty: pass a count or a list of task ids.")
     if len(set(ids)) != len(ids):
-        raise ValueError("task ids must be distinct: each task is sampled `samples` times already.")
+        raise InvalidValue(
+            "task ids must be distinct: each task is sampled `samples` times already."
+        )
     if max(ids) >= MAX_TASK_ID:
-        raise ValueError(f"task ids must be below {MAX_TASK_ID}, got {max(ids)}.")
+        raise InvalidValue(f"task ids must be below {MAX_TASK_ID}, got {max(ids)}.")
     return tuple(ids)
 
 
@@ -180,34 +186,38 @@ class EvalSettings:
         ks = check_grid(self.ks, "ks (K)")
         samples = max(ks) if self.samples is None else check_int(self.samples, "samples", 1)
         if max(ks) > samples:
-            raise ValueError(
+            raise InvalidValue(
                 f"K={max(ks)} is larger than samples={samples}: Pass@K needs at least K "
                 "attempts per task; raise samples (n) or lower K."
             )
         for name in ("visible_budget", "diagnostics", "transcripts", "retry_errors", "progress"):
             check_bool(getattr(self, name), name)
         if self.mode not in (None, HIDDEN, VISIBLE):
-            raise ValueError(f"mode must be {HIDDEN!r}, {VISIBLE!r} or None, got {self.mode!r}.")
+            raise InvalidValue(f"mode must be {HIDDEN!r}, {VISIBLE!r} or None, got {self.mode!r}.")
         self._check_backend()
         if self.transcripts and self.log_path is None:
-            raise ValueError("transcripts are written to the run log: pass log_path as well.")
+            raise InvalidValue("transcripts are written to the run log: pass log_path as well.")
         check_probability(self.max_error_rate, "max_error_rate")
         check_number(self.confidence, "confidence", 0.0, 1.0, open_low=True)
         if self.confidence == 1:
-            raise ValueError(f"confidence must be strictly between 0 and 1, got {self.confidence}.")
+            raise InvalidValue(
+                f"confidence must be strictly between 0 and 1, got {self.confidence}."
+            )
         checked = {
             "ks": ks,
-            "budgets": check_grid(self.budgets, "budgets (T)"),
+            "budgets": check_grid(self.budgets, "budgets (T)", MAX_TURNS),
             "tasks": check_tasks(self.tasks),
             "samples": samples,
-            "seed": check_int(self.seed, "seed", 0),
+            "seed": check_int(self.seed, "seed", 0, MAX_SEED),
             "n_bootstrap": check_int(self.n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP),
             "step_quality": check_int(self.step_quality, "step_quality", 0, MAX_STEP_QUALITY),
-            "step_quality_seed": check_int(self.step_quality_seed, "step_quality_seed", 0),
+            "step_quality_seed": check_int(
+                self.step_quality_seed, "step_quality_seed", 0, MAX_SEED
+            ),
             "wrappers": tuple(str(wrapper) for wrapper in self.wrappers),
             "batch_size": None
             if self.batch_size is None
-            else check_int(self.batch_size, "batch_size", 1),
+            else check_int(self.batch_size, "batch_size", 1, MAX_EPISODES),
             "log_path": None if self.log_path is None else os.fspath(self.log_path),
         }
         for name, value in checked.items():
@@ -216,7 +226,7 @@ class EvalSettings:
         per_task = samples * (len(self.budgets) if self.mode == VISIBLE else 1)
         episodes = len(self.tasks) * per_task
         if episodes > MAX_EPISODES:
-            raise ValueError(
+            raise InvalidValue(
                 f"this run would play {episodes:,} episodes (tasks x samples"
                 f"{' x budgets' if self.mode == VISIBLE else ''}), more than the {MAX_EPISODES:,} "
                 "one run may plan; lower samples or split the tasks over several runs."
@@ -224,21 +234,21 @@ class EvalSettings:
 
     def _check_backend(self) -> None:
         if self.backend not in ("local", "ray"):
-            raise ValueError(f"backend must be 'local' or 'ray', got {self.backend!r}.")
+            raise InvalidValue(f"backend must be 'local' or 'ray', got {self.backend!r}.")
         if self.ray_address is not None and (
             not isinstance(self.ray_address, str) or not self.ray_address
         ):
-            raise ValueError(
+            raise InvalidValue(
                 f"ray_address must be 'auto' or 'ray://host:port', got {self.ray_address!r}."
             )
         for name in ("workers", "chunk_size"):
             if getattr(self, name) is not None:
-                check_int(getattr(self, name), name, 1)
-        check_number(self.gpus_per_worker, "gpus_per_worker", 0.0)
+                check_int(getattr(self, name), name, 1, MAX_COUNT)
+        check_number(self.gpus_per_worker, "gpus_per_worker", 0.0, MAX_COUNT)
         if self.backend == "local":
             for name in ("ray_address", "workers", "gpus_per_worker", "chunk_size"):
                 if getattr(self, name):
-                    raise ValueError(f"{name} needs backend='ray' (--backend ray).")
+                    raise InvalidValue(f"{name} needs backend='ray' (--backend ray).")
 
     def resolved(self, **found: Any) -> EvalSettings:
         """Return a copy with what the run found filled in (names, mode, diagnostics)."""
@@ -289,14 +299,16 @@ class EvalSettings:
     def from_json(cls, data: dict[str, Any]) -> EvalSettings:
         """Rebuild settings from :meth:`to_json` output, with a one-line error if malformed."""
         if not isinstance(data, dict):
-            raise ValueError(f"settings must be a JSON object, got {type(data).__name__}.")
+            raise InvalidValue(f"settings must be a JSON object, got {type(data).__name__}.")
         known = {item.name for item in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"settings have unknown fields {unknown}.")
+            raise InvalidValue(f"settings have unknown fields {unknown}.")
         settings = cls(**data)
         # Stored grids are already normal: rows and columns of stored arrays follow them.
         for name in ("ks", "budgets"):
             if list(getattr(settings, name)) != data.get(name):
-                raise ValueError(f"settings {name} must be sorted and distinct, got {data[name]}.")
+                raise InvalidValue(
+                    f"settings {name} must be sorted and distinct, got {data[name]}."
+                )
         return settings

@@ -19,12 +19,14 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs import registration
+from agent_envs.env_lookup import check_env_id
 from agent_envs.env_stack import BudgetRegime, StackOptions, StackRecipe, make_stack
 from agent_envs.evaluation.policies import PolicyAdapter, adapt_policy
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
 from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget
+from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -51,17 +53,17 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
         make_env, name = resolve_env(env.env, env_name)
         return StackRecipe(make_env, env.options), name
     if isinstance(env, str):
-        env_id = registration.resolve_env_id(env)
+        env_id = check_env_id(env)
         # A partial, not a lambda: it pickles by reference for Ray workers,
         # which import the module or package that registers the id themselves.
         return functools.partial(registration.make_env, env), env_name or env_id
     if isinstance(env, gym.Env):
-        raise TypeError(
+        raise InvalidType(
             "env must be a registered id or a function that builds the env (e.g. "
             "lambda: MyEnv()), not an env instance: the evaluator builds its own copies."
         )
     if not callable(env):
-        raise TypeError(f"env must be a registered id or a callable, got {type(env).__name__}.")
+        raise InvalidType(f"env must be a registered id or a callable, got {type(env).__name__}.")
     return env, env_name
 
 
@@ -157,7 +159,7 @@ def _probe(env: gym.Env, task_id: int, budget: int, name: str) -> bool:
     """Check the env reports success; return whether it has a working oracle."""
     _, info = env.reset(seed=0, options={TASK_ID: task_id, BUDGET: budget})
     if SUCCESS not in info:
-        raise ValueError(f"{name} does not report info['success'], so success cannot be counted.")
+        raise InvalidValue(f"{name} does not report info['success'], so success cannot be counted.")
     base = env.unwrapped
     try:
         base.oracle_actions()

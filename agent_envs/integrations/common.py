@@ -15,6 +15,7 @@ from agent_envs import install_hint
 from agent_envs.core import FIRST_EXAMPLE_ID
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import TASK_ID
+from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = ["budgeted_env", "client_task_id", "masked_env", "require"]
 
@@ -43,20 +44,20 @@ def client_task_id(value: Any, name: str = TASK_ID) -> int:
     >>> client_task_id("7")
     Traceback (most recent call last):
     ...
-    ValueError: task_id must be an int in [0, 2147483614], got str '7'.
+    wrappers.errors.InvalidValue: task_id must be an int in [0, 2147483614], got str '7'.
     """
     wanted = f"{name} must be an int in [0, {FIRST_EXAMPLE_ID - 1}]"
     if isinstance(value, np.integer):  # a dataset column may hold numpy ints
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{wanted}, got {type(value).__name__} {value!r:.40}.")
+        raise InvalidValue(f"{wanted}, got {type(value).__name__} {value!r:.40}.")
     if value >= FIRST_EXAMPLE_ID:
-        raise ValueError(
+        raise InvalidValue(
             f"{wanted}: ids from {FIRST_EXAMPLE_ID} up are reserved for few-shot examples, "
             f"got {value}."
         )
     if value < 0:
-        raise ValueError(f"{wanted}, got {value}.")
+        raise InvalidValue(f"{wanted}, got {value}.")
     return value
 
 
@@ -104,6 +105,6 @@ def masked_env(
     """
     regime = BudgetRegime.of(regime, legacy, where="masked_env")
     if legacy:
-        raise TypeError(f"masked_env got unexpected keywords {sorted(legacy)}.")
+        raise InvalidType(f"masked_env got unexpected keywords {sorted(legacy)}.")
     options = replace(MASKED, encoding={"layout": "dict", **dict(encoding or {})})
     return make_stack(env_id, regime, options).env

@@ -54,8 +54,10 @@ from agent_envs.arguments import (
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
+from agent_envs.integrations.openenv_sessions import DEFAULT_HTTP_GRACE, guarded_server
 from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
-from wrappers.validators import check_int, parse_int
+from wrappers.errors import InvalidValue
+from wrappers.validators import MAX_TURNS, check_int, parse_int
 
 __all__ = ["ClientError", "create_app", "environment_factory", "main", "openenv_types"]
 
@@ -63,11 +65,16 @@ logger = logging.getLogger(__name__)
 
 #: The smallest ``max_body`` (bytes): a reset or step message fits far below it.
 MIN_BODY = 1024
-#: The largest T a client may be allowed to choose (``client_budgets``).
-MAX_CLIENT_BUDGET = 10**6
+#: The largest ``max_body`` (64 MiB): far above any action, and what a server can hold per client.
+MAX_BODY = 64 << 20
+#: The longest ``--idle-timeout`` (one day); 0 keeps sessions forever.
+MAX_IDLE_TIMEOUT = 86_400.0
+#: The largest T a client may be allowed to choose (``client_budgets``): the one
+#: limit on a turn budget, :data:`wrappers.validators.MAX_TURNS`.
+MAX_CLIENT_BUDGET = MAX_TURNS
 
 
-class ClientError(ValueError):
+class ClientError(InvalidValue):
     """A value a client sent that the server refuses (HTTP 422, or a WebSocket error message)."""
 
 
@@ -252,7 +259,7 @@ def _text_env_id(env_id: str) -> str:
     finally:
         env.close()
     if not all(isinstance(space, gym.spaces.Text) for space in spaces):
-        raise ValueError(
+        raise InvalidValue(
             f"{env_id} is not a text env (observations {type(spaces[0]).__name__}, actions "
             f"{type(spaces[1]).__name__}); serve plays envs whose observations and actions "
             "are text, such as the agent_envs/ ids (`agent-envs list`)."
@@ -268,6 +275,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     allowed_origins: Sequence[str] = (),
     regime: BudgetRegime | int | None = None,
+    http_grace: float = DEFAULT_HTTP_GRACE,
     **budget: Any,
 ) -> Any:
     """Return the FastAPI app serving ``env_id``; ``regime`` and ``budget`` (``client_budgets``)
@@ -280,6 +288,8 @@ def create_app(
     keeps them forever.  Bodies and messages over ``max_body`` bytes and
     requests from browser origins other than the server's own and
     ``allowed_origins`` are refused.  A :class:`ClientError` is HTTP 422.
+    HTTP-created sessions have their own cap and are closed when unused after
+    ``http_grace`` seconds (:mod:`~agent_envs.integrations.openenv_sessions`).
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
@@ -291,14 +301,19 @@ def create_app(
     factory = environment_factory(env_id, regime, **budget)
     check_int(max_concurrent_envs, "max_concurrent_envs", 1)
     if idle_timeout is not None and not idle_timeout > 0:
-        raise ValueError(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
-    check_int(max_body, "max_body", MIN_BODY)
+        raise InvalidValue(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")
+    check_int(max_body, "max_body", MIN_BODY, MAX_BODY)
     concurrency = ConcurrencyConfig(
         max_concurrent_envs=max_concurrent_envs, session_timeout=idle_timeout
     )
     app = FastAPI(title=f"agent-envs serve {env_id}", docs_url=None, redoc_url=None)
-    server = HTTPEnvServer(
-        factory, types.TextAction, types.TextObservation, concurrency_config=concurrency
+    server = guarded_server(
+        HTTPEnvServer,
+        factory,
+        types.TextAction,
+        types.TextObservation,
+        concurrency_config=concurrency,
+        grace=http_grace,
     )
     server.register_routes(app)
     app.state.openenv = server
@@ -352,7 +367,7 @@ def _add_guard_arguments(parser: Parser) -> None:
     )
     parser.add_argument(
         "--idle-timeout",
-        type=number_arg(0),
+        type=number_arg(0, MAX_IDLE_TIMEOUT),
         default=DEFAULT_IDLE_TIMEOUT,
         metavar="SECONDS",
         help=f"close a session silent this long (default: {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
@@ -367,7 +382,7 @@ def _add_guard_arguments(parser: Parser) -> None:
     )
     parser.add_argument(
         "--max-body",
-        type=int_arg(MIN_BODY),
+        type=int_arg(MIN_BODY, MAX_BODY),
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
         help=f"the largest request body or message (default: {DEFAULT_MAX_BODY:,})",
@@ -379,7 +394,7 @@ def _client_budgets(text: str) -> tuple[int, int]:
     low, colon, high = text.partition(":")
     try:
         if not colon:
-            raise ValueError(f"takes LO:HI, two integers, got {text!r}")
+            raise InvalidValue(f"takes LO:HI, two integers, got {text!r}")
         first = parse_int(low, "LO", 1)
         return first, check_int(parse_int(high, "HI"), "HI", first, MAX_CLIENT_BUDGET)
     except ValueError as error:

@@ -31,6 +31,8 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from agent_envs.integrations.openenv_sessions import OVER_HTTP
+
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_BODY", "ServeGuard"]
 
 logger = logging.getLogger(__name__)
@@ -123,7 +125,13 @@ class ServeGuard:
             more = message.get("more_body", False)
             if len(body) > self.max_body:
                 return await _refuse(send, 413, self._too_large())
-        await self.app(scope, _replay({"type": "http.request", "body": bytes(body)}, receive), send)
+        token = OVER_HTTP.set(True)  # a session this request creates is an HTTP one
+        try:
+            await self.app(
+                scope, _replay({"type": "http.request", "body": bytes(body)}, receive), send
+            )
+        finally:
+            OVER_HTTP.reset(token)
 
     def _too_large(self) -> str:
         return f"the body is larger than this server's limit of {self.max_body:,} bytes."

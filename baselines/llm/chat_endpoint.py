@@ -11,6 +11,7 @@ from __future__ import annotations
 import urllib.parse
 
 from agent_envs.redaction import remember
+from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = ["Secret", "chat_completions_url"]
 
@@ -28,23 +29,23 @@ def chat_completions_url(base_url: str) -> str:
     'https://api.example.com/v1/chat/completions'
     """
     if not isinstance(base_url, str):
-        raise TypeError(f"base_url must be a str, got {type(base_url).__name__}.")
+        raise InvalidType(f"base_url must be a str, got {type(base_url).__name__}.")
     parsed = urllib.parse.urlsplit(base_url.strip())
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         # Whatever precedes an "@" may be a password, even in a malformed URL.
         shown = f"***@{base_url.rsplit('@', 1)[1]}" if "@" in base_url else base_url
-        raise ValueError(
+        raise InvalidValue(
             f"base_url must be an http(s) URL such as 'http://localhost:8000/v1', got {shown!r}."
         )
     if "@" in parsed.netloc:
-        raise ValueError(
+        raise InvalidValue(
             "base_url must not hold a user name or password (URLs are printed in warnings "
             "and errors); pass the token as api_key or $OPENAI_API_KEY."
         )
     try:
         parsed.port  # noqa: B018 (raises ValueError for a bad port)
     except ValueError:
-        raise ValueError(f"base_url has an invalid port: {base_url!r}.") from None
+        raise InvalidValue(f"base_url has an invalid port: {base_url!r}.") from None
     path = parsed.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"

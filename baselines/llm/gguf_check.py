@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from wrappers.errors import InvalidValue
+
 __all__ = ["MIN_BITS_PER_WEIGHT", "ModelError", "check_gguf"]
 
 #: The fewest bits any GGML quantisation spends on a weight (IQ1_S spends 1.5625).
@@ -26,7 +28,7 @@ MIN_BITS_PER_WEIGHT = 1.5
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 
 
-class ModelError(ValueError):
+class ModelError(InvalidValue):
     """A model that is not on local disk, or that cannot be read (one-line message)."""
 
 

@@ -79,6 +79,7 @@ from baselines.llm.policy import LLMPolicy
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.prompt_encoder import PromptEncoder, PromptTooLongError
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, reply_with_end, to_agent_action
+from wrappers.errors import InvalidValue
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["HFAgent", "PromptTooLongError"]
@@ -90,7 +91,7 @@ def _room_for_replies(
     """Return the model's context length, refusing one that leaves no room for a prompt."""
     context = context_length(model, tokenizer, max_context)
     if context is not None and context <= max_new:
-        raise ValueError(
+        raise InvalidValue(
             f"max_new_tokens ({max_new}) leaves no room for a prompt in the "
             f"model's context of {context} tokens."
         )

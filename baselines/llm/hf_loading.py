@@ -19,6 +19,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from baselines.llm.models import resolve_model
+from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = ["load_for_inference"]
 
@@ -44,7 +45,7 @@ def load_for_inference(
     checkpoint's own elsewhere.
     """
     if device is not None and not isinstance(device, str):
-        raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got {device!r}.")
+        raise InvalidType(f"device must be a str such as 'cpu' or 'cuda', got {device!r}.")
     # Local files only: resolve_model refuses hub names at once, and
     # local_files_only keeps transformers itself from reaching for the hub.
     local = {"local_files_only": True, "trust_remote_code": trust_remote_code}
@@ -63,12 +64,12 @@ def load_for_inference(
         loaded = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, **local)
         return loaded.to(device), tokenizer, name
     if not callable(getattr(model, "generate", None)):
-        raise TypeError(
+        raise InvalidType(
             "model must be a local folder, a .gguf file, a short name or a loaded model with "
             f"generate(), got {type(model).__name__}."
         )
     if tokenizer is None:
-        raise TypeError("Pass tokenizer=... together with an already-loaded model.")
+        raise InvalidType("Pass tokenizer=... together with an already-loaded model.")
     if device is not None:
         model = model.to(device)
     if dtype is not None and dtype != "auto":
@@ -85,4 +86,6 @@ def _dtype(dtype: Any, device: str) -> Any:
         return dtype
     if isinstance(dtype, str) and dtype in _DTYPES:
         return _DTYPES[dtype]
-    raise ValueError(f"dtype must be one of {[*_DTYPES, 'auto']} or a torch.dtype, got {dtype!r}.")
+    raise InvalidValue(
+        f"dtype must be one of {[*_DTYPES, 'auto']} or a torch.dtype, got {dtype!r}."
+    )

@@ -46,6 +46,7 @@ from baselines.llm.models import gguf_file
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompt_encoder import PromptEncoder
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
+from wrappers.errors import InvalidValue
 from wrappers.validators import check_bool, check_int
 
 __all__ = ["LlamaCppAgent", "gguf_tokenizer"]
@@ -180,7 +181,7 @@ class LlamaCppAgent(LLMPolicy):
         weakref.finalize(self, self.llm.close)
         self.max_context = self.llm.n_ctx()
         if self.max_context <= max_new_tokens:
-            raise ValueError(
+            raise InvalidValue(
                 f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the "
                 f"context of {self.max_context} tokens."
             )

@@ -53,6 +53,7 @@ from baselines.llm.model_cache import (
     verify_entry,
     write_manifest,
 )
+from wrappers.errors import InvalidType
 
 __all__ = [
     "CACHE_ENV",
@@ -114,7 +115,7 @@ def _shipped(name: str) -> Path:
 def _local_path(name_or_path: str | os.PathLike[str]) -> Path:
     """Return the local path a model argument names, or raise :class:`ModelError` at once."""
     if not isinstance(name_or_path, (str, os.PathLike)):
-        raise TypeError(f"a model is named by a str or path, got {type(name_or_path).__name__}.")
+        raise InvalidType(f"a model is named by a str or path, got {type(name_or_path).__name__}.")
     text = os.fspath(name_or_path)
     if text in SHORT_NAMES:
         return _shipped(text)

@@ -55,6 +55,7 @@ from baselines.llm.openai_client import (
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.replies import FORMAT_PROMPT, to_agent_action
 from baselines.llm.tool_calls import action_tool
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.validators import check_bool, check_int
 
 __all__ = [
@@ -138,7 +139,7 @@ class OpenAIChatAgent(LLMPolicy):
         tool_calls: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty str, got {model!r}.")
+            raise InvalidValue(f"model must be a non-empty str, got {model!r}.")
         super().__init__(
             system_prompt=system_prompt,
             few_shot=few_shot,
@@ -164,7 +165,9 @@ class OpenAIChatAgent(LLMPolicy):
         self.required_info = (*self.required_info, *[ADMISSIBLE_ACTIONS] * tool_calls)
         self.concurrency = check_int(concurrency, "concurrency", 1)
         if extra_body is not None and not isinstance(extra_body, dict):
-            raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
+            raise InvalidType(
+                f"extra_body must be a dict or None, got {type(extra_body).__name__}."
+            )
         self.model = model
         self.extra_body = dict(extra_body or {})
         # Checked now so that a bad extra_body fails here, not on the first turn.
@@ -304,7 +307,7 @@ def _renamed_max_tokens(max_tokens: int | None, max_new_tokens: int) -> int:
     if max_tokens is None:
         return max_new_tokens
     if max_new_tokens != 256:
-        raise TypeError("pass max_new_tokens only (max_tokens is its old name).")
+        raise InvalidType("pass max_new_tokens only (max_tokens is its old name).")
     # Attributed to this module rather than the caller: through `agent-envs eval
     # --agent-kwargs` the caller is agent_envs.plugins, and the old keyword must
     # keep working there too wherever DeprecationWarnings from agent_envs are errors.

@@ -52,6 +52,7 @@ from agent_envs.protocol import AgentAction
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
 from baselines.llm.chat_endpoint import Secret, chat_completions_url
 from baselines.llm.tool_calls import action_from_message
+from wrappers.errors import InvalidType
 from wrappers.validators import check_int, check_number
 
 __all__ = [
@@ -127,7 +128,7 @@ class ChatClient:
         self.max_retries = check_int(max_retries, "max_retries", 0)
         self.max_reply_bytes = check_int(max_reply_bytes, "max_reply_bytes", 1)
         if api_key is not None and not isinstance(api_key, str):
-            raise TypeError("api_key must be a str or None.")
+            raise InvalidType("api_key must be a str or None.")
         self.timeout, self.backoff, self.max_backoff = map(float, (timeout, backoff, max_backoff))
         self._api_key = Secret(api_key or os.environ.get("OPENAI_API_KEY") or None)
         remember(secret_values({"base_url": base_url}))

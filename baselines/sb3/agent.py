@@ -34,6 +34,7 @@ from baselines.sb3.sidecar import (
 )
 from wrappers import seeding
 from wrappers.discrete_actions import action_mask
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.turn_budget import add_budget_line, strip_budget_line
 from wrappers.validators import check_bool, check_int
 
@@ -97,12 +98,12 @@ class _Model:
         self.vocabulary: tuple[str, ...] = stack.action_vocabulary
         self.index = stack.action_index()
         if self.model.action_space.n != len(self.vocabulary):
-            raise ValueError(
+            raise InvalidValue(
                 f"The model has {self.model.action_space.n} actions but its settings list "
                 f"{len(self.vocabulary)}; they do not belong together."
             )
         if self.model.observation_space.shape != self.encoder.space.shape:
-            raise ValueError(
+            raise InvalidValue(
                 f"The model reads observations of shape {self.model.observation_space.shape} "
                 f"but the encoder makes {self.encoder.space.shape}; they do not belong together."
             )
@@ -119,7 +120,9 @@ class _Model:
             stack = StackSettings.from_dict(stack)
         if not isinstance(stack, StackSettings):
             kind = type(stack).__name__
-            raise TypeError(f"env_stack_settings must be a StackSettings or its dict, got {kind}.")
+            raise InvalidType(
+                f"env_stack_settings must be a StackSettings or its dict, got {kind}."
+            )
         return cls(model, stack, {"algo": algorithm_name(model), **stack.to_dict()})
 
 
@@ -186,7 +189,7 @@ class SB3Agent:
 
             torch.set_num_threads(threads)
         if path is None and _shared is None:
-            raise ValueError("SB3Agent needs path= (a model.zip); for a model in memory use "
+            raise InvalidValue("SB3Agent needs path= (a model.zip); for a model in memory use "
                              "SB3Agent.from_model(model, env_stack_settings).")  # fmt: skip
         self.path = None if path is None else str(path)
         self.deterministic = deterministic

@@ -16,6 +16,7 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.files import atomic_write_text
+from wrappers.errors import InvalidValue
 
 __all__ = [
     "ALGORITHMS",
@@ -52,7 +53,7 @@ _SIDECAR_KEYS = (
 def algorithm_class(name: str) -> type:
     """Return the SB3 / sb3-contrib class for an algorithm name in :data:`ALGORITHMS`."""
     if name not in ALGORITHMS:
-        raise ValueError(f"Unknown algorithm {name!r}; choose one of {sorted(ALGORITHMS)}.")
+        raise InvalidValue(f"Unknown algorithm {name!r}; choose one of {sorted(ALGORITHMS)}.")
     module, attribute = ALGORITHMS[name]
     try:
         return getattr(importlib.import_module(module), attribute)
@@ -71,7 +72,7 @@ def write_sidecar(model_path: str | Path, settings: dict[str, Any]) -> Path:
     settings = {"format": SIDECAR_FORMAT, **settings}
     missing = [key for key in _SIDECAR_KEYS if key not in settings]
     if missing:
-        raise ValueError(f"A sidecar needs the keys {missing}.")
+        raise InvalidValue(f"A sidecar needs the keys {missing}.")
     path = sidecar_path(model_path)
     return atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
@@ -87,22 +88,22 @@ def read_sidecar(model_path: str | Path) -> dict[str, Any]:
             "train-sb3 writes beside model.zip."
         ) from None
     except json.JSONDecodeError as error:
-        raise ValueError(f"Sidecar {path} is not valid JSON: {error}.") from None
+        raise InvalidValue(f"Sidecar {path} is not valid JSON: {error}.") from None
     if not isinstance(settings, dict):
-        raise ValueError(f"Sidecar {path} must hold a JSON object.")
+        raise InvalidValue(f"Sidecar {path} must hold a JSON object.")
     missing = [key for key in _SIDECAR_KEYS if key not in settings]
     if missing:
-        raise ValueError(f"Sidecar {path} lacks {missing}; was it written by train-sb3?")
+        raise InvalidValue(f"Sidecar {path} lacks {missing}; was it written by train-sb3?")
     if settings["format"] != SIDECAR_FORMAT:
-        raise ValueError(
+        raise InvalidValue(
             f"Sidecar {path} has format {settings['format']!r}; this version reads "
             f"{SIDECAR_FORMAT}."
         )
     if settings["algo"] not in ALGORITHMS:
-        raise ValueError(f"Sidecar {path} names unknown algorithm {settings['algo']!r}.")
+        raise InvalidValue(f"Sidecar {path} names unknown algorithm {settings['algo']!r}.")
     vocabulary = settings["action_vocabulary"]
     if not isinstance(vocabulary, list) or not all(isinstance(a, str) for a in vocabulary):
-        raise ValueError(f"Sidecar {path}: action_vocabulary must be a list of str.")
+        raise InvalidValue(f"Sidecar {path}: action_vocabulary must be a list of str.")
     return settings
 
 
@@ -112,6 +113,6 @@ def algorithm_name(model: Any) -> str:
         cls = type(model)
         if cls.__name__ == attribute and cls.__module__.split(".")[0] == module:
             return name
-    raise ValueError(
+    raise InvalidValue(
         f"{type(model).__name__} is not one of the supported algorithms {sorted(ALGORITHMS)}."
     )
