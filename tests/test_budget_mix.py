@@ -107,6 +107,7 @@ def test_async_vector_without_shared_memory_matches_sync():
         ({"budgets": [5, 10], "weights": [1.0, -1.0]}, ValueError, "non-negative"),
         ({"budgets": [5, 10], "weights": [0.0, 0.0]}, ValueError, "all be zero"),
         ({"budgets": [5, 10], "weights": [1.0, float("nan")]}, ValueError, "finite"),
+        ({"budgets": [5, 10], "weights": [float("inf"), 1.0]}, ValueError, "finite"),
         ({"budgets": [5, 10], "weights": []}, ValueError, "weights has 0"),
         ({"budgets": [5, 10], "weights": ["1", "2"]}, TypeError, "weights must be numbers"),
         ({"budgets": [5, 10], "weights": [True, 1]}, TypeError, "weights must be numbers"),
@@ -128,10 +129,13 @@ def test_rebuilds_from_spec():
     assert rebuilt.reset(seed=3) == env.reset(seed=3)
 
 
-def test_huge_weights_normalise_instead_of_overflowing():
+def test_huge_and_tiny_weights_normalise_instead_of_overflowing():
+    """Weights of 1e308 used to sum to inf and fail inside numpy on reset."""
     env = make(budgets=(4, 8), weights=[1e308, 1e308])
     assert env.weights.tolist() == [0.5, 0.5]
+    assert env.reset(seed=0)[1]["budget"] in (4, 8)
     assert BudgetDraw([4, 8], [1e308, 3e307]).probabilities == pytest.approx((10 / 13, 3 / 13))
+    assert make(budgets=(4, 8), weights=[5e-324, 0.0]).weights.tolist() == [1.0, 0.0]
 
 
 @pytest.mark.parametrize(
