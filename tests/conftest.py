@@ -25,6 +25,29 @@ def env_id(request) -> str:
     return request.param
 
 
+# ------------------------------------------------------------ train commands
+class TrainingStarted(Exception):
+    """Raised by a training function that a check should have kept from running."""
+
+
+@pytest.fixture
+def no_training(monkeypatch) -> type[TrainingStarted]:
+    """Make both train commands raise :class:`TrainingStarted` where training would start.
+
+    A test then shows that a command's checks come first; it gets the exception
+    class, to expect it where the checks pass.
+    """
+    from baselines.llm import train as llm_train
+    from baselines.sb3 import train as sb3_train
+
+    def refuse(*args, **kwargs):
+        raise TrainingStarted("training started before the checks")
+
+    monkeypatch.setattr(sb3_train, "train", refuse)
+    monkeypatch.setattr(llm_train, "train_llm", refuse)
+    return TrainingStarted
+
+
 # ------------------------------------------------------------ LLM tests
 @pytest.fixture(scope="module")
 def one_torch_thread():

@@ -133,6 +133,7 @@ class ChatServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._generate_lock = threading.Lock()
         self._release = threading.Event()
         self._barrier = threading.Barrier(2, timeout=10)
@@ -160,6 +161,7 @@ class ChatServer:
             self.requests.append(
                 {"path": handler.path, "headers": dict(handler.headers), "body": body}
             )
+            self._arrived.notify_all()
             action = self.script.popleft() if self.script else "answer"
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -258,6 +260,16 @@ class ChatServer:
         except (BrokenPipeError, ConnectionResetError):
             outcome = "cut"  # the client gave up (its deadline); nothing more to send
         self.drips.append(outcome)
+
+    def wait_for_requests(self, count: int) -> int:
+        """Wait until ``count`` requests have arrived (10 s at most); return how many have.
+
+        A client that gave up on a request can return before the server's thread
+        has even read it; this waits for the server's side instead of racing it.
+        """
+        with self._arrived:
+            self._arrived.wait_for(lambda: len(self.requests) >= count, timeout=10)
+            return len(self.requests)
 
     def close(self) -> None:
         """Release hanging requests and stop the server."""

@@ -8,6 +8,7 @@ import pytest
 
 from wrappers import BudgetMix
 from wrappers.budget_draw import BudgetDraw
+from wrappers.seeding import BUDGET
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 
@@ -106,6 +107,7 @@ def test_async_vector_without_shared_memory_matches_sync():
         ({"budgets": [5, 10], "weights": [1.0, -1.0]}, ValueError, "non-negative"),
         ({"budgets": [5, 10], "weights": [0.0, 0.0]}, ValueError, "all be zero"),
         ({"budgets": [5, 10], "weights": [1.0, float("nan")]}, ValueError, "finite"),
+        ({"budgets": [5, 10], "weights": [float("inf"), 1.0]}, ValueError, "finite"),
         ({"budgets": [5, 10], "weights": []}, ValueError, "weights has 0"),
         ({"budgets": [5, 10], "weights": ["1", "2"]}, TypeError, "weights must be numbers"),
         ({"budgets": [5, 10], "weights": [True, 1]}, TypeError, "weights must be numbers"),
@@ -127,10 +129,13 @@ def test_rebuilds_from_spec():
     assert rebuilt.reset(seed=3) == env.reset(seed=3)
 
 
-def test_huge_weights_normalise_instead_of_overflowing():
+def test_huge_and_tiny_weights_normalise_instead_of_overflowing():
+    """Weights of 1e308 used to sum to inf and fail inside numpy on reset."""
     env = make(budgets=(4, 8), weights=[1e308, 1e308])
     assert env.weights.tolist() == [0.5, 0.5]
+    assert env.reset(seed=0)[1]["budget"] in (4, 8)
     assert BudgetDraw([4, 8], [1e308, 3e307]).probabilities == pytest.approx((10 / 13, 3 / 13))
+    assert make(budgets=(4, 8), weights=[5e-324, 0.0]).weights.tolist() == [1.0, 0.0]
 
 
 @pytest.mark.parametrize(
@@ -153,14 +158,31 @@ def test_drawn_budgets_are_unchanged_for_existing_seeds(weights, seed, expected)
     assert drawn == expected
 
 
-def test_budget_mix_draws_from_its_budget_draw_object():
-    env = make(budgets=(2, 4, 8), weights=[0.5, 0.3, 0.2])
-    draws = BudgetDraw((2, 4, 8), [0.5, 0.3, 0.2])
-    rng = draws.generator(11)
-    env.reset(seed=11)
-    drawn = [env.budget]
-    for _ in range(19):
-        env.reset()
-        drawn.append(env.budget)
-    assert drawn == [draws.draw(rng) for _ in range(20)]
-    assert env.draws.probabilities == draws.probabilities
+def numpy_budgets(budgets, probabilities, seed, count):
+    """The first ``count`` budgets of ``seed``, drawn with numpy alone, as the docs define them.
+
+    The stream is ``default_rng([BUDGET, seed])`` and each draw is one
+    ``choice`` of an index with the normalised weights: nothing of ``wrappers``
+    but the salt.
+    """
+    rng = np.random.default_rng([BUDGET, seed])
+    return [budgets[int(rng.choice(len(budgets), p=probabilities))] for _ in range(count)]
+
+
+def reset_budgets(env, seed, count):
+    """Reset ``env`` with ``seed`` once, then ``count - 1`` times unseeded; the budgets drawn."""
+    drawn = [env.reset(seed=seed)[1]["budget"]]
+    drawn += [env.reset()[1]["budget"] for _ in range(count - 1)]
+    return drawn
+
+
+def test_budget_mix_draws_the_numpy_stream_of_its_seed_with_the_normalised_weights():
+    env = make(budgets=(2, 4, 8), weights=[5.0, 3.0, 2.0])
+    assert reset_budgets(env, 11, 20) == numpy_budgets((2, 4, 8), [0.5, 0.3, 0.2], 11, 20)
+
+
+def test_every_seeded_reset_restarts_the_budget_stream_not_only_the_first():
+    env = make(budgets=(2, 4, 8))
+    uniform = [1 / 3] * 3
+    for seed in (3, 5, 3):
+        assert reset_budgets(env, seed, 12) == numpy_budgets((2, 4, 8), uniform, seed, 12)

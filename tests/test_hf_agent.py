@@ -10,6 +10,7 @@ pytest.importorskip("transformers")
 
 from llm_fixtures import load_tiny  # noqa: E402
 
+from agent_envs import cli  # noqa: E402
 from agent_envs.protocol import AgentAction  # noqa: E402
 from baselines.llm import hf_loading  # noqa: E402
 from baselines.llm.generation import GumbelSampler  # noqa: E402
@@ -315,7 +316,6 @@ def test_evaluate_with_chat_history_feeds_the_dialogue(loaded):
 def test_cli_eval_with_the_hf_agent(tiny_path, tmp_path, capsys):
     import json
 
-    cli = pytest.importorskip("agent_envs.cli")
     kwargs = {"model": str(tiny_path), "max_new_tokens": 4, "batch_size": 4, "device": "cpu"}
     out = tmp_path / "result.json"
     status = cli.main(

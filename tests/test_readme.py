@@ -25,18 +25,24 @@ def test_environment_table_matches_the_registry_exactly():
     assert set(rows) == set(agent_envs.env_ids())
 
 
-def test_first_screen_gives_both_commands():
+def _first_screen_commands() -> list[str]:
     first_screen = "\n".join(README.splitlines()[:40])
-    commands = re.findall(r"^python3 -m venv .*$", first_screen, re.M)
+    return re.findall(r"^python3 -m venv .*$", first_screen, re.M)
+
+
+def test_first_screen_gives_both_commands():
+    commands = _first_screen_commands()
     assert len(commands) == 2
     main_job, tests = commands
     assert "pip install torch==2.13.0 &&" in main_job and "agent-envs eval" in main_job
     assert "pip install torch==2.13.0 &&" in tests and "pytest" in tests
 
 
-def test_ci_runs_the_readme_test_command():
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert "Set up and run the tests" in ci and "Set up and run the tests" in README
+def test_ci_runs_the_readme_test_command_and_nothing_else():
+    ci = subprocess.run(
+        [str(ROOT / ".ci" / "run"), "--print-command"], capture_output=True, text=True, check=True
+    )
+    assert ci.stdout == _first_screen_commands()[1] + "\n"
 
 
 def _python_blocks() -> list[str]:

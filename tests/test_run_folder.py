@@ -79,18 +79,6 @@ def _llm(*args: str) -> int:
     return llm_train.main(list(args))
 
 
-@pytest.fixture
-def no_training(monkeypatch):
-    from baselines.llm import train as llm_train
-    from baselines.sb3 import train as sb3_train
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("training started before the checks")
-
-    monkeypatch.setattr(sb3_train, "train", refuse)
-    monkeypatch.setattr(llm_train, "train_llm", refuse)
-
-
 @pytest.mark.parametrize("flag", ["--resume", "--overwrite"])
 @pytest.mark.parametrize(
     ("command", "names"),

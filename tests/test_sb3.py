@@ -235,12 +235,16 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
     from agent_envs.cli import main as cli_main
 
     kwargs = json.dumps({"path": str(corridor_model)})
+    out = tmp_path / "result.json"
     status = cli_main(
         ["eval", "agent_envs/FrozenLake-v0", "--agent", "sb3", "--agent-kwargs", kwargs,
-         "--k", "1", "--t", "3", "--tasks", "2"]
+         "--k", "1", "--t", "3", "--tasks", "2", "--out", str(out)]
     )  # fmt: skip
     # A corridor model on a lake: it runs (the encoding is rebuilt from the sidecar), badly.
     assert status == 0
+    result = json.loads(out.read_text())
+    assert result["episodes"] == 2 and result["errors"] == 0  # the model played both, no error
+    assert result["settings"]["agent_name"].startswith(f"sb3 {kwargs} [sha256:")
 
 
 @pytest.mark.parametrize(

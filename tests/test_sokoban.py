@@ -216,8 +216,10 @@ def test_reset_observation_states_goal_legend_and_actions():
         assert phrase in observation
     rows = grid_of(observation).splitlines()
     assert len(rows) == 8 and all(len(row) == 8 for row in rows)
-    assert env.render() is None
-    assert gym.make("agent_envs/Sokoban-v0", render_mode="ansi").render is not None
+    assert env.render() is None  # no render_mode: nothing to render
+    ansi = gym.make("agent_envs/Sokoban-8x8-v0", render_mode="ansi")
+    ansi.reset(seed=0, options={"task_id": 3})
+    assert ansi.render() == grid_of(observation)  # "ansi": the grid the observation shows
 
 
 def test_render_round_trips_through_from_text():
