@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wrappers.errors import InvalidValue
+
 __all__ = ["ADAPTER_FOLDER", "LoRASpec", "apply_lora", "save_model"]
 
 #: Where the adapters alone are saved, inside the output folder.
@@ -58,17 +60,17 @@ class LoRASpec:
 
     def __post_init__(self) -> None:
         if isinstance(self.r, bool) or not isinstance(self.r, int) or self.r < 1:
-            raise ValueError(f"the LoRA rank must be an int >= 1, got {self.r!r}.")
+            raise InvalidValue(f"the LoRA rank must be an int >= 1, got {self.r!r}.")
         if self.alpha is not None and not (math.isfinite(self.alpha) and self.alpha > 0):
-            raise ValueError(f"the LoRA alpha must be a number > 0, got {self.alpha!r}.")
+            raise InvalidValue(f"the LoRA alpha must be a number > 0, got {self.alpha!r}.")
         if not 0 <= self.dropout < 1:
-            raise ValueError(f"the LoRA dropout must be in [0, 1), got {self.dropout!r}.")
+            raise InvalidValue(f"the LoRA dropout must be in [0, 1), got {self.dropout!r}.")
         if self.targets is not None and not (self.targets and all(self.targets)):
-            raise ValueError(f"the LoRA targets must be module names, got {self.targets!r}.")
+            raise InvalidValue(f"the LoRA targets must be module names, got {self.targets!r}.")
         if self.layers is not None and (
             isinstance(self.layers, bool) or not isinstance(self.layers, int) or self.layers < 1
         ):
-            raise ValueError(f"the LoRA layers must be an int >= 1, got {self.layers!r}.")
+            raise InvalidValue(f"the LoRA layers must be an int >= 1, got {self.layers!r}.")
 
     def config(self, layer_count: int | None = None) -> Any:
         """Return the ``peft.LoraConfig`` of these adapters (``layer_count``: the model's)."""
@@ -90,9 +92,22 @@ class LoRASpec:
 
 
 def apply_lora(model: Any, spec: LoRASpec) -> Any:
-    """Return ``model`` wrapped in ``spec``'s adapters: only they require gradients."""
+    """Return ``model`` wrapped in ``spec``'s adapters: only they require gradients.
+
+    Raises:
+        InvalidValue: a target that names no module of the model.
+    """
     from peft import get_peft_model
 
+    if spec.targets:
+        names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+        missing = [target for target in spec.targets if target not in names]
+        if missing:
+            projections = ", ".join(sorted(n for n in names if "proj" in n)) or "none"
+            raise InvalidValue(
+                f"the LoRA targets {', '.join(missing)} name no module of the model "
+                f"(its projections: {projections})."
+            )
     layer_count = model.config.get_text_config().num_hidden_layers
     return get_peft_model(model, spec.config(layer_count))
 
