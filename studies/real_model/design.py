@@ -100,10 +100,11 @@ LEARNING_RATE, BETA, MICRO_BATCH = 5e-4, 0.0, 4
 #: The collapse guard is off (train-llm's ``collapse_invalid`` 1): every run plays
 #: its STEPS.  The base model's own invalid-reply rate depends on the task's
 #: range, not on training: it copies the few-shot examples' numbers (17-22), so
-#: its rate is 0.14 on the pilot's tasks 0-15, whose ranges mostly hold them, and
-#: 0.94 on task 16 (range 52-90).  Over a 5-step window of 10 tasks it swings
-#: from about 0.3 to 0.7, so no limit separates a collapse from the base model
-#: (the fixed 0.5 stopped a run at step 5).  Each step's rate is in the run's log.
+#: its rate is 0.14 on the pilot's tasks 0-3, whose ranges hold them, 0.47 over
+#: the pilot's 16 tasks, and 0.94 on task 16 (range 52-90).  A 5-step window of
+#: 10 tasks swings with the tasks drawn, so no limit set from the base model
+#: separates a collapse from it (a fixed 0.5 stopped a run at step 5).  Each
+#: step's rate is in the run's log.
 COLLAPSE_INVALID = 1.0
 STEP_QUALITY_STATES = 4  # shared reference states per evaluation task
 STEP_QUALITY_SEED = zlib.crc32(f"real_model/{ENV_ID}".encode()) & 0x7FFFFFFF
