@@ -43,7 +43,6 @@ def test_first_screen_gives_both_commands():
 def test_readme_is_short_and_cites_the_paper():
     assert len(README.splitlines()) <= 250
     assert "arXiv:2611.06483" in README and "docs/results.md" in README
-    assert not re.search(r"\bissues? \d", README), "issue numbers are not user-facing"
 
 
 def test_ci_runs_the_readme_test_command_and_nothing_else():
@@ -51,3 +50,11 @@ def test_ci_runs_the_readme_test_command_and_nothing_else():
         [str(ROOT / ".ci" / "run"), "--print-command"], capture_output=True, text=True, check=True
     )
     assert ci.stdout == _first_screen_commands()[1] + "\n"
+
+
+def test_the_docs_name_no_issue_numbers_and_no_deprecations():
+    pages = [p for p in (ROOT / "docs").rglob("*.md") if "real_model_study" not in p.parts]
+    for page in [ROOT / "README.md", *pages]:
+        text = page.read_text()
+        assert not re.search(r"\bissues? \d", text, re.I), page
+        assert "Deprecation note" not in text and "still works and warns" not in text, page
