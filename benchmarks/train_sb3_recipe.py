@@ -1,12 +1,12 @@
-"""Check the README's ``train-sb3`` recipe: the stated Pass@(1,T) on held-out tasks, in time.
+"""Check the `train-sb3` recipe of docs/classic_rl.md: its Pass@(1,T) on held-out tasks, in time.
 
-Runs the recipe exactly as the README prints it: ``train-sb3`` with the
+Runs the recipe exactly as docs/classic_rl.md prints it: ``train-sb3`` with the
 env's tuned defaults (``RECIPE``, without ``--out``), then evaluates the
-saved model as the README's ``agent-envs eval`` line does (greedy, task ids
+saved model as docs/classic_rl.md's ``agent-envs eval`` line does (greedy, task ids
 0-99, 4 attempts, T = 8, 16, 32), times the training command, and evaluates
 the oracle on the same held-out tasks for scale.  It prints the figures and
-exits 1 if the run misses a figure the README states (``STATED``).  Not a
-test: it takes minutes and its time depends on the machine (the README says
+exits 1 if the run misses a figure docs/classic_rl.md states (``STATED``).  Not a
+test: it takes minutes and its time depends on the machine (docs/classic_rl.md says
 which machine).
 
     python benchmarks/train_sb3_recipe.py
@@ -20,11 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-#: The README's recipe, argument for argument (without ``--out``).
+#: docs/classic_rl.md's recipe, argument for argument (without ``--out``).
 RECIPE = ["agent_envs/FrozenLake-Slippery-v0"]
-#: The README's evaluation: T values, task ids 0..TASKS-1, attempts per task.
+#: docs/classic_rl.md's evaluation: T values, task ids 0..TASKS-1, attempts per task.
 BUDGETS, TASKS, SAMPLES = (8, 16, 32), 100, 4
-#: What the README states: Pass@(1,T) at least this on task ids 0..99, within this CPU time
+#: What docs/classic_rl.md states: Pass@(1,T) at least this on task ids 0..99, within this CPU time
 #: (training runs on one thread: on an idle machine, about the wall time).
 #: (Measured: 0.655 [0.587, 0.728] at T=16 and 0.672 [0.608, 0.745] at T=32, 0.3 min of CPU
 #: time, 1.9 min of wall clock at load average 10.8.)

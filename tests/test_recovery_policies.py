@@ -9,6 +9,10 @@ The policies (issue 29) read only the interval the env states, and draw from
 * A' is A whose error is itself a wasted guess.
 * B bisects with probability 0.5, else guesses uniformly inside the interval.
 * W guesses 10, then walks one step toward the secret.
+* L always guesses the lowest number still possible: steady progress of one
+  number a turn from the start, which recovery credits although L never
+  bisects (docs/evaluation.md: recovery separates better steps from better
+  recovery only when read together with step quality).
 
 An error is recovered only by success or by ending strictly closer to the goal
 than both before and right after it, so A, whose errors are followed by
@@ -104,7 +108,12 @@ class PolicyW(Synthetic):
         return self.last
 
 
-POLICIES = {"A": PolicyA, "A'": PolicyAPrime, "B": PolicyB, "W": PolicyW}
+class PolicyL(Synthetic):
+    def guess(self, low: int, high: int, rng: np.random.Generator) -> int:
+        return low
+
+
+POLICIES = {"A": PolicyA, "A'": PolicyAPrime, "B": PolicyB, "W": PolicyW, "L": PolicyL}
 
 
 def figures(policy: type, step_quality: int = 3) -> dict:
@@ -172,3 +181,12 @@ def test_the_walker_recovers_by_walking(measured):
     # closer still, so its errors are recovered, and it never bisects.
     assert measured["W"]["recovery"][-1] > 0.9
     assert measured["W"]["step_quality"] < measured["B"]["step_quality"]
+
+
+def test_recovery_credits_steady_progress_of_any_kind(measured):
+    # L never bisects (step quality near the share of states where the lowest
+    # number is the bisection point), yet most of its errors are "recovered" at
+    # T=12, because each next guess ends one closer: recovery alone does not
+    # tell better recovery from a slow walk; step quality beside it does.
+    assert measured["L"]["recovery"][-1] > 0.7
+    assert measured["L"]["step_quality"] < 0.25 < measured["B"]["step_quality"]
