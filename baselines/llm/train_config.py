@@ -24,6 +24,7 @@ from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
+from wrappers.errors import InvalidValue
 from wrappers.validators import check_int, check_number, check_probability
 
 __all__ = [
@@ -211,7 +212,9 @@ class LLMTrainConfig:
     micro_batch: int | None = field(
         default=None,
         metadata=flag(
-            "episodes per forward/backward of the GRPO update (default: the whole step)", type=int
+            "episodes per forward/backward of the GRPO update, a divisor of --group-size x "
+            "--tasks-per-step (default: the whole step)",
+            type=int_arg(1),
         ),
     )
     beta: float = field(
@@ -229,7 +232,7 @@ class LLMTrainConfig:
         for name in ("k", "tasks_per_step", "max_new_tokens", "context"):
             check_int(getattr(self, name), name, 1)
         if self.k < 2:
-            raise ValueError(
+            raise InvalidValue(
                 f"k must be >= 2: GRPO compares attempts within a group; got {self.k}."
             )
         for name in ("steps", "warm_start", "warm_start_episodes", "seed"):
@@ -242,14 +245,14 @@ class LLMTrainConfig:
         check_probability(self.warm_start_epsilon, "warm_start_epsilon")
         LLMPolicy(**self.policy_settings())  # checked by the owner that will use them
         if not self.tasks:
-            raise ValueError("tasks must not be empty.")
+            raise InvalidValue("tasks must not be empty.")
         if self.micro_batch is not None and (
             isinstance(self.micro_batch, bool)
             or not isinstance(self.micro_batch, int)
             or self.micro_batch < 1
             or (self.k * self.tasks_per_step) % self.micro_batch
         ):
-            raise ValueError(
+            raise InvalidValue(
                 f"micro_batch must divide the {self.k * self.tasks_per_step} episodes of a "
                 f"step, got {self.micro_batch!r}."
             )
