@@ -2,8 +2,9 @@
 
 Item 2: every input is checked before ``--out`` is written (on dcbbda0 a
 missing model left ``agent_envs_run.json`` and an empty ``model/`` behind).
-Item 3: ``--steps 0`` is refused by the command.  The command runs in process
-(``cli.main``); none of these tests trains a model.
+Item 3: ``--steps 0`` is defined, not refused: no GRPO, and the model GRPO
+would start from is saved and evaluated (``--help`` says so, and so does the
+run).  The command runs in process (``cli.main``); no test takes a training step.
 """
 
 from __future__ import annotations
@@ -85,3 +86,29 @@ def test_hostile_lora_and_micro_batch_values_are_one_line(tmp_path, capsys, flag
     assert train_llm(out, *flags) == 2
     one_error_line(capsys)
     assert not out.exists()
+
+
+# ------------------------------------------------------------ 3: --steps 0
+def test_steps_0_is_defined_in_help(capsys):
+    """Item 3: ``--help`` says what ``--steps 0`` does (no GRPO: the starting model evaluated)."""
+    with pytest.raises(SystemExit):
+        cli.main(["train-llm", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "0: no GRPO" in text and "--steps 0 --warm-start 0 evaluates the given model" in text
+
+
+def test_steps_0_saves_and_evaluates_the_starting_model_and_says_so(tmp_path, capsys):
+    """Item 3: ``--steps 0 --warm-start 0`` says so, runs no step, and evaluates the model."""
+    pytest.importorskip("trl")
+    import json
+
+    out = tmp_path / "D"
+    small = ["--tasks", "1", "--group-size", "2", "--tasks-per-step", "1", "--budget", "2"]
+    evaluation = ["--eval-tasks", "1", "--eval-samples", "1", "--eval-k", "1"]
+    assert train_llm(out, "--steps", "0", "--warm-start", "0", *small, *evaluation) == 0
+    assert "--steps 0: no GRPO; the starting model as given is saved and evaluated" in (
+        capsys.readouterr().out
+    )
+    sidecar = json.loads((out / "model" / "train_llm.json").read_text())
+    assert sidecar["log"] == [] and sidecar["config"]["steps"] == 0
+    assert json.loads((out / "result.json").read_text())

@@ -245,6 +245,9 @@ class LLMCommand(TrainingCommand):
             f"training tasks ({id_span(config.tasks)}), evaluation tasks "
             f"{id_span(eval_tasks) or 'none'}"
         )
+        if not config.steps:  # a defined run, not a slip: say what it does instead of GRPO
+            start = "the warm-started model" if config.warm_start else "the starting model as given"
+            print(f"--steps 0: no GRPO; {start} is saved and evaluated")
 
     def finished(self, args, configs, folder, plans) -> None:  # type: ignore[override]
         print(f"evaluate again with:\n  {eval_command(configs[0], folder / MODEL, plans[0])}")
