@@ -101,3 +101,48 @@ def test_the_documented_openenv_example_plays_the_documented_server(source, tmp_
     assert observation["info"]["budget"] in (10, 20, 40)
     if source is _from_the_guide:  # it prints the first text and the T the server drew
         assert capsys.readouterr().out.split()[-1] in ("10", "20", "40")
+
+
+# ------------------------------------------- 10: one oracle-turn range
+def _readme_table() -> list[str]:
+    """The README's environment table, header included, as lines."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Environments", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("|")]
+
+
+def test_the_readme_table_is_what_its_script_prints(monkeypatch, capsys):
+    """Item 10: the table is ``tools/env_table.py``'s output, over the ids the README names."""
+    import importlib.util
+
+    from agent_envs.registration import ORACLE_TURN_TASKS
+
+    spec = importlib.util.spec_from_file_location("env_table", ROOT / "tools" / "env_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(sys, "argv", ["env_table.py"])
+    script.main()
+    assert capsys.readouterr().out.splitlines() == _readme_table()
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"measured over task ids 0..{ORACLE_TURN_TASKS - 1}" in readme
+
+
+def test_list_measures_the_range_of_the_readme_table(capsys):
+    """Item 10: ``agent-envs list`` shows, by default, the README table's range for every id."""
+    from agent_envs import cli
+
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "(turns: the range of oracle_turns() at reset over tasks 0..199)"
+    listed = {
+        line.split()[0]: line.split()[1] for line in lines if line.startswith("  agent_envs/")
+    }
+    for row in _readme_table()[2:]:
+        env_id = re.match(r"\| `([^`]+)` \|", row).group(1)
+        turns = row.rsplit("|", 2)[1].strip()  # the last cell: "2..7" or "7"
+        assert listed[env_id] == turns.replace("..", "-"), env_id
+    with pytest.raises(SystemExit):
+        cli.main(["list", "--help"])
+    assert "(default 200: 0..199, the README table's ids)" in " ".join(
+        capsys.readouterr().out.split()
+    )
