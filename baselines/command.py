@@ -5,7 +5,8 @@ settings and its evaluation, how to train and how to evaluate one model, and
 the skeleton does the rest, the same way for both:
 
 * the one-line errors (:func:`agent_envs.arguments.run_command`);
-* the env id check, before any work;
+* the env id check and the command's own input check
+  (:meth:`TrainingCommand.check_inputs`), before any file is written;
 * the run folder (:class:`RunFolder`): ``--resume`` and ``--overwrite``,
   and a marker file listing what the command wrote there, so that it never
   deletes or reuses a file it did not write;
@@ -234,6 +235,13 @@ class TrainingCommand:
         """Return the evaluation's settings for ``config``, checked now (``None``: none)."""
         raise NotImplementedError
 
+    def check_inputs(self, args: argparse.Namespace, configs: list[Any]) -> None:
+        """Refuse, in one line, what the settings name outside themselves (a model, a package).
+
+        Called before the run folder is opened, so that a bad input leaves no
+        file behind; the settings themselves were checked when built.
+        """
+
     def trained(self, config: Any, out: Path) -> Any:
         """With ``--resume``: the model in ``out`` trained with ``config``, else ``None``."""
         raise NotImplementedError
@@ -288,6 +296,7 @@ class TrainingCommand:
         top, subs = self.run_layout(args, configs)
         files = [f"{sub}{name}" for sub in subs for name in self.model_files + self.eval_files]
         plans = [self.evaluation(args, config) for config in configs]
+        self.check_inputs(args, configs)
         run = RunFolder.open(
             top,
             self.prog.split()[-1],

@@ -101,7 +101,8 @@ def test_list_shows_an_installed_env_package(site):
     done = run(site, "-m", "agent_envs.cli", "list")
     assert done.returncode == 0, done.stderr
     assert "waterpkg (env package)" in done.stdout
-    assert re.search(r"waterpkg/DialLock-v0 +3-12 +Turn the dials", done.stdout), done.stdout
+    # the range over task ids 0..199, as the README table's (3-12 over the old 0..19)
+    assert re.search(r"waterpkg/DialLock-v0 +1-13 +Turn the dials", done.stdout), done.stdout
 
 
 @pytest.mark.parametrize("env_id", [PACKAGE_ID, f"waterpkg.extra:{MODULE_ID}"])

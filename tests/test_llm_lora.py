@@ -122,10 +122,11 @@ def test_lora_on_the_last_layers_leaves_the_lower_ones_without_gradient(tiny_lla
     [
         (["--lora-alpha", "8"], "go with --lora R"),
         (["--lora-layers", "2"], "go with --lora R"),
-        (["--lora", "4", "--lora-layers", "0"], "LoRA layers must be an int >= 1"),
-        (["--lora", "-2"], "LoRA rank must be an int >= 1"),
-        (["--lora", "4", "--lora-dropout", "1.5"], "LoRA dropout must be in [0, 1)"),
-        (["--lora", "4", "--lora-targets", "no_such_proj"], "no_such_proj"),
+        (["--lora", "4", "--lora-layers", "0"], "--lora-layers: the value must be an int >= 1"),
+        (["--lora", "-2"], "--lora: the value must be an int >= 0"),
+        (["--lora", "4", "--lora-dropout", "1.5"], "--lora-dropout: the value must be a number in"),
+        (["--lora", "4", "--lora-dropout", "1"], "--lora-dropout must be below 1"),
+        (["--lora", "4", "--lora-targets", "no_such_proj"], "--lora-targets: Target modules"),
         (["--micro-batch", "3"], "micro_batch must divide"),
     ],
 )

@@ -1,7 +1,8 @@
 """Print the README's environment table from the registry.
 
-The oracle-turn range is measured over task ids ``0..N-1`` (default 200), so
-the table states what the envs really generate.  Run from the repo root:
+The oracle-turn range is measured over task ids ``0..N-1`` (default
+``ORACLE_TURN_TASKS``, 200, the ids ``agent-envs list`` measures too), so the
+table states what the envs really generate.  Run from the repo root:
 ``python tools/env_table.py``.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 import agent_envs
-from agent_envs.registration import oracle_turn_range
+from agent_envs.registration import ORACLE_TURN_TASKS, oracle_turn_range
 
 
 def oracle_range(env_id: str, tasks: int) -> str:
@@ -20,7 +21,7 @@ def oracle_range(env_id: str, tasks: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--tasks", type=int, default=ORACLE_TURN_TASKS)
     args = parser.parse_args()
     print("| id | what it tests | oracle turns |")
     print("|---|---|---|")

@@ -1,5 +1,9 @@
 """``agent-envs list``: the registered env ids, by family, with their oracle-turn range.
 
+The range is measured over task ids ``0..199`` by default
+(:data:`~agent_envs.registration.ORACLE_TURN_TASKS`), the same ids as the
+README's table, so the two agree.
+
 Ids that installed env packages register (the ``agent_envs.envs`` entry-point
 group) follow the project's own, one group per package.
 """
@@ -12,6 +16,7 @@ import importlib
 import gymnasium as gym
 
 from agent_envs.arguments import int_arg
+from agent_envs.registration import ORACLE_TURN_TASKS
 
 #: The most tasks ``list --tasks`` may sample (each costs a reset of every env id).
 MAX_LIST_TASKS = 1_000
@@ -66,8 +71,9 @@ def add_list(listing: argparse.ArgumentParser) -> None:
     listing.add_argument(
         "--tasks",
         type=int_arg(0, MAX_LIST_TASKS),
-        default=20,
-        help=f"tasks sampled for the oracle-turn range, at most {MAX_LIST_TASKS:,}; 0 to skip "
-        "it (default 20)",
+        default=ORACLE_TURN_TASKS,
+        help=f"measure the oracle-turn range over task ids 0..N-1 (default {ORACLE_TURN_TASKS}: "
+        f"0..{ORACLE_TURN_TASKS - 1}, the README table's ids), at most {MAX_LIST_TASKS:,}; "
+        "0 skips it",
     )
     listing.set_defaults(run=_cmd_list, parser=listing)

@@ -2,12 +2,13 @@
 
 ``agent-envs serve ENV_ID --port P`` (or :func:`create_app`) starts an OpenEnv
 server (FastAPI, WebSocket sessions, one env per session) on 127.0.0.1.  Any
-OpenEnv client plays it; with ``openenv-core``'s ``GenericEnvClient``::
+OpenEnv client plays it; with ``openenv-core``'s ``GenericEnvClient``, against
+``agent-envs serve agent_envs/Sokoban-v0 --port 8000 --budget-mix 10,20,40``::
 
     from openenv.core import GenericEnvClient
 
     with GenericEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
-        result = env.reset(seed=0, task_id=5, budget=10)
+        result = env.reset(seed=0, task_id=5)  # T is the server's: drawn from 10,20,40
         result = env.step({"action": "up"})
         result.observation["success"], result.observation["truncated"], result.done
 

@@ -47,6 +47,20 @@ class ModelSource:
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
         return model, tokenizer
 
+    def check(self) -> None:
+        """Refuse a model that :meth:`load` would refuse, now, building and writing nothing.
+
+        The tiny model (``model`` is ``None``) is built from the env and needs
+        no check.
+
+        Raises:
+            baselines.llm.models.ModelError: ``model`` names no loadable model.
+        """
+        if self.model is not None:
+            from baselines.llm.models import check_model
+
+            check_model(self.model)
+
     def folder(self, out: Path) -> Path:
         """Return the model's local Hugging Face folder, building the tiny model in ``out/base``."""
         if self.model is None:

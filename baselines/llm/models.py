@@ -61,6 +61,7 @@ __all__ = [
     "ModelError",
     "cache_dir",
     "check_gguf",
+    "check_model",
     "convert_gguf",
     "gguf_file",
     "resolve_model",
@@ -157,6 +158,29 @@ def resolve_model(name_or_path: str | os.PathLike[str], cache: Path | None = Non
         ModelError: the name is not a local path or short name, or the file
             cannot be read as a model.
     """
+    path, is_gguf = _located(name_or_path)
+    return convert_gguf(path, cache) if is_gguf else path
+
+
+def check_model(name_or_path: str | os.PathLike[str]) -> Path:
+    """Refuse now what :func:`resolve_model` would refuse, building and converting nothing.
+
+    So that a command checks its model before it writes a file: the path
+    exists, a folder has ``config.json``, and a GGUF file passes
+    :func:`check_gguf` (which reads its header and tensor index, not a
+    model).  Returns the local path (the GGUF file itself, not its cache).
+
+    Raises:
+        ModelError: as :func:`resolve_model`, but before any conversion.
+    """
+    path, is_gguf = _located(name_or_path)
+    if is_gguf:
+        check_gguf(path)
+    return path
+
+
+def _located(name_or_path: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """Return the local model path and whether it is a GGUF file; refuse anything else."""
     path = _local_path(name_or_path)
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -164,9 +188,9 @@ def resolve_model(name_or_path: str | os.PathLike[str], cache: Path | None = Non
                 f"{os.fspath(name_or_path)!r} is a folder without config.json, "
                 "not a Hugging Face model folder."
             )
-        return path
+        return path, False
     if _is_gguf(path):
-        return convert_gguf(path, cache)
+        return path, True
     raise ModelError(
         f"{os.fspath(name_or_path)!r} is neither a Hugging Face model folder nor a .gguf file."
     )

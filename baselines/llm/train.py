@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -47,6 +48,7 @@ from baselines.llm.few_shot import check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.post_training_eval import eval_command, evaluate_into, evaluate_model, id_span
 from baselines.llm.train_config import COLLAPSE_WINDOW, EVAL_FIRST_TASK, QUICK, LLMTrainConfig
+from wrappers.errors import InvalidValue
 
 __all__ = [
     "COLLAPSE_WINDOW",
@@ -64,6 +66,8 @@ __all__ = [
 _MOVED = ("CPU_SAFE_GRPO", "grpo_config", "load_model", "make_rollout")
 #: The packages whose versions ``train_llm.json`` records.
 PACKAGES = ("agent-envs", "torch", "transformers", "trl", "datasets")
+#: The modules training imports (from the ``[rl]`` extra), checked before ``--out`` is written.
+_IMPORTS = ("torch", "transformers", "trl", "datasets")
 #: Where a model lives in its run folder: its own subfolder, apart from other files.
 MODEL = "model/"
 
@@ -108,7 +112,7 @@ def train_llm(
         set_seed(config.seed)
         model, tokenizer = source.load(out)
         if config.lora is not None:
-            model = apply_lora(model, config.lora)
+            model = _with_lora(model, config.lora)
         started = time.perf_counter()
         if warm.steps:  # each phase plays a rollout of its own, from the same seeds
             model = run_warm_start(model, tokenizer, EpisodeRollout(**rollout), warm, scratch, log)
@@ -135,6 +139,22 @@ def train_llm(
     atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
+
+
+def _with_lora(model: Any, spec: LoRASpec) -> Any:
+    """Return ``model`` with LoRA adapters; a ``--lora-targets`` it lacks is one line.
+
+    Which modules a model has is known only once it is loaded, so this is the
+    one input checked after ``--out`` is marked.
+    """
+    try:
+        from peft.utils.error import NoMatchingPeftModuleError
+    except ImportError:  # an older peft raises a plain ValueError: left as it is
+        NoMatchingPeftModuleError = ()
+    try:
+        return apply_lora(model, spec)
+    except NoMatchingPeftModuleError as error:
+        raise InvalidValue(f"--lora-targets: {cli.error_line(error)}") from None
 
 
 # ----------------------------------------------------------------------- CLI
@@ -184,6 +204,15 @@ class LLMCommand(TrainingCommand):
             check_not_example_instance(config.env_id, config.few_shot, (*config.tasks, *eval_ids))
         return settings
 
+    def check_inputs(self, args: argparse.Namespace, configs: list[LLMTrainConfig]) -> None:
+        """Refuse a missing package or a model that cannot load before ``--out`` is written."""
+        for config in configs:
+            config.model_source().check()
+            needed = _IMPORTS + (("peft",) if config.lora is not None else ())
+            missing = [name for name in needed if importlib.util.find_spec(name) is None]
+            if missing:
+                raise ModuleNotFoundError(f"train-llm needs {', '.join(missing)}", name=missing[0])
+
     def trained(self, config: LLMTrainConfig, out: Path) -> Path | None:
         sidecar = out / MODEL / "train_llm.json"
         if not sidecar.is_file():
@@ -216,6 +245,9 @@ class LLMCommand(TrainingCommand):
             f"training tasks ({id_span(config.tasks)}), evaluation tasks "
             f"{id_span(eval_tasks) or 'none'}"
         )
+        if not config.steps:  # a defined run, not a slip: say what it does instead of GRPO
+            start = "the warm-started model" if config.warm_start else "the starting model as given"
+            print(f"--steps 0: no GRPO; {start} is saved and evaluated")
 
     def finished(self, args, configs, folder, plans) -> None:  # type: ignore[override]
         print(f"evaluate again with:\n  {eval_command(configs[0], folder / MODEL, plans[0])}")
@@ -256,14 +288,22 @@ def _add_lora_arguments(parser: cli.Parser) -> None:
     """Add the LoRA adapters a large model needs to train in memory (``--micro-batch`` too)."""
     parser.add_argument(
         "--lora",
-        type=int,
+        type=cli.int_arg(0),
         default=0,
         metavar="R",
         help="train LoRA adapters of rank R only (0: full fine-tuning); saved merged",
     )
-    parser.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (2*R)")
     parser.add_argument(
-        "--lora-dropout", type=float, default=0.0, help="LoRA dropout, warm start only (0)"
+        "--lora-alpha",
+        type=cli.number_arg(0, open_low=True),
+        default=None,
+        help="LoRA alpha (2*R)",
+    )
+    parser.add_argument(
+        "--lora-dropout",
+        type=cli.number_arg(0, 1),
+        default=0.0,
+        help="LoRA dropout in [0, 1), warm start only (0)",
     )
     parser.add_argument(
         "--lora-targets",
@@ -273,7 +313,7 @@ def _add_lora_arguments(parser: cli.Parser) -> None:
     )
     parser.add_argument(
         "--lora-layers",
-        type=int,
+        type=cli.int_arg(1),
         default=None,
         help="adapt only the last N layers (default: all); the backward stops there",
     )
@@ -305,9 +345,16 @@ def _lora_spec(args: argparse.Namespace) -> LoRASpec | None:
                 "--lora-alpha, --lora-dropout, --lora-targets and --lora-layers go with --lora R."
             )
         return None
+    if args.lora_dropout >= 1:  # a closed bound is all number_arg offers; 1 drops everything
+        raise cli.UsageError(f"--lora-dropout must be below 1, got {args.lora_dropout}.")
     targets = None
     if args.lora_targets is not None:
         targets = tuple(name.strip() for name in args.lora_targets.split(","))
+        if not all(targets):
+            raise cli.UsageError(
+                "--lora-targets takes module names such as q_proj,v_proj, "
+                f"got {args.lora_targets!r}."
+            )
     return LoRASpec(args.lora, args.lora_alpha, args.lora_dropout, targets, args.lora_layers)
 
 

@@ -122,7 +122,9 @@ class LLMTrainConfig:
         k: attempts per task in a GRPO group (``num_generations``).
         tasks_per_step: tasks (groups) per GRPO step; a step plays
             ``k * tasks_per_step`` episodes.
-        steps: GRPO optimizer steps.
+        steps: GRPO optimizer steps; 0 runs no GRPO, and the model after the
+            warm start (with ``warm_start=0``, the starting model itself) is
+            saved and evaluated, as the "before" of a comparison.
         learning_rate: GRPO's learning rate.
         warm_start: supervised warm-start steps (0: none).
         warm_start_episodes: noisy-oracle episodes per training task.
@@ -170,11 +172,20 @@ class LLMTrainConfig:
         default=8, metadata=flag("GRPO's K: attempts per task (8)", "--group-size", type=int_arg(2))
     )
     tasks_per_step: int = field(default=4, metadata=flag("groups per step (4)", type=int_arg(1)))
-    steps: int = field(default=150, metadata=flag("GRPO steps (150)", type=int_arg(0)))
+    steps: int = field(
+        default=150,
+        metadata=flag(
+            "GRPO steps (150). 0: no GRPO; the model GRPO would start from (after the warm "
+            "start) is saved and evaluated, so --steps 0 --warm-start 0 evaluates the given model",
+            type=int_arg(0),
+        ),
+    )
     learning_rate: float = field(
         default=5e-4, metadata=flag("(5e-4)", "--lr", type=number_arg(0, open_low=True))
     )
-    warm_start: int = field(default=300, metadata=flag("steps (0: none)", type=int_arg(0)))
+    warm_start: int = field(
+        default=300, metadata=flag("supervised steps before GRPO (300; 0: none)", type=int_arg(0))
+    )
     warm_start_episodes: int = 4
     warm_start_epsilon: float = 0.25
     warm_start_lr: float = 1e-2
@@ -212,7 +223,9 @@ class LLMTrainConfig:
     micro_batch: int | None = field(
         default=None,
         metadata=flag(
-            "episodes per forward/backward of the GRPO update (default: the whole step)", type=int
+            "episodes per forward/backward of the GRPO update, a divisor of --group-size x "
+            "--tasks-per-step (default: the whole step)",
+            type=int_arg(1),
         ),
     )
     beta: float = field(
