@@ -126,7 +126,7 @@ def test_lora_on_the_last_layers_leaves_the_lower_ones_without_gradient(tiny_lla
         (["--lora", "-2"], "--lora: the value must be an int >= 0"),
         (["--lora", "4", "--lora-dropout", "1.5"], "--lora-dropout: the value must be a number in"),
         (["--lora", "4", "--lora-dropout", "1"], "--lora-dropout must be below 1"),
-        (["--lora", "4", "--lora-targets", "no_such_proj"], "--lora-targets: Target modules"),
+        (["--lora", "4", "--lora-targets", "no_such_proj"], "LoRA targets no_such_proj name no"),
         (["--micro-batch", "3"], "micro_batch must divide"),
     ],
 )

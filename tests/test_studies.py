@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_envs.evaluation import EvalResult
-from studies.runner import RECORD, Job, finished, run_jobs
+from studies.runner import RECORD, Job, code_commit, finished, run_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -68,6 +68,7 @@ def test_a_study_killed_mid_run_redoes_no_finished_job_on_rerun(tmp_path):
     assert _snapshot(records) == before
     assert json.loads((tmp_path / "long-2" / RECORD).read_text()) == {
         "regime": "long", "seed": 2, "folder": str(tmp_path / "long-2"), "value": 21,
+        "commit": code_commit(),
     }  # fmt: skip
 
 
@@ -82,7 +83,12 @@ def test_the_runner_runs_phases_in_order_and_returns_summaries_in_job_order(tmp_
     summaries = run_jobs(jobs, job_function, log=lambda line: None)
     assert order == [(0, "a"), (1, "b")]
     assert [s["regime"] for s in summaries] == ["b", "a"]
-    assert finished(jobs[0]) == {"regime": "b", "seed": 0, "folder": jobs[0].folder, "seconds": 1.5}
+    assert finished(jobs[0]) == {
+        "regime": "b", "seed": 0, "folder": jobs[0].folder, "seconds": 1.5, "commit": code_commit(),
+    }  # fmt: skip
+    # The record names the code that ran the job: this checkout's commit.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert code_commit().split("+")[0] == head.strip()
     again = run_jobs(jobs, job_function, log=lambda line: None)
     assert order == [(0, "a"), (1, "b")] and all(s["reused"] for s in again)
 

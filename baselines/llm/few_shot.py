@@ -52,6 +52,7 @@ from baselines.llm.replies import (
     format_action,
     system_prompt_for,
 )
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.validators import check_int
 
 __all__ = [
@@ -84,7 +85,7 @@ def check_not_example(task_ids: Iterable[int]) -> None:
     """Raise ``ValueError`` if a task id is reserved for few-shot examples."""
     reserved = sorted({int(t) for t in task_ids if int(t) >= FIRST_EXAMPLE_ID})
     if reserved:
-        raise ValueError(
+        raise InvalidValue(
             f"task ids {reserved[:3]} are reserved for few-shot examples (ids >= "
             f"{FIRST_EXAMPLE_ID}); evaluate and train on lower ids."
         )
@@ -111,7 +112,7 @@ def oracle_episodes(env_id: str, count: int) -> tuple[Episode, ...]:
     env = gym.make(env_id)
     base = env.unwrapped
     if not isinstance(base, Oracle):
-        raise ValueError(f"{env_id} has no oracle_actions(), so it has no few-shot examples.")
+        raise InvalidValue(f"{env_id} has no oracle_actions(), so it has no few-shot examples.")
     lengths = []
     for task_id in example_task_ids():
         env.reset(seed=0, options={TASK_ID: task_id})
@@ -137,7 +138,7 @@ def oracle_episodes(env_id: str, count: int) -> tuple[Episode, ...]:
             shown.add(key)
     env.close()
     if len(episodes) < count:
-        raise ValueError(
+        raise InvalidValue(
             f"the oracle solved only {len(episodes)} distinct example instances of {env_id}."
         )
     return tuple(episodes)
@@ -162,7 +163,7 @@ def check_not_example_instance(env_id: str, count: int, task_ids: Iterable[int])
     for task_id in dict.fromkeys(task_ids):
         shown = examples.get(instance_key(env_id, task_id))
         if shown is not None:
-            raise ValueError(
+            raise InvalidValue(
                 f"task {task_id} of {env_id} is the same instance as few-shot example task "
                 f"{shown}: a model must not be shown the episode it is scored or trained on; "
                 "use tasks of other instances (agent_envs.instances.instance_key) or no examples."
@@ -237,7 +238,7 @@ class PromptStyle:
         self.reply_format = choose_reply_format(reply_format, self.few_shot)
         self.system_prompt = system_prompt_for(system_prompt, self.reply_format)
         if env_id is not None and not isinstance(env_id, str):
-            raise TypeError(f"env_id must be a registered env id (str), got {env_id!r}.")
+            raise InvalidType(f"env_id must be a registered env id (str), got {env_id!r}.")
         self.env_id = env_id
         #: The info keys the evaluator must provide (the env's id, for examples).
         self.required_info = (ENV_ID,) if self.few_shot and env_id is None else ()
@@ -272,7 +273,7 @@ class PromptStyle:
             if isinstance(env_id, str):
                 check_not_example_instance(env_id, self.few_shot, [info[TASK_ID]])
         if not isinstance(env_id, str):
-            raise ValueError(
+            raise InvalidValue(
                 "few_shot needs the env's id: run under the evaluator (it adds "
                 "info['registered_id']) or pass env_id='agent_envs/...'."
             )

@@ -48,7 +48,6 @@ from baselines.llm.few_shot import check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.post_training_eval import eval_command, evaluate_into, evaluate_model, id_span
 from baselines.llm.train_config import COLLAPSE_WINDOW, EVAL_FIRST_TASK, QUICK, LLMTrainConfig
-from wrappers.errors import InvalidValue
 
 __all__ = [
     "COLLAPSE_WINDOW",
@@ -112,7 +111,7 @@ def train_llm(
         set_seed(config.seed)
         model, tokenizer = source.load(out)
         if config.lora is not None:
-            model = _with_lora(model, config.lora)
+            model = apply_lora(model, config.lora)
         started = time.perf_counter()
         if warm.steps:  # each phase plays a rollout of its own, from the same seeds
             model = run_warm_start(model, tokenizer, EpisodeRollout(**rollout), warm, scratch, log)
@@ -139,22 +138,6 @@ def train_llm(
     atomic_write_text(out / "train_llm.json", json.dumps(sidecar, indent=2) + "\n")
     log(f"saved {out} (seconds: {timings})")
     return out
-
-
-def _with_lora(model: Any, spec: LoRASpec) -> Any:
-    """Return ``model`` with LoRA adapters; a ``--lora-targets`` it lacks is one line.
-
-    Which modules a model has is known only once it is loaded, so this is the
-    one input checked after ``--out`` is marked.
-    """
-    try:
-        from peft.utils.error import NoMatchingPeftModuleError
-    except ImportError:  # an older peft raises a plain ValueError: left as it is
-        NoMatchingPeftModuleError = ()
-    try:
-        return apply_lora(model, spec)
-    except NoMatchingPeftModuleError as error:
-        raise InvalidValue(f"--lora-targets: {cli.error_line(error)}") from None
 
 
 # ----------------------------------------------------------------------- CLI
