@@ -42,6 +42,7 @@ from agent_envs.evaluation.rollout import EpisodeRecord, Finish
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.redaction import ScrubbingStream, remember, scrub
+from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = ["MAX_CHUNK_ATTEMPTS", "EpisodeWorker", "RayExecutor", "chunk_size"]
 
@@ -106,7 +107,7 @@ def _pickle_check(ray: Any, obj: Any, what: str, hint: str) -> None:
     try:
         ray.cloudpickle.dumps(obj)
     except Exception as exc:  # pickling fails with many types (TypeError, PicklingError, ...)
-        raise TypeError(
+        raise InvalidType(
             f"{what} cannot be sent to Ray workers ({describe_error(exc, 200)}): {hint}."
         ) from None
 
@@ -177,7 +178,7 @@ class RayExecutor:
         wanted = self.settings.workers or max(fits, 1)
         if wanted > fits:
             # An actor that cannot be placed would hold its chunks forever.
-            raise ValueError(
+            raise InvalidValue(
                 f"{wanted} Ray workers of {CPUS_PER_WORKER} CPU each need "
                 f"{wanted * CPUS_PER_WORKER} CPUs, but the cluster has {cpus:g}: "
                 "ask for fewer workers (--workers) or add nodes."
