@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from agent_envs.arguments import USER_ERRORS, Parser, UsageError
+from agent_envs.cli.bench import add_bench
 from agent_envs.cli.compare import add_compare
 from agent_envs.cli.eval import add_eval
 from agent_envs.cli.list import add_list
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     add_eval(commands.add_parser("eval", help="measure an agent's Pass@(K,T) surface"))
     add_compare(commands.add_parser("compare", help="difference surface A - B of two results"))
     add_play(commands.add_parser("play", help="play an env yourself in the terminal"))
+    add_bench(commands.add_parser("bench", help="score an agent over a whole versioned suite"))
     for name in command_names():
         commands.add_parser(
             name, help=f"an installed command (arguments go to it; `{_PROG} {name} --help`)"

@@ -1,0 +1,162 @@
+"""``agent-envs bench``: one agent over a whole versioned suite, and its score.
+
+:func:`run_bench` evaluates an agent on every env id of a suite
+(:mod:`agent_envs.suites`) with the evaluator, each id with its own run log,
+so a stopped bench resumes with nothing lost or repeated.  Its result is one
+JSON (:data:`BENCH_FORMAT`): the suite version, the agent, every id's whole
+:class:`~agent_envs.evaluation.EvalResult` (surface, intervals, diagnostics),
+each id's CPU and wall seconds, and the score (:func:`bench_score`).
+
+The score, defined in ``docs/bench.md``:
+
+* ``tight``: Pass@(1, T_tight) averaged over the suite's families, where
+  T_tight is each family's tight budget (about the oracle's turns);
+* ``generous``: the same at each family's generous budget (4 x T_tight);
+* ``budget_gap``: generous - tight, how much the agent's success depends on
+  being given room;
+
+each with a 95% bootstrap interval over tasks (tasks resampled within each
+family, families averaged, ``BOOTSTRAP`` times, seeded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent_envs.suites import Suite
+
+__all__ = ["BENCH_FORMAT", "BOOTSTRAP", "bench_score", "run_bench"]
+
+#: The format tag of a bench result.
+BENCH_FORMAT = "agent-envs-bench/1"
+#: Bootstrap resamples of the score's intervals.
+BOOTSTRAP = 2000
+
+
+def _slug(env_id: str) -> str:
+    return env_id.replace("/", "__")
+
+
+def run_bench(
+    suite: Suite,
+    make_policy: Callable[[], Any],
+    agent_name: str,
+    out: Path,
+    log: Callable[[str], object] = print,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Evaluate ``make_policy()`` on every id of ``suite``; return the bench result.
+
+    Each id's episodes go to ``out/logs/<id>.jsonl`` (a rerun resumes them);
+    ``settings`` are further :class:`~agent_envs.evaluation.EvalSettings`
+    fields (``backend``, ``workers``, ``progress`` ...).
+    """
+    from agent_envs.evaluation import EvalSettings, evaluate
+
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    results, seconds = {}, {}
+    for index, entry in enumerate(suite.entries, 1):
+        log(f"[{index}/{len(suite.entries)}] {entry.env_id}: {len(entry.tasks)} tasks x "
+            f"{suite.samples} attempts, T {','.join(map(str, entry.budgets))}")  # fmt: skip
+        cpu, wall = time.process_time(), time.perf_counter()
+        result = evaluate(
+            make_policy(),
+            entry.env_id,
+            EvalSettings(
+                ks=list(suite.ks),
+                budgets=list(entry.budgets),
+                tasks=list(entry.tasks),
+                samples=suite.samples,
+                log_path=os.fspath(out / "logs" / f"{_slug(entry.env_id)}.jsonl"),
+                agent_name=agent_name,
+                **settings,
+            ),
+        )
+        results[entry.env_id] = result.to_dict()
+        seconds[entry.env_id] = {
+            "cpu": round(time.process_time() - cpu, 2),
+            "wall": round(time.perf_counter() - wall, 2),
+        }
+    return {
+        "format": BENCH_FORMAT,
+        "suite": suite.version,
+        "agent": agent_name,
+        "results": results,
+        "seconds": seconds,
+        "score": bench_score(suite, results),
+    }
+
+
+def _pass1(result: Mapping[str, Any], budget: int) -> np.ndarray:
+    """Per task: Pass@(1, budget), the share of attempts that succeeded within it."""
+    column = result["settings"]["budgets"].index(budget)
+    counts = np.asarray(result["success_counts"], dtype=float)[:, column]
+    return counts / result["settings"]["samples"]
+
+
+def bench_score(
+    suite: Suite, results: Mapping[str, Mapping[str, Any]], seed: int = 0
+) -> dict[str, Any]:
+    """Return the suite score: tight, generous and the budget gap, with 95% intervals.
+
+    ``results`` maps each env id of the suite to its result's ``to_dict()``.
+    """
+    tight = [_pass1(results[e.env_id], e.tight) for e in suite.entries]
+    generous = [_pass1(results[e.env_id], e.generous) for e in suite.entries]
+    rng = np.random.default_rng(seed)
+    draws = {"tight": [], "generous": []}
+    for _ in range(BOOTSTRAP):
+        picks = [rng.integers(0, len(values), len(values)) for values in tight]
+        draws["tight"].append(np.mean([v[p].mean() for v, p in zip(tight, picks, strict=True)]))
+        draws["generous"].append(
+            np.mean([v[p].mean() for v, p in zip(generous, picks, strict=True)])
+        )
+    values = {
+        "tight": (float(np.mean([v.mean() for v in tight])), np.array(draws["tight"])),
+        "generous": (float(np.mean([v.mean() for v in generous])), np.array(draws["generous"])),
+    }
+    values["budget_gap"] = (
+        values["generous"][0] - values["tight"][0],
+        values["generous"][1] - values["tight"][1],
+    )
+    score = {
+        name: {
+            "value": value,
+            "low": float(np.quantile(d, 0.025)),
+            "high": float(np.quantile(d, 0.975)),
+        }
+        for name, (value, d) in values.items()
+    }
+    score["per_family"] = {
+        e.family: {"tight": float(t.mean()), "generous": float(g.mean())}
+        for e, t, g in zip(suite.entries, tight, generous, strict=True)
+    }
+    return score
+
+
+def score_table(result: Mapping[str, Any]) -> str:
+    """The bench result as a table: each family at its tight and generous budget, then the score."""
+    score = result["score"]
+    lines = [f"{result['agent']} on suite {result['suite']}", ""]
+    lines.append(f"{'family':<16} {'tight':>7} {'generous':>9}")
+    for family, row in score["per_family"].items():
+        lines.append(f"{family:<16} {row['tight']:>7.3f} {row['generous']:>9.3f}")
+    lines.append("")
+    for name in ("tight", "generous", "budget_gap"):
+        s = score[name]
+        lines.append(f"{name:<16} {s['value']:.3f} [{s['low']:.3f}, {s['high']:.3f}]")
+    return "\n".join(lines)
+
+
+def write_result(result: Mapping[str, Any], path: Path) -> None:
+    """Write a bench result atomically as JSON."""
+    from agent_envs.files import atomic_write_text
+
+    atomic_write_text(path, json.dumps(result, indent=1) + "\n")

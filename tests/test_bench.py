@@ -1,0 +1,163 @@
+"""``agent-envs bench``: the released suite's rules, the score, durability, the reference rows."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from agent_envs.bench import BENCH_FORMAT, bench_score, run_bench
+from agent_envs.core import FIRST_EXAMPLE_ID, MAX_TASK_ID
+from agent_envs.instances import instance_keys
+from agent_envs.registration import FAMILIES
+from agent_envs.suites import Suite, SuiteEntry, load_suite
+
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "bench" / "v1"
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return load_suite("v1")
+
+
+def test_every_family_has_one_id_with_held_out_distinct_tasks_none_an_examples(suite):
+    assert sorted(e.family for e in suite.entries) == sorted(FAMILIES)
+    pool = range(FIRST_EXAMPLE_ID, MAX_TASK_ID)  # every task a few-shot example can come from
+    for entry in suite.entries:
+        assert entry.env_id in FAMILIES[entry.family]
+        keys = instance_keys(entry.env_id, entry.tasks)
+        assert len(set(keys.values())) == len(entry.tasks) == 20, entry.env_id
+        assert not set(keys.values()) & set(instance_keys(entry.env_id, pool).values())
+        assert min(entry.tasks) >= 50_000  # far above the ids training counts from 0
+
+
+def test_each_t_grid_is_the_oracles_median_turns_then_twice_and_four_times(suite):
+    for entry in suite.entries:
+        env = gym.make(entry.env_id).unwrapped
+        turns = []
+        for task in entry.tasks:
+            env.reset(seed=0, options={"task_id": task})
+            turns.append(env.oracle_turns())
+        tight = math.ceil(statistics.median(turns))
+        assert entry.budgets == (tight, 2 * tight, 4 * tight), entry.env_id
+        assert (entry.tight, entry.generous) == (tight, 4 * tight)
+    assert (suite.samples, suite.ks) == (4, (1, 2, 4))
+
+
+def test_an_unreleased_suite_is_refused_in_one_line():
+    from wrappers.errors import InvalidValue
+
+    with pytest.raises(InvalidValue, match="no suite 'v9'; the released suites are v1"):
+        load_suite("v9")
+
+
+def _result(counts, samples, budgets):
+    return {
+        "settings": {"budgets": list(budgets), "samples": samples},
+        "success_counts": counts,
+    }
+
+
+def test_the_score_averages_families_at_their_own_tight_and_generous_budgets():
+    entries = (
+        SuiteEntry("a", "A", (0, 1), (2, 4, 8)),
+        SuiteEntry("b", "B", (0, 1, 2, 3), (5, 10, 20)),
+    )
+    suite = Suite("test", 4, (1,), entries)
+    results = {
+        # Family A: tasks at 1/4 and 3/4 when tight, 4/4 and 4/4 when generous.
+        "a": _result([[1, 2, 4], [3, 4, 4]], 4, (2, 4, 8)),
+        # Family B: 0 when tight, 2/4 on every task when generous.
+        "b": _result([[0, 1, 2]] * 4, 4, (5, 10, 20)),
+    }
+    score = bench_score(suite, results)
+    tight, generous = (0.5 + 0.0) / 2, (1.0 + 0.5) / 2
+    assert score["tight"]["value"] == pytest.approx(tight)
+    assert score["generous"]["value"] == pytest.approx(generous)
+    assert score["budget_gap"]["value"] == pytest.approx(generous - tight)
+    assert score["per_family"] == {
+        "A": {"tight": 0.5, "generous": 1.0},
+        "B": {"tight": 0.0, "generous": 0.5},
+    }
+    # Resampling A's two tasks moves the tight score between 0.125 and 0.375 only.
+    assert 0.125 <= score["tight"]["low"] < tight < score["tight"]["high"] <= 0.375
+    # Every resample of A's generous side and of B is the same: no width there.
+    assert score["generous"]["low"] == score["generous"]["high"] == generous
+    assert bench_score(suite, results) == score  # seeded
+
+
+def _bench(suite, agent, out, **settings):
+    from agent_envs.plugins import make_agent
+
+    return run_bench(
+        suite, lambda: make_agent(agent), agent, out, log=lambda line: None, **settings
+    )
+
+
+def _measured(result):
+    """What a bench measured: every id's counts, diagnostics and surface, and the score."""
+    keep = ("success_counts", "surface", "ci_low", "ci_high", "diagnostics", "settings")
+    return {
+        "score": result["score"],
+        "results": {
+            env_id: {key: r[key] for key in keep if key != "settings"}
+            | {
+                "settings": {
+                    k: v for k, v in r["settings"].items() if k not in ("log_path", "progress")
+                }
+            }
+            for env_id, r in result["results"].items()
+        },
+    }
+
+
+@pytest.mark.parametrize("agent", ["oracle", "random"])
+def test_the_committed_reference_rows_are_what_the_bench_measures_now(suite, agent, tmp_path):
+    committed = json.loads((REFERENCE / f"{agent}.json").read_text())
+    assert committed["format"] == BENCH_FORMAT and committed["suite"] == "v1"
+    again = _bench(suite, agent, tmp_path)
+    assert _measured(again) == _measured(committed)
+    assert bench_score(suite, committed["results"]) == committed["score"]
+
+
+def test_the_budget_aware_row_plays_every_t_on_its_own_and_recomputes(suite):
+    committed = json.loads((REFERENCE / "oracle-visible.json").read_text())
+    assert all(r["settings"]["mode"] == "visible" for r in committed["results"].values())
+    assert bench_score(suite, committed["results"]) == committed["score"]
+
+
+def test_a_stopped_bench_resumes_from_its_logs_and_plays_nothing_twice(tmp_path):
+    suite = Suite(
+        "test", 2, (1,), (SuiteEntry("agent_envs/GuessNumber-v0", "G", (0, 1, 2), (3, 6)),)
+    )
+    first = _bench(suite, "random", tmp_path)
+    log = tmp_path / "logs" / "agent_envs__GuessNumber-v0.jsonl"
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1 + 3 * 2  # the header, then one line an episode
+    log.write_text("\n".join(lines[:4]) + "\n")  # stopped after 3 episodes
+    again = _bench(suite, "random", tmp_path)
+    assert len(log.read_text().splitlines()) == len(lines)  # the 3 missing ones, once each
+    assert _measured(again) == _measured(first)
+
+
+def test_the_command_writes_one_result_and_refuses_a_file_as_its_folder(tmp_path, capsys):
+    from agent_envs.cli import main
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    assert main(["bench", "v1", "--agent", "oracle", "--out", str(notes)]) == 2
+    assert "is a file" in capsys.readouterr().err and notes.read_text() == "mine"
+    assert main(["bench", "v9", "--out", str(tmp_path / "b")]) == 2
+    out = tmp_path / "b"
+    assert main(["bench", "v1", "--agent", "random", "--out", str(out)]) == 0
+    result = json.loads((out / "bench.json").read_text())
+    assert set(result["results"]) == {e.env_id for e in load_suite("v1").entries}
+    assert all(s["cpu"] >= 0 and s["wall"] >= 0 for s in result["seconds"].values())
+    printed = capsys.readouterr().out
+    assert "budget_gap" in printed and f"{result['score']['tight']['value']:.3f}" in printed
+    assert np.isfinite(result["score"]["budget_gap"]["value"])
