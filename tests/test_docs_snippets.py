@@ -74,6 +74,10 @@ RUN = {
         "assert result.diagnostics['step_quality']['optimal_rate'] is not None\n",
     ),
     ("docs/evaluation.md", "agent-envs list"): ("", ""),
+    ("docs/bench.md", "agent-envs bench v1 --agent oracle"): (
+        "",
+        "test -s runs/bench-oracle/bench.json && test -s runs/bench-random/bench.json",
+    ),
     ("docs/rendering.md", 'frame = env.render()'): (
         "",
         "assert frame.shape == (96, 96, 3) and env.unwrapped.image_shape() == frame.shape\n",
