@@ -11,6 +11,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from cli_fixtures import GUESS, QUICK, eval_cli, one_error_line
 
 from agent_envs import cli
 from agent_envs.evaluation import EvalResult, evaluate
@@ -18,20 +19,7 @@ from agent_envs.evaluation.settings import MAX_EPISODES
 from baselines.simple_agents import OracleAgent
 from wrappers.chat_history import ChatHistory
 
-GUESS = "agent_envs/GuessNumber-v0"
 ROOT = Path(__file__).resolve().parents[1]
-QUICK = ["--agent", "oracle", "--k", "1", "--t", "7", "--tasks", "2", "--n-bootstrap", "10"]
-
-
-def eval_cli(*args: str) -> int:
-    return cli.main(["eval", GUESS, *QUICK, "--no-progress", *args])
-
-
-def one_error_line(capsys) -> str:
-    printed = capsys.readouterr()
-    lines = printed.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agent-envs: error:"), printed.err
-    return lines[0]
 
 
 # ------------------------------------------------------------ durable runs

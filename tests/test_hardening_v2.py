@@ -19,6 +19,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from cli_fixtures import one_error_line
 
 from agent_envs import cli
 from agent_envs.evaluation import evaluate
@@ -30,13 +31,6 @@ GUESS = "agent_envs/GuessNumber-v0"
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-hardening-v2-SECRET-0123456789"
 QUICK = ["--k", "1", "--t", "3", "--tasks", "2", "--n-bootstrap", "10", "--no-progress"]
-
-
-def one_error_line(capsys) -> str:
-    printed = capsys.readouterr()
-    lines = printed.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agent-envs: error:"), printed.err
-    return lines[0]
 
 
 # ------------------------------------------------------------------ a raw server

@@ -8,23 +8,10 @@ runs in process (``cli.main``).  The serve items are in
 from __future__ import annotations
 
 import pytest
+from cli_fixtures import GUESS, eval_cli, one_error_line
 
 from agent_envs import cli
 from agent_envs.evaluation import settings as settings_module
-
-GUESS = "agent_envs/GuessNumber-v0"
-QUICK = ["--agent", "oracle", "--k", "1", "--t", "7", "--tasks", "2", "--n-bootstrap", "10"]
-
-
-def eval_cli(*args: str) -> int:
-    return cli.main(["eval", GUESS, *QUICK, "--no-progress", *args])
-
-
-def one_error_line(capsys) -> str:
-    printed = capsys.readouterr()
-    lines = printed.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agent-envs: error:"), printed.err
-    return lines[0]
 
 
 # ------------------------------------------------------- 7: errors that hide bugs
