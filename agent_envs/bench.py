@@ -9,14 +9,15 @@ each id's CPU and wall seconds, and the score (:func:`bench_score`).
 
 The score, defined in ``docs/bench.md``:
 
-* ``tight``: Pass@(1, T_tight) averaged over the suite's families, where
-  T_tight is each family's tight budget (about the oracle's turns);
-* ``generous``: the same at each family's generous budget (4 x T_tight);
+* ``tight``: Pass@(1, T_tight) averaged over the suite's rows (one env id
+  per family, and slippery ice), where T_tight is each row's tight budget
+  (about the oracle's turns);
+* ``generous``: the same at each row's generous budget (4 x T_tight);
 * ``budget_gap``: generous - tight, how much the agent's success depends on
   being given room;
 
 each with a 95% bootstrap interval over tasks (tasks resampled within each
-family, families averaged, ``BOOTSTRAP`` times, seeded).
+row, rows averaged, ``BOOTSTRAP`` times, seeded).
 """
 
 from __future__ import annotations
@@ -145,13 +146,13 @@ def score_table(result: Mapping[str, Any]) -> str:
     """The bench result as a table: each family at its tight and generous budget, then the score."""
     score = result["score"]
     lines = [f"{result['agent']} on suite {result['suite']}", ""]
-    lines.append(f"{'family':<16} {'tight':>7} {'generous':>9}")
+    lines.append(f"{'family':<20} {'tight':>7} {'generous':>9}")
     for family, row in score["per_family"].items():
-        lines.append(f"{family:<16} {row['tight']:>7.3f} {row['generous']:>9.3f}")
+        lines.append(f"{family:<20} {row['tight']:>7.3f} {row['generous']:>9.3f}")
     lines.append("")
     for name in ("tight", "generous", "budget_gap"):
         s = score[name]
-        lines.append(f"{name:<16} {s['value']:.3f} [{s['low']:.3f}, {s['high']:.3f}]")
+        lines.append(f"{name:<20} {s['value']:.3f} [{s['low']:.3f}, {s['high']:.3f}]")
     return "\n".join(lines)
 
 

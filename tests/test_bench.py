@@ -25,11 +25,13 @@ def suite():
     return load_suite("v1")
 
 
-def test_every_family_has_one_id_with_held_out_distinct_tasks_none_an_examples(suite):
-    assert sorted(e.family for e in suite.entries) == sorted(FAMILIES)
+def test_every_family_has_a_row_with_held_out_distinct_tasks_none_an_examples(suite):
+    # Every family, one row each, and FrozenLake's slippery ice as a second row.
+    families = [e.family.removesuffix("-Slippery") for e in suite.entries]
+    assert sorted(families) == sorted([*FAMILIES, "FrozenLake"])
     pool = range(FIRST_EXAMPLE_ID, MAX_TASK_ID)  # every task a few-shot example can come from
-    for entry in suite.entries:
-        assert entry.env_id in FAMILIES[entry.family]
+    for entry, family in zip(suite.entries, families, strict=True):
+        assert entry.env_id in FAMILIES[family]
         keys = instance_keys(entry.env_id, entry.tasks)
         assert len(set(keys.values())) == len(entry.tasks) == 20, entry.env_id
         assert not set(keys.values()) & set(instance_keys(entry.env_id, pool).values())

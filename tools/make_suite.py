@@ -23,11 +23,14 @@ import agent_envs
 from agent_envs.core import FIRST_EXAMPLE_ID, MAX_TASK_ID
 from agent_envs.splits import instance_split
 
-#: One id per family: the family's default, or its variant with many instances.
+#: Row name -> id: one id per family (its default, or its variant with many
+#: instances), and slippery ice besides, FrozenLake's second row: the one env
+#: whose oracle plans for the turns left, so a budget-aware agent can differ.
 IDS = {
     "GuessNumber": "agent_envs/GuessNumber-v0",
     "Sokoban": "agent_envs/Sokoban-v0",
     "FrozenLake": "agent_envs/FrozenLake-v0",
+    "FrozenLake-Slippery": "agent_envs/FrozenLake-Slippery-v0",
     "Maze": "agent_envs/Maze-7x7-v0",
     "Hanoi": "agent_envs/Hanoi-4-RandomStart-v0",
     "Wordle": "agent_envs/Wordle-v0",
