@@ -178,6 +178,8 @@ SKIP = {
         "a GPU (device='cuda') and a model under /models",
     ("docs/llm_agents.md", "vllm serve Qwen/Qwen2.5-7B-Instruct"):
         "a GPU and a model server",
+    ("docs/llm_agents.md", "python -m llama_cpp.server --model"):
+        "builds llama-cpp-python (minutes of compiling) and serves a model",
     ("docs/llm_agents.md", 'open("runs/qwen.jsonl")'):
         "needs the log of the model run above",
     ("docs/llm_agents.md", "python benchmarks/llm_speed.py --threads 1"):

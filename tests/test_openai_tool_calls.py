@@ -43,7 +43,12 @@ def test_the_action_is_offered_as_a_function_with_an_enum_of_admissible_actions(
     info = {"admissible_actions": ["up", "right"], "episode_seed": 1, "turn": 0}
     action = agent.act("The lake.\n\nS@FF", info)
     assert action == "up"
-    assert json.loads(action.raw) == {"name": "act", "arguments": {"action": "up"}}
+    # The raw (the transcript's) is the reply as it goes back to the server.
+    assert json.loads(action.raw) == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [call("up")],
+    }
     body = server.requests[0]["body"]
     (tool,) = body["tools"]
     assert tool["type"] == "function" and tool["function"]["name"] == "act"

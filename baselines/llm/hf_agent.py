@@ -58,7 +58,7 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.fingerprint import folder_fingerprint
-from agent_envs.protocol import EPISODE_SEED
+from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED
 
 try:
     import torch
@@ -67,6 +67,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from agent_envs.protocol import AgentAction
 from baselines.llm.chat_tokens import ChatTokens, TokenHistory
+from baselines.llm.few_shot import oracle_episodes
 from baselines.llm.generation import (
     GumbelSampler,
     context_length,
@@ -74,11 +75,14 @@ from baselines.llm.generation import (
     generate_replies,
 )
 from baselines.llm.hf_loading import load_for_inference
+from baselines.llm.hf_tools import ToolPromptEncoder, check_tool_template, message_from_text
+from baselines.llm.messages import turn_of
 from baselines.llm.models import resolve_model
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.prompt_encoder import PromptEncoder, PromptTooLongError
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, reply_with_end, to_agent_action
+from baselines.llm.tool_messages import TOOL_SYSTEM_PROMPT, example_turns, record_reply
 from wrappers.errors import InvalidValue
 from wrappers.validators import check_bool, check_int
 
@@ -136,6 +140,14 @@ class HFAgent(LLMPolicy):
             evaluated SmolLM2-135M fastest (``benchmarks/real_llm_speed.py
             --threads 1,2``; docs/real_llm.md), and a second thread on busy
             cores spins instead of computing.
+        tool_calls: play through the function ``act``, as
+            ``OpenAIChatAgent(tool_calls=True)`` does: the tool-native
+            dialogue (:mod:`baselines.llm.tool_messages`) rendered by the
+            chat template with ``tools=[act]``, and the move read from the
+            calls the reply writes (:mod:`baselines.llm.hf_tools`).  A
+            template that ignores tools (SmolLM2-135M-Instruct's) is refused.
+            Each prompt is rendered from the dialogue's text (no token-level
+            history), and a reply ends at an end token or ``max_new_tokens``.
 
     Example::
 
@@ -163,9 +175,13 @@ class HFAgent(LLMPolicy):
         trust_remote_code: bool = False,
         prefix_cache: bool = True,
         threads: int | None = 1,
+        tool_calls: bool = False,
     ) -> None:
+        self.tool_calls = check_bool(tool_calls, "tool_calls")
         super().__init__(
-            system_prompt=system_prompt,
+            system_prompt=TOOL_SYSTEM_PROMPT
+            if tool_calls and system_prompt == FORMAT_PROMPT
+            else system_prompt,
             few_shot=few_shot,
             reply_format=reply_format,
             env_id=env_id,
@@ -189,19 +205,30 @@ class HFAgent(LLMPolicy):
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self._pad_id = pad if pad is not None else self._eos_ids[0]
-        #: Builds every prompt; the GRPO rollout builds its prompts with the same class.
-        self.prompts = PromptEncoder(
-            self.tokenizer, self.system_prompt, self.max_context, max_new_tokens
-        )
-        # One prompt builder and one token history per env with examples.
-        self._encoders: dict[str, PromptEncoder] = {}
-        self._histories: dict[str | None, TokenHistory] = {}
-        #: Ends a reply as soon as its action line is complete.
-        self.stop = ReplyStop(self.tokenizer, self.style.reply_format)
+        self._setup_prompts()
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = self._generate_row_steps = 0
         decoder = PrefixCacheDecoder(self.model, self._eos_ids, max_new_tokens)
         self._decoder = decoder if prefix_cache else None  # a cheap object either way
+
+    def _setup_prompts(self) -> None:
+        """Build the prompt builders and the reply's stop, for text or tool mode."""
+        if self.tool_calls:
+            check_tool_template(self.tokenizer)
+            self.required_info = (*self.required_info, ADMISSIBLE_ACTIONS)  # the tool's enum
+        #: Builds every prompt; the GRPO rollout builds its prompts with the same class.
+        self.prompts = self._new_encoder(())
+        # One prompt builder and one token history per env with examples.
+        self._encoders: dict[str, PromptEncoder] = {}
+        self._histories: dict[str | None, TokenHistory] = {}
+        #: Ends a reply as soon as its action line is complete (a call has no action line).
+        self.stop = None if self.tool_calls else ReplyStop(self.tokenizer, self.style.reply_format)
+
+    def _new_encoder(self, examples: Any) -> PromptEncoder:
+        encoder = ToolPromptEncoder if self.tool_calls else PromptEncoder
+        return encoder(
+            self.tokenizer, self.system_prompt, self.max_context, self.max_new_tokens, examples
+        )
 
     @property
     def decoded_row_steps(self) -> int:
@@ -269,6 +296,11 @@ class HFAgent(LLMPolicy):
             for row, (tokens, text) in zip(rows, replies, strict=True):
                 generations[row] = text
                 self._history(infos[row]).record(keys[row], tokens, text)
+        if self.tool_calls:
+            return [
+                record_reply(message_from_text(text), turn_of(info))
+                for text, info in zip(generations, infos, strict=True)
+            ]
         return [to_agent_action(text) for text in generations]
 
     # --------------------------------------------------------------- prompts
@@ -279,7 +311,7 @@ class HFAgent(LLMPolicy):
         that episode's tokens (see the module docstring); without it the
         dialogue is rendered from text.  Few-shot examples come first.
         """
-        if key is None:
+        if key is None or self.tool_calls:  # tool mode renders every turn from text
             return self._encoder(info).prompt_ids(observation, info)
         return self._history(info).prompt_ids(key, observation, info)
 
@@ -289,13 +321,12 @@ class HFAgent(LLMPolicy):
         if env_id is None:
             return self.prompts
         if env_id not in self._encoders:
-            self._encoders[env_id] = PromptEncoder(
-                self.tokenizer,
-                self.system_prompt,
-                self.max_context,
-                self.max_new_tokens,
-                self.style.examples(info),
+            examples = (
+                example_turns(oracle_episodes(env_id, self.style.few_shot))
+                if self.tool_calls
+                else self.style.examples(info)
             )
+            self._encoders[env_id] = self._new_encoder(examples)
         return self._encoders[env_id]
 
     def _history(self, info: dict[str, Any]) -> TokenHistory:

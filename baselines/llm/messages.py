@@ -70,22 +70,34 @@ def insert_examples(messages: list, examples: Sequence[Mapping[str, str]]) -> li
     return [*messages[:head], *(dict(m) for m in examples), *messages[head:]]
 
 
-def _head_length(messages: Sequence[Mapping[str, str]]) -> int:
+def _head_length(messages: Sequence[Mapping[str, Any]]) -> int:
     """Return how many leading messages are the system prompt plus the task statement."""
     head = 1 if messages and messages[0]["role"] == "system" else 0
     return min(head + 1, len(messages))
 
 
-def count_exchanges(messages: Sequence[Mapping[str, str]]) -> int:
-    """Return how many whole exchanges lie between the head and the last message."""
-    return max((len(messages) - _head_length(messages) - 1) // 2, 0)
+def _exchange_starts(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Return where each exchange after the head starts: at each assistant message.
+
+    An exchange is a reply and what answers it: one user message in a text
+    dialogue, one tool message per call in a tool-native one.
+    """
+    head = _head_length(messages)
+    return [i for i in range(head, len(messages)) if messages[i]["role"] == "assistant"]
+
+
+def count_exchanges(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Return how many whole exchanges lie between the head and the latest exchange."""
+    return max(len(_exchange_starts(messages)) - 1, 0)
 
 
 def drop_exchanges(messages: list, count: int) -> list:
     """Return ``messages`` without the ``count`` oldest exchanges (head and tail kept)."""
-    head = _head_length(messages)
-    count = min(count, count_exchanges(messages))
-    return messages[:head] + messages[head + 2 * count :]
+    starts = _exchange_starts(messages)
+    count = min(count, max(len(starts) - 1, 0))
+    if not count:
+        return list(messages)
+    return messages[: _head_length(messages)] + messages[starts[count] :]
 
 
 def drop_oldest_exchanges(messages: list, fits: Callable[[list], bool]) -> list:

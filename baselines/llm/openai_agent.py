@@ -36,7 +36,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, AgentAction
-from agent_envs.redaction import remember, secret_values
+from agent_envs.redaction import remember, scrub, secret_values
+from baselines.llm.few_shot import oracle_episodes
 from baselines.llm.messages import (
     build_messages,
     count_exchanges,
@@ -54,7 +55,13 @@ from baselines.llm.openai_client import (
 )
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.replies import FORMAT_PROMPT, to_agent_action
-from baselines.llm.tool_calls import action_tool
+from baselines.llm.tool_calls import TOOL_NAME, action_tool
+from baselines.llm.tool_messages import (
+    TOOL_SYSTEM_PROMPT,
+    example_turns,
+    record_reply,
+    tool_dialogue,
+)
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.validators import check_bool, check_int
 
@@ -137,9 +144,14 @@ class OpenAIChatAgent(LLMPolicy):
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         max_tokens: int | None = None,
         tool_calls: bool = False,
+        tool_choice: str = "auto",
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InvalidValue(f"model must be a non-empty str, got {model!r}.")
+        tool_calls = check_bool(tool_calls, "tool_calls")
+        self.tool_choice = _check_tool_choice(tool_choice, tool_calls)
+        if tool_calls and system_prompt == FORMAT_PROMPT:  # the text formats ask for a text line
+            system_prompt = TOOL_SYSTEM_PROMPT
         super().__init__(
             system_prompt=system_prompt,
             few_shot=few_shot,
@@ -161,18 +173,11 @@ class OpenAIChatAgent(LLMPolicy):
             max_reply_bytes=max_reply_bytes,
         )
         # The client reads the move from tool_calls; the tool's enum needs the admissible actions.
-        self.tool_calls = self.client.tool_calls = check_bool(tool_calls, "tool_calls")
+        self.tool_calls = self.client.tool_calls = tool_calls
         self.required_info = (*self.required_info, *[ADMISSIBLE_ACTIONS] * tool_calls)
         self.concurrency = check_int(concurrency, "concurrency", 1)
-        if extra_body is not None and not isinstance(extra_body, dict):
-            raise InvalidType(
-                f"extra_body must be a dict or None, got {type(extra_body).__name__}."
-            )
         self.model = model
-        self.extra_body = dict(extra_body or {})
-        # Checked now so that a bad extra_body fails here, not on the first turn.
-        json.dumps(self.extra_body)
-        remember(secret_values({"extra_body": self.extra_body}))
+        self.extra_body = _checked_extra_body(extra_body)
 
     @property
     def url(self) -> str:
@@ -215,7 +220,14 @@ class OpenAIChatAgent(LLMPolicy):
     # ---------------------------------------------------------------- acting
     def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
         """Return the action for one episode."""
-        return _action(self.complete(self.request_body(observation, info)))
+        return _action(self.complete(self.request_body(observation, info)), info)
+
+    def write_reply(self, action: str) -> str:
+        """Return ``action`` written as this agent's reply (in tool mode, a call's record)."""
+        if not self.tool_calls:
+            return super().write_reply(action)
+        call = {"function": {"name": TOOL_NAME, "arguments": json.dumps({"action": action})}}
+        return record_reply({"content": None, "tool_calls": [call]}, turn=0).raw
 
     def act_batch(
         self, observations: list[str], infos: list[dict[str, Any]]
@@ -244,19 +256,22 @@ class OpenAIChatAgent(LLMPolicy):
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return [
-            _action(future.result()) if future.exception() is None else future.exception()
-            for future in futures
+            _action(future.result(), info) if future.exception() is None else future.exception()
+            for future, info in zip(futures, infos, strict=True)
         ]
 
     def request_body(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """Return the JSON body of the request for one turn."""
-        messages = insert_examples(
-            build_messages(observation, info, self.system_prompt), self.style.examples(info)
-        )
+        if self.tool_calls:
+            messages = self.tool_messages(observation, info)
+        else:
+            messages = insert_examples(
+                build_messages(observation, info, self.system_prompt), self.style.examples(info)
+            )
         prompt_key = json.dumps(messages, sort_keys=True)
         stop = {"stop": ["\n"]} if self.style.reply_format == "action" else {}
         if self.tool_calls:  # a call is JSON that a stop at a newline could cut
-            stop = {"tools": [action_tool(info)], "tool_choice": "auto"}
+            stop = {"tools": [action_tool(info)], "tool_choice": self.tool_choice}
         return {
             "model": self.model,
             "messages": messages,
@@ -269,8 +284,14 @@ class OpenAIChatAgent(LLMPolicy):
             **self.extra_body,
         }
 
-    def complete(self, body: dict[str, Any]) -> str | AgentAction:
-        """Send one request and return the reply's text.
+    def tool_messages(self, observation: str, info: dict[str, Any]) -> list[dict[str, Any]]:
+        """Return the tool-native messages of one turn, few-shot examples as tool-call turns."""
+        env_id = self.style.example_env(info)
+        episodes = oracle_episodes(env_id, self.style.few_shot) if env_id else ()
+        return tool_dialogue(observation, info, self.system_prompt, example_turns(episodes))
+
+    def complete(self, body: dict[str, Any]) -> str | dict[str, Any]:
+        """Send one request and return the reply's text (in tool mode, its message).
 
         Transient failures are retried; a prompt the server finds too long is
         sent again with the older half of the exchanges dropped.
@@ -291,9 +312,43 @@ class OpenAIChatAgent(LLMPolicy):
                 body = {**body, "messages": drop_exchanges(messages, dropped)}
 
 
-def _action(reply: str | AgentAction) -> AgentAction:
-    """Return the action of a reply: a tool call's as it is, a text's as parsed."""
-    return reply if isinstance(reply, AgentAction) else to_agent_action(reply)
+def _action(reply: str | dict[str, Any], info: dict[str, Any]) -> AgentAction:
+    """Return the action of a reply: a text's as parsed, a message's as recorded and scrubbed."""
+    if isinstance(reply, str):
+        return to_agent_action(reply)
+    action = record_reply(reply, turn_of(info))
+    return AgentAction(scrub(action), raw=scrub(action.raw))
+
+
+def _checked_extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
+    """Return a copy of ``extra_body``, checked now so that a bad one fails before the first turn.
+
+    Its secrets are remembered, so that no message shows them.
+    """
+    if extra_body is not None and not isinstance(extra_body, dict):
+        raise InvalidType(f"extra_body must be a dict or None, got {type(extra_body).__name__}.")
+    extra_body = dict(extra_body or {})
+    json.dumps(extra_body)
+    remember(secret_values({"extra_body": extra_body}))
+    return extra_body
+
+
+#: What ``tool_choice`` may be: the server picks, a call is required, or ``act`` is.
+TOOL_CHOICES = ("auto", "required", TOOL_NAME)
+
+
+def _check_tool_choice(tool_choice: Any, tool_calls: bool) -> str | dict[str, Any]:
+    """Return the request's ``tool_choice`` (a named function as OpenAI's object)."""
+    if tool_choice not in TOOL_CHOICES:
+        raise InvalidValue(
+            f"tool_choice must be one of {', '.join(TOOL_CHOICES)} (a named function: "
+            f"the one tool, {TOOL_NAME}), got {tool_choice!r}."
+        )
+    if tool_choice != "auto" and not tool_calls:
+        raise InvalidValue(f"tool_choice={tool_choice!r} needs tool_calls=True.")
+    if tool_choice == TOOL_NAME:
+        return {"type": "function", "function": {"name": TOOL_NAME}}
+    return tool_choice
 
 
 _MAX_TOKENS_RENAMED = (

@@ -48,10 +48,8 @@ import threading
 import urllib.parse
 from typing import Any
 
-from agent_envs.protocol import AgentAction
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
 from baselines.llm.chat_endpoint import Secret, chat_completions_url
-from baselines.llm.tool_calls import action_from_message
 from wrappers.errors import InvalidType
 from wrappers.validators import check_int, check_number
 
@@ -106,8 +104,9 @@ class ChatClient:
             longer reply raises :class:`ChatCompletionError`.
     """
 
-    #: Read the move from the reply's ``tool_calls`` (:func:`action_from_message`)
-    #: instead of returning its text; ``OpenAIChatAgent(tool_calls=True)`` sets it.
+    #: Return the reply's whole message (a dict, unscrubbed: its ``tool_calls``
+    #: are read and scrubbed by the agent) instead of its text;
+    #: ``OpenAIChatAgent(tool_calls=True)`` sets it.
     tool_calls = False
 
     def __init__(
@@ -174,8 +173,10 @@ class ChatClient:
         self._setup_threads()
         self._api_key = Secret(os.environ.get("OPENAI_API_KEY") or None)
 
-    def send(self, body: dict[str, Any]) -> str:
-        """POST ``body`` and return the reply's text, retrying transient failures.
+    def send(self, body: dict[str, Any]) -> str | dict[str, Any]:
+        """POST ``body`` and return the reply's text (its message if :attr:`tool_calls`).
+
+        Transient failures are retried.
 
         Raises:
             ContextTooLong: the server refused the prompt as too long.
@@ -318,7 +319,7 @@ class ChatClient:
             f"{self.max_reply_bytes}; lower max_new_tokens or raise max_reply_bytes."
         )
 
-    def _content(self, reply: dict[str, Any]) -> str:
+    def _content(self, reply: dict[str, Any]) -> str | dict[str, Any]:
         try:
             message = reply["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -331,8 +332,7 @@ class ChatClient:
             with self._usage_lock:
                 self.completion_tokens += usage["completion_tokens"]
         if self.tool_calls:
-            action = action_from_message(message)
-            return AgentAction(scrub(action), raw=scrub(action.raw))
+            return message if isinstance(message, dict) else {}
         content = message.get("content") if isinstance(message, dict) else None
         # A reply with only tool calls or a refusal has no content: an empty
         # action, which the env answers as invalid.

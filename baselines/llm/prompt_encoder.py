@@ -57,6 +57,8 @@ class PromptEncoder:
         self.max_new_tokens = max_new_tokens
         self.examples = [dict(m) for m in examples]
         self._system_role = True  # becomes False if the chat template refuses it
+        #: More keywords for ``apply_chat_template`` (tool mode's ``tools``).
+        self.template_kwargs: dict[str, Any] = {}
 
     @property
     def budget(self) -> int | None:
@@ -67,16 +69,20 @@ class PromptEncoder:
         """Return whether a prompt of ``ids`` leaves room for the generation."""
         return self.budget is None or len(ids) <= self.budget
 
+    def messages(self, observation: str, info: Mapping[str, Any]) -> list:
+        """Return the turn's chat messages (:func:`~baselines.llm.messages.build_messages`)."""
+        return build_messages(observation, info, self.system_prompt)
+
     def full_ids(self, observation: str, info: Mapping[str, Any]) -> list[int]:
         """Return the prompt's token ids with the whole history (no trimming)."""
-        return self.encode(build_messages(observation, info, self.system_prompt))
+        return self.encode(self.messages(observation, info))
 
     def prompt_ids(self, observation: str, info: Mapping[str, Any]) -> list[int]:
         """Return the prompt's token ids, the oldest exchanges dropped if it does not fit.
 
         Equal to :meth:`full_ids` whenever that fits.
         """
-        messages = build_messages(observation, info, self.system_prompt)
+        messages = self.messages(observation, info)
         cache: dict[int, list[int]] = {}
 
         def ids(candidate: list) -> list[int]:
@@ -119,7 +125,7 @@ class PromptEncoder:
             messages = merge_system_into_user(messages)
         try:
             return tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
+                messages, tokenize=False, add_generation_prompt=True, **self.template_kwargs
             )
         except Exception:
             # Some templates (Gemma, Mistral v1) refuse the system role; fold it
