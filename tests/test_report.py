@@ -127,9 +127,9 @@ def test_hostile_agent_text_shows_as_text_and_never_as_markup(tmp_path):
     path, log = hostile_run(tmp_path)
     html = build_report([path], [log])
     page = Page(html)
-    # The only elements are the page's own: no img, and two scripts (the data and the code).
+    # The only elements are the page's own: no img, and three scripts (guard, data, code).
     assert not [e for e in page.elements if e["tag"] in ("img", "iframe", "object", "embed")]
-    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json", None]
+    assert [attrs.get("type") for attrs, _ in page.scripts] == [None, "application/json", None]
     assert "<img" not in html and "alert(2)</script>" not in html and "<script>alert" not in html
     assert any(AGENT in e["text"] for e in page.elements if e["tag"] == "caption")
     episodes = page.episodes()["episodes"]

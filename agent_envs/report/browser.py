@@ -6,10 +6,10 @@ JSON ``\\u`` escape so that no text in it can close the block.  The script
 (:data:`SCRIPT`) reads it with ``JSON.parse`` and builds every element with
 ``textContent``, never ``innerHTML``: an agent's reply is only ever text.
 
-The script also records into the page (``#report-errors``) any error it or
-the page raises, any ``alert`` call and any request the page's
-Content-Security-Policy refused, so that a headless browser's ``--dump-dom``
-shows whether anything went wrong.
+A first script (:data:`GUARD`, in the head) records into the page
+(``#report-errors``) any error the page raises, any ``alert`` call and any
+load or script the page's Content-Security-Policy refused, so that a
+headless browser's ``--dump-dom`` shows whether anything went wrong.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SCRIPT", "STYLE", "data_block"]
+__all__ = ["GUARD", "SCRIPT", "STYLE", "data_block"]
 
 
 def data_block(episodes: list[dict[str, Any]], notes: list[str]) -> str:
@@ -45,21 +45,35 @@ max-width:60em}
 #report-errors:empty{display:none}#report-errors{color:#b00}
 """
 
-#: The browser's script.  Plain ES2017, no library; the page runs nothing else.
-SCRIPT = r"""
+#: The first script, in the head: from the start it records into ``#report-errors``
+#: every error, every ``alert`` call and every load or script the page's policy
+#: refused (those before the list exists are added when the document is read).
+GUARD = r"""
 (function () {
   "use strict";
-  var errors = document.getElementById("report-errors");
-  function record(kind, message) {
+  var pending = [];
+  function show(text) {
     var item = document.createElement("li");
-    item.textContent = kind + ": " + message;
-    errors.appendChild(item);
+    item.textContent = text;
+    document.getElementById("report-errors").appendChild(item);
   }
+  function record(kind, message) {
+    var text = kind + ": " + message;
+    if (document.getElementById("report-errors")) { show(text); } else { pending.push(text); }
+  }
+  document.addEventListener("DOMContentLoaded", function () { pending.forEach(show); });
   window.addEventListener("error", function (e) { record("error", e.message); });
   window.addEventListener("securitypolicyviolation", function (e) {
     record("blocked", e.violatedDirective + " " + e.blockedURI);
   });
   window.alert = function (message) { record("alert", String(message)); };
+})();
+"""
+
+#: The browser's script.  Plain ES2017, no library; the page runs nothing else.
+SCRIPT = r"""
+(function () {
+  "use strict";
   var FIELDS = [["env", "env"], ["agent", "agent"], ["task", "task"], ["budget", "T"],
                 ["success", "success"], ["end", "end reason"]];
   var data = JSON.parse(document.getElementById("episodes").textContent);

@@ -2,7 +2,7 @@
 
 Its style and script are inline and nothing else is loaded.  Its
 Content-Security-Policy says so to the browser too: ``default-src 'none'``,
-and the one script allowed is the page's own, by its SHA-256 hash (so no
+and the only scripts allowed are the page's own two, by their SHA-256 hashes (so no
 injected ``<script>`` and no ``onerror=`` attribute could run even if some
 text escaped :func:`html.escape`, which it must not).  The ``generator``
 meta tag, in the first bytes of the file, tells ``--out`` checks that
@@ -15,7 +15,7 @@ import base64
 import hashlib
 from pathlib import Path
 
-from agent_envs.report.browser import SCRIPT, STYLE, data_block
+from agent_envs.report.browser import GUARD, SCRIPT, STYLE, data_block
 from agent_envs.report.cells import text
 from agent_envs.report.inputs import Inputs, Run
 from agent_envs.report.suite_table import bench_section
@@ -30,9 +30,13 @@ GENERATOR = "agent-envs report"
 
 
 def _policy() -> str:
-    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    """The page's Content-Security-Policy: nothing from anywhere, but its own two scripts."""
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(code.encode()).digest()).decode()}'"
+        for code in (GUARD, SCRIPT)
+    )
     return (
-        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+        f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
 
@@ -107,7 +111,6 @@ def build_page(inputs: Inputs) -> str:
         f'<meta name="generator" content="{GENERATOR}">'
         f'<meta http-equiv="Content-Security-Policy" content="{_policy()}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>agent-envs report</title><style>{STYLE}</style></head><body>"
-        + "\n".join(body)
-        + f"<script>{SCRIPT}</script></body></html>\n"
+        f"<title>agent-envs report</title><style>{STYLE}</style><script>{GUARD}</script>"
+        "</head><body>" + "\n".join(body) + f"<script>{SCRIPT}</script></body></html>\n"
     )
