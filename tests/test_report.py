@@ -212,3 +212,14 @@ def test_every_option_says_its_default():
     for action in commands["report"]._actions:
         if action.option_strings and action.dest != "help":
             assert "default" in action.help or "required" in action.help
+
+
+def test_the_committed_bench_page_holds_the_committed_scores():
+    """docs/bench/v1/report.html (written by the command in docs/bench.md) is not stale."""
+    page = Page((BENCH / "report.html").read_text())
+    for name in ("oracle", "random"):
+        score = json.loads((BENCH / f"{name}.json").read_text())["score"]
+        for key in ("tight", "generous", "budget_gap"):
+            [cell] = page.find(data_agent=name, data_score=key)
+            assert float(cell["attrs"]["data-value"]) == score[key]["value"]
+    assert page.find(name="generator", content=GENERATOR)

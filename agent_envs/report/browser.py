@@ -39,6 +39,7 @@ td.cell{text-align:center;min-width:7em}.ci{font-size:.85em;opacity:.85}
 td.marked{outline:3px solid #111;outline-offset:-3px}.mark{display:block;font-size:.8em}
 .diagnostics h4{margin:.3em 0}
 #filters label{margin-right:1em}#episodes-table button{font:inherit}
+.episodes{max-height:24em;overflow:auto}
 pre{white-space:pre-wrap;word-break:break-word;background:#f5f5f5;padding:.5em;margin:.2em 0;
 max-width:60em}
 .turn{border-left:3px solid #888;padding-left:.8em;margin:1em 0}.invalid{border-color:#c33}

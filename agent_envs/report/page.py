@@ -83,7 +83,7 @@ def _transcripts(inputs: Inputs) -> str:
     return (
         '<section id="transcripts"><h2>Transcripts</h2><ul id="transcript-notes"></ul>'
         '<div id="filters"></div><p id="episode-count"></p>'
-        '<table id="episodes-table"></table><div id="episode"></div>'
+        '<div class="episodes"><table id="episodes-table"></table></div><div id="episode"></div>'
         f"{data_block(episodes, notes)}</section>"
     )
 
