@@ -223,3 +223,10 @@ def test_the_committed_bench_page_holds_the_committed_scores():
             [cell] = page.find(data_agent=name, data_score=key)
             assert float(cell["attrs"]["data-value"]) == score[key]["value"]
     assert page.find(name="generator", content=GENERATOR)
+
+
+def test_two_results_of_one_agent_name_are_told_apart_by_their_files():
+    page = Page(build_report([BENCH / "oracle.json", BENCH / "oracle-visible.json"]))
+    assert page.find(data_agent="oracle (oracle-visible)", data_score="tight")
+    assert page.find(data_kind="surface", data_env=ENV, data_agent="oracle (oracle)")
+    assert page.find(data_kind="difference", data_env=ENV, data_b="oracle (oracle-visible)")

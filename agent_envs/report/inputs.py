@@ -76,6 +76,10 @@ def load_inputs(
         _add_file(inputs, path, read_json(path))
         inputs.sources.append(os.fspath(path))
     _label_runs(inputs.runs)
+    names = [bench["label"] for bench in inputs.benches]
+    for bench in inputs.benches:  # two benches of one agent name: their files tell them apart
+        if names.count(bench["label"]) > 1:
+            bench["label"] = f"{bench['label']} ({Path(bench['source']).stem})"
     found = [(Path(log), True) for log in logs]
     found += [(log, False) for run in inputs.runs for log in run.logs]
     seen: set[Path] = set()
@@ -99,7 +103,7 @@ def _add_file(inputs: Inputs, path: Path, data: Any) -> None:
         inputs.compares.append((path.name, _compare_from_dict(data, path)))
     elif fmt == BENCH_FORMAT:
         inputs.runs.extend(_bench_runs(data, path))
-        inputs.benches.append({**data, "source": path.name})
+        inputs.benches.append({**data, "source": path.name, "label": str(data.get("agent"))})
     else:
         what = f"its format is {fmt!r}" if isinstance(fmt, str) else "it has no format key"
         raise InvalidValue(

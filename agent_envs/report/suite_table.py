@@ -27,7 +27,7 @@ def _families(bench: dict[str, Any]) -> list[tuple[str, str, int, int]]:
 
 def _suite_table(suite: str, benches: list[dict[str, Any]]) -> str:
     head = "".join(
-        f'<th scope="col">{text(b["agent"])} tight</th><th scope="col">{text(b["agent"])} '
+        f'<th scope="col">{text(b["label"])} tight</th><th scope="col">{text(b["label"])} '
         "generous</th>"
         for b in benches
     )
@@ -41,7 +41,7 @@ def _suite_table(suite: str, benches: list[dict[str, Any]]) -> str:
             row = bench["score"]["per_family"].get(family, {})
             for budget in ("tight", "generous"):
                 value = row.get(budget)
-                data = attrs(data_agent=bench["agent"], data_family=family, data_budget=budget,
+                data = attrs(data_agent=bench["label"], data_family=family, data_budget=budget,
                              data_value=raw_number(value))  # fmt: skip
                 cells += f'<td class="cell"{data} style="{cell_style(value)}">{number(value)}</td>'
         rows.append(
@@ -63,7 +63,7 @@ def _score_table(suite: str, benches: list[dict[str, Any]]) -> str:
         for key, _ in _SCORES:
             item = bench["score"][key]
             data = attrs(
-                data_agent=bench["agent"], data_score=key, data_value=raw_number(item["value"]),
+                data_agent=bench["label"], data_score=key, data_value=raw_number(item["value"]),
                 data_low=raw_number(item["low"]), data_high=raw_number(item["high"]),
             )  # fmt: skip
             cells += (
@@ -73,7 +73,7 @@ def _score_table(suite: str, benches: list[dict[str, Any]]) -> str:
         seconds = bench.get("seconds") or {}
         cpu = sum(float(s.get("cpu", 0)) for s in seconds.values() if isinstance(s, dict))
         rows.append(
-            f'<tr><th scope="row">{text(bench["agent"])} <span class="ci">'
+            f'<tr><th scope="row">{text(bench["label"])} <span class="ci">'
             f"({text(bench['source'])})</span></th>{cells}<td>{cpu:.1f}</td></tr>"
         )
     caption = (
