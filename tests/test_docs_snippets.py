@@ -78,6 +78,10 @@ RUN = {
         "",
         "test -s runs/bench-oracle/bench.json && test -s runs/bench-random/bench.json",
     ),
+    ("docs/report.md", "agent-envs report noisy.json random.json"): (
+        "",
+        "grep -q '<meta name=\"generator\" content=\"agent-envs report\">' report.html",
+    ),
     ("docs/rendering.md", 'frame = env.render()'): (
         "",
         "assert frame.shape == (96, 96, 3) and env.unwrapped.image_shape() == frame.shape\n",
@@ -211,6 +215,11 @@ SKIP = {
         _MINUTES + " (30 GRPO steps of the real model)",
     ("docs/real_llm.md", "--eval-tasks 0 --out runs/real-grpo-v2"):
         _MINUTES + " (30 GRPO steps of the real model)",
+    ("docs/report.md", "chromium --headless --no-sandbox"):
+        "needs Chromium: tests/test_report_browser.py runs these commands",
+    ("docs/bench.md", "agent-envs report docs/bench/v1/oracle.json"):
+        "writes the committed page from the committed rows (not in the empty folder blocks run "
+        "in): tests/test_report.py checks that page's numbers",
     ("docs/real_model_study/README.md", "python -m studies.real_model.pinned"):
         "CPU-hours: the real-model study itself",
 }  # fmt: skip

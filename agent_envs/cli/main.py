@@ -1,7 +1,8 @@
 """The ``agent-envs`` entry point: the parser, the installed commands and the error policy.
 
 Each built-in command lives in its own module (:mod:`agent_envs.cli.list`,
-``eval``, ``compare``, ``play``), which adds its arguments and its ``run``.
+``eval``, ``compare``, ``play``, ``bench``, ``report``), which adds its
+arguments and its ``run``.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from agent_envs.cli.compare import add_compare
 from agent_envs.cli.eval import add_eval
 from agent_envs.cli.list import add_list
 from agent_envs.cli.play import add_play
+from agent_envs.cli.report import add_report
 
 __all__ = ["main"]
 
 _PROG = "agent-envs"
 #: The commands defined here; any other comes from the ``agent_envs.commands`` group.
-_BUILT_IN = frozenset({"list", "eval", "compare", "play"})
+_BUILT_IN = frozenset({"list", "eval", "compare", "play", "bench", "report"})
 
 
 def _run_command(name: str, argv: list[str]) -> int:
@@ -55,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     add_compare(commands.add_parser("compare", help="difference surface A - B of two results"))
     add_play(commands.add_parser("play", help="play an env yourself in the terminal"))
     add_bench(commands.add_parser("bench", help="score an agent over a whole versioned suite"))
+    add_report(commands.add_parser("report", help="one self-contained HTML page of results"))
     for name in command_names():
         commands.add_parser(
             name, help=f"an installed command (arguments go to it; `{_PROG} {name} --help`)"

@@ -59,13 +59,18 @@ _HEAD = 4096
 #: A result or comparison this project wrote: JSON whose first key is its format.
 _OUR_JSON = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"agent-envs-')
 _PNG = b"\x89PNG\r\n\x1a\n"
+#: A report page this project wrote: HTML whose head names us as its generator.
+_OUR_HTML = re.compile(rb'\A<!DOCTYPE html>\s*<html[^>]*><head><meta charset="utf-8">'
+                       rb'<meta name="generator" content="agent-envs report">')  # fmt: skip
 
 
 def written_here(path: Path, flag: str) -> bool:
-    """Return whether the file at ``path`` is a result (``--out``) or plot this project wrote.
+    """Return whether the file at ``path`` is a result, page (``--out``) or plot this project wrote.
 
-    Only the head is read: a result starts with its ``format`` key, and a plot
-    is a PNG whose ``Software`` text chunk (before the image data) names us.
+    Only the head is read: a result starts with its ``format`` key, a report
+    page (``agent-envs report``) names us in its first ``generator`` meta tag,
+    and a plot is a PNG whose ``Software`` text chunk (before the image data)
+    names us.
     """
     with open(path, "rb") as file:
         head = file.read(_HEAD)
@@ -73,7 +78,7 @@ def written_here(path: Path, flag: str) -> bool:
         from agent_envs.evaluation.plotting import PLOT_SOFTWARE
 
         return head.startswith(_PNG) and PLOT_SOFTWARE.encode() in head
-    return _OUR_JSON.match(head) is not None
+    return _OUR_JSON.match(head) is not None or _OUR_HTML.match(head) is not None
 
 
 def check_replaceable(path: Path, flag: str, overwrite: bool) -> None:

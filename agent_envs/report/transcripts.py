@@ -1,0 +1,112 @@
+"""The episodes a transcript browser shows, read from eval run logs written with transcripts.
+
+A run log (:mod:`agent_envs.evaluation.run_log`) is read here, never opened
+as :class:`~agent_envs.evaluation.run_log.RunLog` does: that would take the
+run's lock and cut a torn last line, and a report must change nothing it reads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from wrappers.errors import InvalidValue
+
+__all__ = ["MAX_EPISODES", "end_reason", "read_episodes"]
+
+#: The most episodes of one log a page embeds.  Design decision: every field
+#: of a transcript is already clipped, but a run may hold thousands of
+#: episodes; the first ones of a log (in the order it was written) are enough
+#: to read how an agent plays, and the page says how many were left out.
+MAX_EPISODES = 500
+
+
+def end_reason(episode: dict[str, Any]) -> str:
+    """Return why an episode (a run-log line) ended.
+
+    >>> end_reason({"success": False, "turns": 6, "budget": 6})
+    'out of turns'
+    """
+    if episode.get("error"):
+        return "error"
+    if episode.get("success"):
+        return "success"
+    if episode.get("dead_end_turn") is not None:
+        return "dead end"
+    if episode.get("turns", 0) >= episode.get("budget", 0):
+        return "out of turns"
+    return "ended"
+
+
+def _header(path: Path, first: bytes) -> dict[str, Any]:
+    try:
+        header = json.loads(first)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        header = None
+    fmt = header.get("format") if isinstance(header, dict) else None
+    if not (isinstance(fmt, str) and fmt.startswith("agent-envs-runlog/")):
+        raise InvalidValue(
+            f"--log {path} is not an agent-envs run log (no header line); give the JSONL that "
+            "`agent-envs eval --log` wrote."
+        )
+    settings = header.get("settings")
+    return settings if isinstance(settings, dict) else {}
+
+
+def read_episodes(path: Path, limit: int = MAX_EPISODES) -> tuple[list[dict[str, Any]], int]:
+    """Return up to ``limit`` of the log's episodes that kept a transcript, and how many did.
+
+    Raises:
+        InvalidValue: the file cannot be read or is not a run log.
+    """
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise InvalidValue(f"cannot read --log {path}: {exc.strerror or exc}") from None
+    settings = _header(path, lines[0])
+    episodes: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for line in lines[1:]:
+        try:
+            data = json.loads(line)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            continue  # a torn last line, or a line the evaluator itself would refuse
+        if isinstance(data, dict) and isinstance(data.get("transcript"), dict):
+            # A later line for the same episode wins, as when the evaluator resumes.
+            key = (data.get("task"), data.get("sample"), data.get("budget"))
+            episodes[key] = _episode(data, settings)
+    kept = list(episodes.values())
+    return kept[:limit], len(kept)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _episode(data: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """Return the fields the browser filters on and shows, all plain JSON values."""
+    transcript = data["transcript"]
+    steps = transcript.get("steps") if isinstance(transcript.get("steps"), list) else []
+    return {
+        "env": _text(settings.get("env_name")),
+        "agent": _text(settings.get("agent_name")),
+        "task": _text(data.get("task")),
+        "sample": _text(data.get("sample")),
+        "budget": _text(data.get("budget")),
+        "success": "yes" if data.get("success") else "no",
+        "end": end_reason(data),
+        "turns": _text(data.get("turns")),
+        "error": _text(data.get("error")),
+        "observation": _text(transcript.get("observation")),
+        "steps": [
+            {
+                "observation": _text(step.get("observation")),
+                "action": _text(step.get("action")),
+                # The reply as sent is kept only when it differs from the parsed action.
+                "raw": _text(step.get("raw", step.get("action"))),
+                "valid": "valid" if step.get("valid", True) else "invalid",
+            }
+            for step in steps
+            if isinstance(step, dict)
+        ],
+    }

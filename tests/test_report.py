@@ -1,0 +1,232 @@
+"""``agent-envs report``: the page's numbers are the JSON's, agent text is inert, nothing loads.
+
+The page is parsed with the standard library's ``html.parser``; each number is
+found by its cell's ``data-`` attributes and compared with the result file.
+``tests/test_report_browser.py`` opens the same pages in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from report_fixtures import ACTION, AGENT, ENV, REPLY, Page, hostile_run
+
+from agent_envs import cli
+from agent_envs.cli.outputs import written_here
+from agent_envs.evaluation import EvalResult, compare
+from agent_envs.report import GENERATOR, build_report
+from agent_envs.report.transcripts import end_reason
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "docs" / "bench" / "v1"
+
+
+def _report(capsys, *args: str) -> tuple[int, str]:
+    status = cli.main(["report", *args])
+    return status, capsys.readouterr().err
+
+
+def _cells(page: Page, table: dict, count: int) -> list[dict]:
+    """The first ``count`` cells of ``table``, row by row (rows K, columns T)."""
+    return [e for e in page.elements[page.elements.index(table) :] if e["tag"] == "td"][:count]
+
+
+def _check_surface(page: Page, label: str, result: EvalResult) -> None:
+    """Every cell of ``result``'s heatmap shows and carries the JSON's value and interval."""
+    [table] = page.find(data_kind="surface", data_env=result.env_id, data_agent=label)
+    cells = _cells(page, table, result.surface.size)
+    for cell, value, low, high in zip(
+        cells, result.surface.flat, result.ci_low.flat, result.ci_high.flat, strict=True
+    ):
+        attrs = cell["attrs"]
+        assert float(attrs["data-value"]) == value
+        assert (float(attrs["data-low"]), float(attrs["data-high"])) == (low, high)
+        assert f"{value:.3f} [{low:.3f}, {high:.3f}]" in cell["text"]
+    assert [int(c["attrs"]["data-k"]) for c in cells[:: len(result.budgets)]] == result.ks
+    assert [int(c["attrs"]["data-t"]) for c in cells[: len(result.budgets)]] == result.budgets
+
+
+def test_an_eval_page_shows_the_results_numbers_and_diagnostics(tmp_path, capsys):
+    path, _ = hostile_run(tmp_path)
+    out = tmp_path / "report.html"
+    assert _report(capsys, str(path), "--out", str(out))[0] == 0
+    page, result = Page(out.read_text()), EvalResult.load(path)
+    _check_surface(page, AGENT, result)
+    [invalid] = page.find(data_diag="invalid_action_rate")
+    assert float(invalid["attrs"]["data-value"]) == result.diagnostics["invalid_action_rate"]
+    dead = page.find(data_diag="dead_end_rate")
+    assert [float(d["attrs"]["data-value"]) for d in dead] == result.diagnostics["dead_end_rate"]
+
+
+def test_the_bench_page_shows_the_score_the_suite_table_and_each_difference():
+    page = Page(build_report([BENCH / "oracle.json", BENCH / "random.json"]))
+    for name in ("oracle", "random"):
+        bench = json.loads((BENCH / f"{name}.json").read_text())
+        for key in ("tight", "generous", "budget_gap"):
+            [cell] = page.find(data_agent=name, data_score=key)
+            item = bench["score"][key]
+            assert [float(cell["attrs"][f"data-{n}"]) for n in ("value", "low", "high")] == [
+                item["value"],
+                item["low"],
+                item["high"],
+            ]
+            assert f"{item['value']:.3f} [{item['low']:.3f}, {item['high']:.3f}]" in cell["text"]
+        for family, row in bench["score"]["per_family"].items():
+            for budget in ("tight", "generous"):
+                [cell] = page.find(data_agent=name, data_family=family, data_budget=budget)
+                assert float(cell["attrs"]["data-value"]) == row[budget]
+        for data in bench["results"].values():
+            _check_surface(page, name, EvalResult.from_dict(data))
+    oracle = json.loads((BENCH / "oracle.json").read_text())["results"]
+    random = json.loads((BENCH / "random.json").read_text())["results"]
+    for env_id in oracle:
+        difference = compare(
+            EvalResult.from_dict(oracle[env_id]), EvalResult.from_dict(random[env_id])
+        )
+        _check_difference(page, env_id, difference)
+
+
+def _check_difference(page: Page, env_id: str, difference) -> None:
+    [table] = page.find(data_kind="difference", data_env=env_id)
+    cells = _cells(page, table, difference.diff.size)
+    marks = difference.wins()
+    for cell, value, low, high, mark in zip(
+        cells, difference.diff.flat, difference.ci_low.flat, difference.ci_high.flat, marks.flat,
+        strict=True,
+    ):  # fmt: skip
+        attrs = cell["attrs"]
+        assert (float(attrs["data-value"]), float(attrs["data-low"])) == (value, low)
+        assert float(attrs["data-high"]) == high and attrs["data-mark"] == mark
+        assert (f"{mark} better" in cell["text"]) == bool(mark)
+
+
+def test_a_compare_result_shows_its_difference_and_its_marks(tmp_path, capsys):
+    oracle = json.loads((BENCH / "oracle.json").read_text())["results"][ENV]
+    random = json.loads((BENCH / "random.json").read_text())["results"][ENV]
+    (tmp_path / "a.json").write_text(json.dumps(oracle))
+    (tmp_path / "b.json").write_text(json.dumps(random))
+    assert cli.main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
+                     "--out", str(tmp_path / "ab.json")]) == 0  # fmt: skip
+    out = tmp_path / "report.html"
+    assert _report(capsys, str(tmp_path / "ab.json"), "--out", str(out))[0] == 0
+    saved = json.loads((tmp_path / "ab.json").read_text())
+    page = Page(out.read_text())
+    [table] = page.find(data_kind="difference", data_env=ENV)
+    cells = _cells(page, table, 9)
+    assert [float(c["attrs"]["data-value"]) for c in cells] == list(np.ravel(saved["diff"]))
+    assert [float(c["attrs"]["data-low"]) for c in cells] == list(np.ravel(saved["ci_low"]))
+    assert [c["attrs"]["data-mark"] for c in cells] == list(np.ravel(saved["wins"]))
+    assert "a marked cell's interval excludes 0" in out.read_text()
+
+
+def test_hostile_agent_text_shows_as_text_and_never_as_markup(tmp_path):
+    path, log = hostile_run(tmp_path)
+    html = build_report([path], [log])
+    page = Page(html)
+    # The only elements are the page's own: no img, and three scripts (guard, data, code).
+    assert not [e for e in page.elements if e["tag"] in ("img", "iframe", "object", "embed")]
+    assert [attrs.get("type") for attrs, _ in page.scripts] == [None, "application/json", None]
+    assert "<img" not in html and "alert(2)</script>" not in html and "<script>alert" not in html
+    assert any(AGENT in e["text"] for e in page.elements if e["tag"] == "caption")
+    episodes = page.episodes()["episodes"]
+    assert episodes and all(e["agent"] == AGENT for e in episodes)
+    steps = [step for e in episodes for step in e["steps"]]
+    assert steps and all(s["raw"] == REPLY and s["action"] == ACTION for s in steps)
+
+
+def test_the_page_loads_nothing_from_any_server_and_is_marked_as_ours(tmp_path):
+    path, log = hostile_run(tmp_path)
+    for html in (build_report([path], [log]), build_report([BENCH / "oracle.json"])):
+        page = Page(html)
+        assert not [e for e in page.elements if "src" in e["attrs"]]
+        assert all(
+            e["attrs"]["href"].startswith("#") for e in page.elements if "href" in e["attrs"]
+        )
+        assert not re.search(r"https?://|url\(|@import", html)
+        [policy] = page.find(http_equiv="Content-Security-Policy")
+        assert policy["attrs"]["content"].startswith("default-src 'none'")
+        assert page.find(name="generator", content=GENERATOR)
+        out = tmp_path / "page.html"
+        out.write_text(html)
+        assert written_here(out, "--out")
+
+
+def test_transcripts_are_found_beside_a_result_and_carry_what_the_filters_use(tmp_path):
+    path, _ = hostile_run(tmp_path)  # its settings name the log, which exists
+    data = Page(build_report([path])).episodes()
+    episodes = data["episodes"]
+    assert len(episodes) == 3 * 2 and data["notes"] == ["hostile.jsonl: 6 episodes"]
+    for episode in episodes:
+        assert episode["env"] == ENV and episode["budget"] == "4"
+        assert episode["success"] == "no" and episode["end"] == end_reason({**episode,
+            "success": False, "turns": int(episode["turns"]), "budget": 4, "error": None,
+            "dead_end_turn": None})  # fmt: skip
+        assert len(episode["steps"]) == int(episode["turns"])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "is not JSON"),
+        ('{"a": 1}', "has no format key"),
+        ('{"format": "agent-envs-runlog/6"}', "its format is 'agent-envs-runlog/6'"),
+        ('{"format": "agent-envs-bench/1", "score": {}}', "malformed bench result"),
+        ('{"format": "agent-envs-compare/1", "ks": [1]}', "malformed comparison"),
+        ('{"format": "agent-envs-result/2"}', "malformed result"),
+    ],
+)
+def test_a_file_that_is_no_result_is_one_line_and_exit_2(tmp_path, capsys, content, message):
+    bad, out = tmp_path / "bad.json", tmp_path / "report.html"
+    bad.write_text(content)
+    status, err = _report(capsys, str(bad), "--out", str(out))
+    assert status == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+    assert not out.exists()
+
+
+def test_a_log_that_is_no_run_log_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "notes.jsonl"
+    bad.write_text("hello\n")
+    status, err = _report(capsys, str(BENCH / "random.json"), "--log", str(bad), "--out",
+                          str(tmp_path / "r.html"))  # fmt: skip
+    assert status == 2 and len(err.strip().splitlines()) == 1 and "not an agent-envs run log" in err
+
+
+def test_out_never_replaces_a_file_agent_envs_did_not_write(tmp_path, capsys):
+    out, source = tmp_path / "report.html", str(tmp_path / "random.json")
+    (tmp_path / "random.json").write_text((BENCH / "random.json").read_text())
+    out.write_text("<html>my own notes</html>")
+    status, err = _report(capsys, source, "--out", str(out))
+    assert status == 2 and "--overwrite" in err and out.read_text() == "<html>my own notes</html>"
+    assert _report(capsys, source, "--out", str(out), "--overwrite")[0] == 0
+    assert _report(capsys, source, "--out", str(out))[0] == 0  # its own page: replaced
+    status, err = _report(capsys, source, "--out", source)
+    assert status == 2 and "same file as an input" in err
+
+
+def test_every_option_says_its_default():
+    commands = cli._parser()._subparsers._group_actions[0].choices
+    for action in commands["report"]._actions:
+        if action.option_strings and action.dest != "help":
+            assert "default" in action.help or "required" in action.help
+
+
+def test_the_committed_bench_page_holds_the_committed_scores():
+    """docs/bench/v1/report.html (written by the command in docs/bench.md) is not stale."""
+    page = Page((BENCH / "report.html").read_text())
+    for name in ("oracle", "random"):
+        score = json.loads((BENCH / f"{name}.json").read_text())["score"]
+        for key in ("tight", "generous", "budget_gap"):
+            [cell] = page.find(data_agent=name, data_score=key)
+            assert float(cell["attrs"]["data-value"]) == score[key]["value"]
+    assert page.find(name="generator", content=GENERATOR)
+
+
+def test_two_results_of_one_agent_name_are_told_apart_by_their_files():
+    page = Page(build_report([BENCH / "oracle.json", BENCH / "oracle-visible.json"]))
+    assert page.find(data_agent="oracle (oracle-visible)", data_score="tight")
+    assert page.find(data_kind="surface", data_env=ENV, data_agent="oracle (oracle)")
+    assert page.find(data_kind="difference", data_env=ENV, data_b="oracle (oracle-visible)")
