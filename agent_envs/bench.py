@@ -88,6 +88,9 @@ def run_bench(
     return {
         "format": BENCH_FORMAT,
         "suite": suite.version,
+        # A bench of some rows only (--only): its score covers those rows, not the suite.
+        "partial": suite.partial,
+        "rows": [entry.env_id for entry in suite.entries],
         "agent": agent_name,
         "results": results,
         "seconds": seconds,
@@ -145,7 +148,8 @@ def bench_score(
 def score_table(result: Mapping[str, Any]) -> str:
     """The bench result as a table: each family at its tight and generous budget, then the score."""
     score = result["score"]
-    lines = [f"{result['agent']} on suite {result['suite']}", ""]
+    partial = f" (partial: {len(result['rows'])} rows)" if result.get("partial") else ""
+    lines = [f"{result['agent']} on suite {result['suite']}{partial}", ""]
     lines.append(f"{'family':<20} {'tight':>7} {'generous':>9}")
     for family, row in score["per_family"].items():
         lines.append(f"{family:<20} {row['tight']:>7.3f} {row['generous']:>9.3f}")

@@ -163,3 +163,22 @@ def test_the_command_writes_one_result_and_refuses_a_file_as_its_folder(tmp_path
     printed = capsys.readouterr().out
     assert "budget_gap" in printed and f"{result['score']['tight']['value']:.3f}" in printed
     assert np.isfinite(result["score"]["budget_gap"]["value"])
+
+
+def test_only_some_rows_give_a_partial_result_that_says_so(tmp_path, capsys):
+    from agent_envs.cli import main
+    from agent_envs.suites import select
+
+    ids = ["agent_envs/Wordle-v0", "agent_envs/GuessNumber-v0"]
+    out = tmp_path / "b"
+    assert (
+        main(["bench", "v1", "--agent", "oracle", "--only", ",".join(ids), "--out", str(out)]) == 0
+    )
+    result = json.loads((out / "bench.json").read_text())
+    assert result["partial"] and result["rows"] == ids[::-1]  # in the suite's order
+    assert set(result["results"]) == set(ids) and "(partial: 2 rows)" in capsys.readouterr().out
+    suite = load_suite("v1")
+    assert result["score"] == bench_score(select(suite, ids), result["results"])
+    assert not select(suite, [e.env_id for e in suite.entries]).partial
+    assert main(["bench", "v1", "--only", "agent_envs/Nope-v0", "--out", str(out)]) == 2
+    assert "its rows:" in capsys.readouterr().err

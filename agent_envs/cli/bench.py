@@ -18,7 +18,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from agent_envs.files import check_output_path
     from agent_envs.plugins import AgentSpec, describe_agent, make_agent, parse_agent_kwargs
     from agent_envs.redaction import remember, secret_values
-    from agent_envs.suites import load_suite
+    from agent_envs.suites import load_suite, select
 
     kwargs = parse_agent_kwargs(args.agent_kwargs)
     remember(secret_values(kwargs))
@@ -27,6 +27,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} is a file; bench writes a folder (its logs and {RESULT}).")
     check_output_path(out / RESULT, "--out")
     suite = load_suite(args.suite)
+    if args.only is not None:
+        suite = select(suite, [env_id.strip() for env_id in args.only.split(",") if env_id.strip()])
     name = describe_agent(args.agent, kwargs)
     local = args.backend == "local"
     make_policy = (
@@ -64,6 +66,13 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
         "--out",
         required=True,
         help=f"a folder: each id's run log (a rerun resumes them) and {RESULT} (required)",
+    )
+    parser.add_argument(
+        "--only",
+        default=None,
+        metavar="IDS",
+        help="comma-separated env ids: run these rows of the suite only; the result says so "
+        "and its score covers them only (default: every row)",
     )
     parser.add_argument(
         "--visible-budget",

@@ -17,12 +17,13 @@ tasks: a **tight** budget (the median oracle turns), a middle one and a
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
 from wrappers.errors import InvalidValue
 
-__all__ = ["SUITES", "Suite", "SuiteEntry", "load_suite"]
+__all__ = ["SUITES", "Suite", "SuiteEntry", "load_suite", "select"]
 
 #: The released suites, oldest first.
 SUITES = ("v1",)
@@ -56,6 +57,26 @@ class Suite:
     samples: int
     ks: tuple[int, ...]
     entries: tuple[SuiteEntry, ...]
+    #: Some rows only (:func:`select`): a score over them is not the suite's.
+    partial: bool = False
+
+
+def select(suite: Suite, env_ids: Sequence[str]) -> Suite:
+    """Return ``suite`` with only the rows of ``env_ids`` (a partial bench), in suite order.
+
+    Raises:
+        InvalidValue: an id that is not a row of the suite.
+    """
+    known = {entry.env_id for entry in suite.entries}
+    unknown = [env_id for env_id in env_ids if env_id not in known]
+    if unknown or not env_ids:
+        given = ", ".join(unknown) or "none"
+        raise InvalidValue(
+            f"--only takes ids of suite {suite.version}'s rows, got {given}; "
+            f"its rows: {', '.join(sorted(known))}."
+        )
+    entries = tuple(entry for entry in suite.entries if entry.env_id in env_ids)
+    return Suite(suite.version, suite.samples, suite.ks, entries, len(entries) < len(known))
 
 
 def load_suite(version: str) -> Suite:
