@@ -51,14 +51,19 @@ def run_bench(
     agent_name: str,
     out: Path,
     log: Callable[[str], object] = print,
+    history: str | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """Evaluate ``make_policy()`` on every id of ``suite``; return the bench result.
 
     Each id's episodes go to ``out/logs/<id>.jsonl`` (a rerun resumes them);
-    ``settings`` are further :class:`~agent_envs.evaluation.EvalSettings`
-    fields (``backend``, ``workers``, ``progress`` ...).
+    ``history`` (``"raw"`` or ``"action"``) gives the agent the dialogue in
+    ``info["messages"]``, as ``eval --history --history-record`` does (an LLM
+    agent sees only the latest observation without it); ``settings`` are
+    further :class:`~agent_envs.evaluation.EvalSettings` fields (``backend``,
+    ``workers``, ``progress`` ...).
     """
+    from agent_envs.env_stack import StackOptions, StackRecipe
     from agent_envs.evaluation import EvalSettings, evaluate
 
     (out / "logs").mkdir(parents=True, exist_ok=True)
@@ -67,9 +72,12 @@ def run_bench(
         log(f"[{index}/{len(suite.entries)}] {entry.env_id}: {len(entry.tasks)} tasks x "
             f"{suite.samples} attempts, T {','.join(map(str, entry.budgets))}")  # fmt: skip
         cpu, wall = time.process_time(), time.perf_counter()
+        env: Any = entry.env_id
+        if history is not None:
+            env = StackRecipe(entry.env_id, StackOptions(history=True, record=history))
         result = evaluate(
             make_policy(),
-            entry.env_id,
+            env,
             EvalSettings(
                 ks=list(suite.ks),
                 budgets=list(entry.budgets),
@@ -77,6 +85,7 @@ def run_bench(
                 samples=suite.samples,
                 log_path=os.fspath(out / "logs" / f"{_slug(entry.env_id)}.jsonl"),
                 agent_name=agent_name,
+                env_name=entry.env_id,
                 **settings,
             ),
         )
@@ -90,6 +99,7 @@ def run_bench(
         "suite": suite.version,
         # A bench of some rows only (--only): its score covers those rows, not the suite.
         "partial": suite.partial,
+        "history": history,
         "rows": [entry.env_id for entry in suite.entries],
         "agent": agent_name,
         "results": results,

@@ -182,3 +182,18 @@ def test_only_some_rows_give_a_partial_result_that_says_so(tmp_path, capsys):
     assert not select(suite, [e.env_id for e in suite.entries]).partial
     assert main(["bench", "v1", "--only", "agent_envs/Nope-v0", "--out", str(out)]) == 2
     assert "its rows:" in capsys.readouterr().err
+
+
+def test_with_history_the_agent_reads_the_dialogue(tmp_path):
+    """``--history raw``: every turn's info holds the dialogue so far, as eval's does."""
+    seen = []
+
+    class Reader:
+        def act(self, observation, info):
+            seen.append(len(info["messages"]))
+            return "50"
+
+    suite = Suite("test", 1, (1,), (SuiteEntry("agent_envs/GuessNumber-v0", "G", (0,), (3,)),))
+    result = run_bench(suite, Reader, "reader", tmp_path, log=lambda line: None, history="raw")
+    assert result["history"] == "raw" and result["results"]["agent_envs/GuessNumber-v0"]
+    assert seen[:3] == [1, 3, 5]  # the first observation, then each reply and answer added

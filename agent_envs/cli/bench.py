@@ -39,7 +39,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     settings = {"backend": args.backend, "progress": True, "visible_budget": args.visible_budget}
     if args.workers is not None:
         settings["workers"] = args.workers
-    result = run_bench(suite, make_policy, name, out, **settings)
+    result = run_bench(suite, make_policy, name, out, history=args.history, **settings)
     print(score_table(result))
     write_result(result, out / RESULT)
     print(f"wrote {out / RESULT}")
@@ -73,6 +73,13 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
         metavar="IDS",
         help="comma-separated env ids: run these rows of the suite only; the result says so "
         "and its score covers them only (default: every row)",
+    )
+    parser.add_argument(
+        "--history",
+        choices=("raw", "action"),
+        default=None,
+        help="give the agent the dialogue in info['messages'], keeping each whole reply (raw, "
+        "the format train-llm trains on) or its action; an LLM agent needs it (default: none)",
     )
     parser.add_argument(
         "--visible-budget",
