@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_envs.protocol import BUDGET, SUCCESS
 from wrappers.errors import InvalidValue
 
 __all__ = ["MAX_EPISODES", "end_reason", "read_episodes"]
@@ -30,11 +31,11 @@ def end_reason(episode: dict[str, Any]) -> str:
     """
     if episode.get("error"):
         return "error"
-    if episode.get("success"):
-        return "success"
+    if episode.get(SUCCESS):
+        return SUCCESS
     if episode.get("dead_end_turn") is not None:
         return "dead end"
-    if episode.get("turns", 0) >= episode.get("budget", 0):
+    if episode.get("turns", 0) >= episode.get(BUDGET, 0):
         return "out of turns"
     return "ended"
 
@@ -73,7 +74,7 @@ def read_episodes(path: Path, limit: int = MAX_EPISODES) -> tuple[list[dict[str,
             continue  # a torn last line, or a line the evaluator itself would refuse
         if isinstance(data, dict) and isinstance(data.get("transcript"), dict):
             # A later line for the same episode wins, as when the evaluator resumes.
-            key = (data.get("task"), data.get("sample"), data.get("budget"))
+            key = (data.get("task"), data.get("sample"), data.get(BUDGET))
             episodes[key] = _episode(data, settings)
     kept = list(episodes.values())
     return kept[:limit], len(kept)
@@ -92,8 +93,8 @@ def _episode(data: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         "agent": _text(settings.get("agent_name")),
         "task": _text(data.get("task")),
         "sample": _text(data.get("sample")),
-        "budget": _text(data.get("budget")),
-        "success": "yes" if data.get("success") else "no",
+        BUDGET: _text(data.get(BUDGET)),
+        SUCCESS: "yes" if data.get(SUCCESS) else "no",
         "end": end_reason(data),
         "turns": _text(data.get("turns")),
         "error": _text(data.get("error")),
