@@ -63,8 +63,7 @@ def run_bench(
     further :class:`~agent_envs.evaluation.EvalSettings` fields (``backend``,
     ``workers``, ``progress`` ...).
     """
-    from agent_envs.env_stack import StackOptions, StackRecipe
-    from agent_envs.evaluation import EvalSettings, evaluate
+    from agent_envs.evaluation import EvalSettings
 
     (out / "logs").mkdir(parents=True, exist_ok=True)
     results, seconds = {}, {}
@@ -72,24 +71,17 @@ def run_bench(
         log(f"[{index}/{len(suite.entries)}] {entry.env_id}: {len(entry.tasks)} tasks x "
             f"{suite.samples} attempts, T {','.join(map(str, entry.budgets))}")  # fmt: skip
         cpu, wall = time.process_time(), time.perf_counter()
-        env: Any = entry.env_id
-        if history is not None:
-            env = StackRecipe(entry.env_id, StackOptions(history=True, record=history))
-        result = evaluate(
-            make_policy(),
-            env,
-            EvalSettings(
-                ks=list(suite.ks),
-                budgets=list(entry.budgets),
-                tasks=list(entry.tasks),
-                samples=suite.samples,
-                log_path=os.fspath(out / "logs" / f"{_slug(entry.env_id)}.jsonl"),
-                agent_name=agent_name,
-                env_name=entry.env_id,
-                **settings,
-            ),
+        entry_settings = EvalSettings(
+            ks=list(suite.ks),
+            budgets=list(entry.budgets),
+            tasks=list(entry.tasks),
+            samples=suite.samples,
+            log_path=os.fspath(out / "logs" / f"{_slug(entry.env_id)}.jsonl"),
+            agent_name=agent_name,
+            env_name=entry.env_id,
+            **settings,
         )
-        results[entry.env_id] = result.to_dict()
+        results[entry.env_id] = _evaluate(make_policy(), entry.env_id, history, entry_settings)
         seconds[entry.env_id] = {
             "cpu": round(time.process_time() - cpu, 2),
             "wall": round(time.perf_counter() - wall, 2),
@@ -106,6 +98,17 @@ def run_bench(
         "seconds": seconds,
         "score": bench_score(suite, results),
     }
+
+
+def _evaluate(policy: Any, env_id: str, history: str | None, settings: Any) -> dict[str, Any]:
+    """One row's result, as a dict: the env alone, or with the dialogue kept (``history``)."""
+    from agent_envs.env_stack import StackOptions, StackRecipe
+    from agent_envs.evaluation import evaluate
+
+    env: Any = env_id
+    if history is not None:
+        env = StackRecipe(env_id, StackOptions(history=True, record=history))
+    return evaluate(policy, env, settings).to_dict()
 
 
 def _pass1(result: Mapping[str, Any], budget: int) -> np.ndarray:
