@@ -242,7 +242,6 @@ def build_parser() -> cli.Parser:
         help="each attempt draws its own T (default: the K attempts of a task share one)",
     )
     cli.add_config_arguments(parser, LLMTrainConfig)
-    cli.deprecated(parser, "--k", "--group-size", type=cli.int_arg(2))
     _add_lora_arguments(parser)
     parser.add_argument("--out", default=None, help="output folder")
     add_run_folder_flags(parser)
@@ -306,7 +305,6 @@ def _add_evaluation(parser: cli.Parser) -> cli.EvalArguments:
         tasks="100",
         first=EVAL_FIRST_TASK,
     )
-    cli.deprecated(evaluation, "--t", "--eval-budgets", type=cli.int_list(None))
     return flags
 
 
