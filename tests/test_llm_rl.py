@@ -334,7 +334,7 @@ def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_llama_path
 
 
 def test_hfagent_with_the_prefix_cache_plays_the_same_episodes(warm_path, tmp_path):
-    make_env, _ = cli._with_history(GUESS, 0, 8, False, "raw")
+    make_env, _ = cli._with_history(GUESS, 0, record="raw")
     played = []
     for cache in (False, True):
         agent = HFAgent(
@@ -364,7 +364,7 @@ def test_training_prompts_equal_hfagent_prompts_in_evaluate(warm_path, tmp_path)
 
     agent.prompt_ids = spy
     # The CLI's env stack for `eval --history --history-record raw`.
-    make_env, _ = cli._with_history(GUESS, 0, 8, False, "raw")
+    make_env, _ = cli._with_history(GUESS, 0, record="raw")
     log = tmp_path / "episodes.jsonl"
     evaluate(agent, make_env, ks=[1], budgets=[8], tasks=[11, 4], samples=3, seed=0, log_path=log)
     evaluated = {(seed, turn): ids for seed, turn, ids in seen}

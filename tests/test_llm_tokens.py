@@ -163,7 +163,7 @@ def test_evaluation_reads_the_tokens_training_read(model_path, tmp_path, few_sho
         return ids
 
     agent.prompt_ids = spy
-    make_env, _ = cli._with_history(GUESS, 0, 4, False, "raw")
+    make_env, _ = cli._with_history(GUESS, 0, record="raw")
     log = tmp_path / "episodes.jsonl"
     evaluate(agent, make_env, ks=[1], budgets=[4], tasks=[11, 4], samples=2, seed=0, log_path=log)
     for episode in episodes:
