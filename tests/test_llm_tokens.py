@@ -33,7 +33,9 @@ from baselines.llm.generation import (  # noqa: E402
     reply_decoder,
 )
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.prompting import PromptEncoder, build_messages, to_agent_action  # noqa: E402
+from baselines.llm.messages import build_messages  # noqa: E402
+from baselines.llm.prompt_encoder import PromptEncoder  # noqa: E402
+from baselines.llm.replies import to_agent_action  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout, start_episode  # noqa: E402
 from baselines.llm.tiny import CHAT_TEMPLATE  # noqa: E402
 from wrappers.chat_history import chat_stack  # noqa: E402

@@ -21,7 +21,7 @@ from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
 from agent_envs import cli
 from agent_envs.protocol import AgentAction
 from baselines.llm.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
-from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT, parse_action
+from baselines.llm.replies import DEFAULT_SYSTEM_PROMPT, parse_action
 from wrappers.chat_history import ChatHistory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

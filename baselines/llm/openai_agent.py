@@ -8,11 +8,11 @@ enforces the deadline and the reply cap, and keeps the API key secret; see
 :mod:`baselines.llm.openai_client`.
 
 Prompts and parsing are the ones :class:`~baselines.llm.hf_agent.HFAgent` uses
-(:mod:`baselines.llm.prompting`): the dialogue from ``info["messages"]`` or the
-observation alone, the system prompt first, and the action parsed out of the
-reply, whose full text is kept as ``AgentAction.raw``.  The server applies the
-chat template; the agent does not trim long dialogues (use
-``wrappers.ChatHistory(window=N)`` to bound them).
+(:mod:`baselines.llm.prompt_encoder`, :mod:`baselines.llm.replies`): the
+dialogue from ``info["messages"]`` or the observation alone, the system
+prompt first, and the action parsed out of the reply, whose full text is kept
+as ``AgentAction.raw``.  The server applies the chat template; the agent does
+not trim long dialogues (use ``wrappers.ChatHistory(window=N)`` to bound them).
 
 Seeds.  Each request carries ``seed``, derived from the agent's ``seed``,
 ``info["episode_seed"]`` (different for every attempt), the turn and the
