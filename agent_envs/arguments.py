@@ -15,8 +15,6 @@
   :class:`~agent_envs.evaluation.EvalSettings`; :func:`add_budget_arguments`
   adds the training budget flags (``--budget``, ``--budget-mix``,
   ``--weights``, ``--visible-budget``).
-* :func:`deprecated` keeps an old flag name working for a while, with a
-  warning on stderr that names the new one.
 
 One name per meaning: in ``eval`` the grids are ``--k``, ``--t``, ``--samples``
 and ``--tasks``; a training command evaluates its model with the same flags
@@ -67,7 +65,6 @@ __all__ = [
     "add_config_arguments",
     "add_eval_arguments",
     "config_values",
-    "deprecated",
     "error_line",
     "explicit_flags",
     "flag",
@@ -246,34 +243,6 @@ def parse_tasks(text: str, flag: str, first: int = 0) -> int | Sequence[int]:
             f"{flag} takes a count (50), a range (100:150) or ids (3,7,9); got {text!r}."
         ) from None
     return count if first == 0 else range(first, first + check_int(count, flag, 0))
-
-
-class _Deprecated(argparse.Action):
-    """Store the value under the new flag's name, with a warning that names it."""
-
-    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.new = new
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(
-            f"{parser.prog}: warning: {option_string} is deprecated and will be removed; "
-            f"use {self.new}.",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, values)
-
-
-def deprecated(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
-    """Accept ``old`` as a hidden spelling of the flag ``new``, warning on each use.
-
-    ``kwargs`` are ``new``'s ``type``, ``nargs`` and so on; ``dest`` is ``new``'s.
-    """
-    known = parser._option_string_actions.get(new)  # the new flag's own dest, if it is added
-    dest = known.dest if known is not None else new.lstrip("-").replace("-", "_")
-    parser.add_argument(
-        old, dest=dest, action=_Deprecated, new=new, help=argparse.SUPPRESS, **kwargs
-    )
 
 
 # ------------------------------------------------------------------ evaluation

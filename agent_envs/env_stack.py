@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +44,8 @@ from wrappers.validators import check_bool
 
 __all__ = ["BudgetRegime", "StackOptions", "StackRecipe", "make_stack"]
 
-#: The loose keywords a regime replaces (``budget`` or ``budgets``, ``weights``, ``visible``).
-LEGACY_KEYWORDS = (BUDGET, "budgets", "weights", "visible")
+#: The plain-data keywords of a regime (``budget`` or ``budgets``, ``weights``, ``visible``).
+REGIME_KEYWORDS = (BUDGET, "budgets", "weights", "visible")
 
 
 @dataclass(frozen=True)
@@ -113,36 +112,9 @@ class BudgetRegime:
         return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
 
     @classmethod
-    def of(
-        cls,
-        regime: BudgetRegime | int | None,
-        legacy: dict[str, Any],
-        *,
-        visible: bool = False,
-        where: str = "this function",
-    ) -> BudgetRegime:
-        """Return the regime a public function was given: a regime, an int T, or old keywords.
-
-        ``legacy`` holds the keywords the regime replaced (``budget``,
-        ``budgets``, ``weights``, ``visible``); they are popped from it and
-        still work, with a ``DeprecationWarning``.  ``visible`` is the
-        function's default visibility for an int T or the old keywords.
-        """
-        old = {key: legacy.pop(key) for key in LEGACY_KEYWORDS if key in legacy}
-        if old:
-            warnings.warn(
-                f"{where}: the keywords {', '.join(old)} are deprecated; pass a regime "
-                "(agent_envs.env_stack.BudgetRegime.fixed(T) or .mixed(budgets, weights)).",
-                DeprecationWarning,
-                stacklevel=3,
-            )
-            if regime is not None:
-                raise InvalidType(f"{where}: give the regime or the old keywords, not both.")
-        if isinstance(regime, BudgetRegime):
-            return regime
-        if regime is not None:
-            return cls.fixed(regime, visible)
-        return cls.from_keywords(old, visible)
+    def of(cls, regime: BudgetRegime | int, visible: bool = False) -> BudgetRegime:
+        """Return ``regime`` as given, or the fixed budget of an int T with ``visible``."""
+        return regime if isinstance(regime, BudgetRegime) else cls.fixed(regime, visible)
 
     @classmethod
     def from_keywords(cls, old: Mapping[str, Any], visible: bool = False) -> BudgetRegime:

@@ -26,7 +26,7 @@ Protocols below state the shape, in the manner of Stable-Baselines3's
   budget (it was trained under ``TurnBudget(visible=True)``, or it plans with
   the turns left), so the evaluator builds its stack with a visible budget
   (the turns left in every observation and in ``info``) and runs every budget
-  separately.  ``budget_aware = True``, its old name, still counts and warns.
+  separately.
 * ``required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)``: the evaluator adds
   those lists to ``info`` (through ``wrappers.ActionHints``).  This is how the
   random and oracle baselines see the env's action API while

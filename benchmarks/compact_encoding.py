@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import warnings
 
 
 def measure(env_id: str, steps: int, whole_text: bool) -> tuple[int, float, float]:
@@ -29,11 +28,9 @@ def measure(env_id: str, steps: int, whole_text: bool) -> tuple[int, float, floa
     import agent_envs  # noqa: F401  (registers the ids)
     from wrappers import DiscreteActions, EncodeObservation, TurnBudget
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # the one-release note on the default
-        encoded = EncodeObservation(
-            DiscreteActions(TurnBudget(gym.make(env_id), 8)), whole_text=whole_text
-        )
+    encoded = EncodeObservation(
+        DiscreteActions(TurnBudget(gym.make(env_id), 8)), whole_text=whole_text
+    )
     env = ActionMasker(encoded, lambda e: e.action_masks())
     model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")
     inputs = int(model.policy.features_extractor.features_dim)

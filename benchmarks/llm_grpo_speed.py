@@ -64,12 +64,12 @@ def main() -> None:
 
     from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder
+    from baselines.llm.grpo import grpo_config
     from baselines.llm.rewards import outcome_reward
     from baselines.llm.rollout import EpisodeRollout
     from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
     from baselines.llm.tasks import task_prompt
     from baselines.llm.tiny import build_tiny_model
-    from baselines.llm.train import grpo_config
     from baselines.llm.warm_start import demonstrations, warm_start
 
     folder = Path(tempfile.mkdtemp(prefix="grpo-speed-"))

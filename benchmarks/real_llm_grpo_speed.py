@@ -99,11 +99,11 @@ def measure(args: argparse.Namespace, episodes: int, mode: str) -> dict[str, flo
     from datasets import Dataset
     from trl import GRPOTrainer
 
+    from baselines.llm.grpo import grpo_config
     from baselines.llm.lora import LoRASpec, apply_lora
     from baselines.llm.rewards import outcome_reward
     from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
     from baselines.llm.tasks import task_prompt
-    from baselines.llm.train import grpo_config
 
     model, tokenizer = setup.load(args.model)
     if mode == "lora":

@@ -25,7 +25,7 @@ import gymnasium as gym
 import agent_envs
 from agent_envs.evaluation import evaluate
 from agent_envs.protocol import MESSAGES, AgentAction
-from baselines.llm.prompting import parse_action
+from baselines.llm.replies import parse_action
 from wrappers.chat_history import ChatHistory
 
 gym.register_envs(agent_envs)

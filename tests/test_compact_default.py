@@ -1,8 +1,7 @@
-"""Where an env declares ``compact_view()``, every encoding uses it by default (issue 32, item 1).
+"""Where an env declares ``compact_view()``, every encoding uses it by default.
 
-The whole text stays one argument away (``whole_text=True``), a setting the
-user gives is used as given, and the change of the default announces itself
-for one release.
+The whole text stays one argument away (``whole_text=True``), and a setting the
+user gives is used as given.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ def _one_hot_inputs(env: gym.Env) -> int:
     return int(space.nvec.sum()) if isinstance(space, gym.spaces.MultiDiscrete) else space.shape[0]
 
 
-def test_the_default_encoding_is_the_compact_view_and_says_so_once():
-    with pytest.warns(FutureWarning, match="compact_view.*whole_text=True"):
+def test_the_default_encoding_is_the_compact_view_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         env = EncodeObservation(DiscreteActions(TurnBudget(gym.make(LAKE), 8)))
     assert _one_hot_inputs(env) == COMPACT_INPUTS
     assert env.encoder_config() == {"mode": "chars", **gym.make(LAKE).unwrapped.compact_view()}
@@ -41,30 +41,23 @@ def test_the_default_encoding_is_the_compact_view_and_says_so_once():
 
 
 def test_the_whole_text_is_one_argument_away_and_unchanged():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the user chose: no note
-        whole = EncodeObservation(gym.make(LAKE), whole_text=True)
-        chosen = EncodeObservation(gym.make(LAKE), max_length=20)
+    whole = EncodeObservation(gym.make(LAKE), whole_text=True)
+    chosen = EncodeObservation(gym.make(LAKE), max_length=20)
     assert _one_hot_inputs(whole) == WHOLE_INPUTS
     assert whole.encoder_config()["max_length"] == 256 and not whole.encoder_config()["view_only"]
-    assert chosen.encoder_config()["max_length"] == 20  # a given setting keeps the old meaning
+    assert chosen.encoder_config()["max_length"] == 20  # a given setting is used as given
 
 
-def test_a_rebuilt_stack_encodes_the_same_arrays_without_a_note():
-    with pytest.warns(FutureWarning):
-        env = EncodeObservation(gym.make(LAKE))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", FutureWarning)
-        rebuilt = gym.make(env.spec)
+def test_a_rebuilt_stack_encodes_the_same_arrays():
+    env = EncodeObservation(gym.make(LAKE))
+    rebuilt = gym.make(env.spec)
     first, _ = env.reset(seed=0, options={"task_id": 7})
     second, _ = rebuilt.reset(seed=0, options={"task_id": 7})
     assert np.array_equal(first, second) and first.shape == (31,)
 
 
 def test_an_env_without_a_compact_view_is_encoded_whole():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", FutureWarning)
-        env = EncodeObservation(gym.make("agent_envs/WebShop-v0"))
+    env = EncodeObservation(gym.make("agent_envs/WebShop-v0"))
     assert env.encoder_config()["max_length"] == 256
 
 

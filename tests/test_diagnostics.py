@@ -337,19 +337,6 @@ def test_the_hidden_info_pickles_as_a_plain_dict():
     assert type(again) is dict and again == {"turn": 1}
 
 
-def test_the_old_budget_aware_flag_still_counts_and_warns():
-    class OldAware(OracleAgent):
-        budget_aware = True
-
-        def act(self, observation, info):
-            assert observation.endswith(f"[Turns left: {info['turns_left']} of 30]")
-            return super().act(observation, info)
-
-    with pytest.warns(DeprecationWarning, match="OldAware.budget_aware is deprecated"):
-        result = evaluate(OldAware(), "agent_envs/Sokoban-v0", ks=[1], budgets=[30], tasks=2)
-    assert result.mode == "visible" and result.errors == 0
-
-
 # ------------------------------------------------------------ unparsable rate
 def test_unparsable_replies_are_told_apart_from_forbidden_moves(tmp_path):
     """'hello' is no guess at all; '500' is a guess the range forbids: both invalid."""

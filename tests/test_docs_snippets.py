@@ -36,7 +36,6 @@ BLOCK = re.compile(r"^```(python|bash)\n(.*?)^```", re.S | re.M)
 PRELUDE = """
 import warnings
 warnings.simplefilter("error", FutureWarning)   # snippets must not lean on an old default
-warnings.filterwarnings("ignore", "EncodeObservation now encodes", FutureWarning)
 import gymnasium as gym
 import agent_envs
 from wrappers import DiscreteActions, EncodeObservation, TurnBudget

@@ -50,17 +50,16 @@ def test_regime_checks_its_values():
     assert BudgetRegime.mixed([4, 8], [1e308, 1e308]).draws.probabilities == (0.5, 0.5)
 
 
-def test_old_budget_keywords_still_work_with_a_deprecation_warning():
+def test_a_regime_is_one_argument_a_budget_regime_or_an_int_t():
     from agent_envs.integrations.common import budgeted_env, masked_env
 
-    with pytest.warns(DeprecationWarning, match="budgets, visible are deprecated"):
-        old = budgeted_env(ENV_ID, budgets=[3, 5], visible=True)
-    new = budgeted_env(ENV_ID, BudgetRegime.mixed([3, 5], visible=True))
-    assert _names(old) == _names(new) and old.reset(seed=4) == new.reset(seed=4)
-    with pytest.warns(DeprecationWarning):
-        assert masked_env(ENV_ID, budget=8).action_space == masked_env(ENV_ID, 8).action_space
-    with pytest.raises(TypeError, match="not both"), pytest.warns(DeprecationWarning):
-        budgeted_env(ENV_ID, 8, budget=8)
+    given = budgeted_env(ENV_ID, 8)
+    fixed = budgeted_env(ENV_ID, BudgetRegime.fixed(8))
+    assert _names(given) == _names(fixed) and given.reset(seed=4) == fixed.reset(seed=4)
+    masked = masked_env(ENV_ID, BudgetRegime.fixed(8))
+    assert masked_env(ENV_ID, 8).action_space == masked.action_space
+    with pytest.raises(TypeError):
+        budgeted_env(ENV_ID, budgets=[3, 5], visible=True)
 
 
 def test_make_stack_builds_every_layer_in_one_order():

@@ -19,11 +19,11 @@ from baselines.llm.few_shot import (
     example_task_ids,
     oracle_episodes,
 )
-from baselines.llm.prompting import (
+from baselines.llm.messages import insert_examples
+from baselines.llm.replies import (
     ACTION_SYSTEM_PROMPT,
     DEFAULT_SYSTEM_PROMPT,
     format_action,
-    insert_examples,
     parse_action,
     reply_complete,
 )

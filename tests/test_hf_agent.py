@@ -15,7 +15,8 @@ from agent_envs.protocol import AgentAction  # noqa: E402
 from baselines.llm import hf_loading  # noqa: E402
 from baselines.llm.generation import GumbelSampler  # noqa: E402
 from baselines.llm.hf_agent import HFAgent, PromptTooLongError  # noqa: E402
-from baselines.llm.prompting import parse_action, plain_prompt  # noqa: E402
+from baselines.llm.messages import plain_prompt  # noqa: E402
+from baselines.llm.replies import parse_action  # noqa: E402
 from wrappers.chat_history import ChatHistory  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

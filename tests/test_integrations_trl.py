@@ -60,7 +60,7 @@ def test_attempts_get_the_evaluators_distinct_seeds_and_mix_budgets():
 def test_bad_rows_and_settings_fail_clearly():
     with pytest.raises(ValueError, match="task_id column"):
         environment_factory(ENV_ID, 3)().reset(prompt="no task")
-    with pytest.raises(ValueError, match="exactly one of budget"):
+    with pytest.raises(TypeError):
         environment_factory(ENV_ID)
     assert environment_factory(ENV_ID, 3)().act("50").startswith("No episode is running")
     assert task_rows([4])[0] == {"prompt": [{"role": "user", "content": PROMPT}], TASK_ID: 4}

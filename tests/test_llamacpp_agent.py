@@ -28,7 +28,8 @@ from agent_envs.protocol import ENV_ID, TASK_ID  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.llamacpp_agent import LlamaCppAgent, gguf_tokenizer  # noqa: E402
 from baselines.llm.models import CACHE_ENV, ModelError  # noqa: E402
-from baselines.llm.prompting import PromptEncoder, reply_complete  # noqa: E402
+from baselines.llm.prompt_encoder import PromptEncoder  # noqa: E402
+from baselines.llm.replies import reply_complete  # noqa: E402
 from wrappers.chat_history import ChatHistory, chat_stack  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -1,15 +1,10 @@
-"""train-llm's phases each take their own share of the settings, and the old wiring still works.
+"""train-llm's phases each take their own share of the settings.
 
 ``train_llm`` resolves the model's source, the rollout's, the warm start's and
-GRPO's settings from ``LLMTrainConfig`` once; the names of the old wiring,
-which took the whole config, warn and hand each phase the same share.
+GRPO's settings from ``LLMTrainConfig`` once.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
 
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.model_source import ModelSource
@@ -55,35 +50,3 @@ def test_each_phase_gets_its_share_of_the_settings():
         process_reward=True,
         **CONFIG.policy_settings(),
     )
-
-
-def test_the_old_wiring_names_warn_and_hand_each_phase_the_same_share(monkeypatch):
-    pytest.importorskip("trl")
-    from baselines.llm import grpo, warm_start
-    from baselines.llm.rollout import EpisodeRollout
-
-    calls = []
-
-    def record(name):
-        def phase(model, tokenizer, rollout, settings, work, extra):
-            calls.append((name, rollout, settings, work, extra))
-            return f"{name} model"
-
-        return phase
-
-    monkeypatch.setattr(grpo, "train_grpo", record("grpo"))
-    monkeypatch.setattr(warm_start, "run_warm_start", record("warm"))
-    monkeypatch.setattr(ModelSource, "load", lambda self, out: (self, out))
-    with pytest.deprecated_call(match="load_model"):
-        assert grpo.load_model(CONFIG, Path("o")) == (CONFIG.model_source(), Path("o"))
-    with pytest.deprecated_call(match="warm_start_model"):
-        assert grpo.warm_start_model("m", "t", CONFIG, Path("w"), print) == "warm model"
-    with pytest.deprecated_call(match="run_grpo"):
-        assert grpo.run_grpo("m", "t", CONFIG, Path("w"), "log") == "grpo model"
-    (warm, warm_rollout, warm_settings, _, _), (_, grpo_rollout, grpo_settings, _, log) = calls
-    assert (warm, warm_settings) == ("warm", CONFIG.warm_start_settings())
-    assert (grpo_settings, log) == (CONFIG.grpo_settings(), "log")
-    for rollout in (warm_rollout, grpo_rollout):  # each phase a rollout of its own
-        assert isinstance(rollout, EpisodeRollout)
-        assert (rollout.env_id, rollout.seed, rollout.temperature) == (GUESS, 11, 0.7)
-    assert warm_rollout is not grpo_rollout

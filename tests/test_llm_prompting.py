@@ -1,17 +1,15 @@
-"""The prompting and parsing code both LLM agents share (``baselines.llm.prompting``)."""
+"""The prompting and parsing code the LLM agents share.
+
+``baselines.llm.replies``, ``baselines.llm.messages`` and ``baselines.llm.prompt_encoder``.
+"""
 
 from __future__ import annotations
 
 import gymnasium as gym
 import pytest
 
-from baselines.llm.prompting import (
-    build_messages,
-    drop_oldest_exchanges,
-    parse_action,
-    plain_prompt,
-    turn_of,
-)
+from baselines.llm.messages import build_messages, drop_oldest_exchanges, plain_prompt, turn_of
+from baselines.llm.replies import parse_action
 from wrappers.chat_history import ChatHistory
 from wrappers.seeding import sampling_seed
 
@@ -134,7 +132,7 @@ def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
     from agent_envs.protocol import ENV_ID
     from baselines.llm.openai_agent import OpenAIChatAgent
     from baselines.llm.policy import LLMPolicy
-    from baselines.llm.prompting import ACTION_SYSTEM_PROMPT
+    from baselines.llm.replies import ACTION_SYSTEM_PROMPT
 
     policy = LLMPolicy(few_shot=1, temperature=0.5, max_new_tokens=12, seed=5)
     assert (policy.style.reply_format, policy.system_prompt) == ("action", ACTION_SYSTEM_PROMPT)

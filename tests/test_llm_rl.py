@@ -334,7 +334,7 @@ def test_a_cache_is_used_only_while_it_is_a_prefix_of_the_prompt(tiny_llama_path
 
 
 def test_hfagent_with_the_prefix_cache_plays_the_same_episodes(warm_path, tmp_path):
-    make_env, _ = cli._with_history(GUESS, 0, 8, False, "raw")
+    make_env, _ = cli._with_history(GUESS, 0, record="raw")
     played = []
     for cache in (False, True):
         agent = HFAgent(
@@ -364,7 +364,7 @@ def test_training_prompts_equal_hfagent_prompts_in_evaluate(warm_path, tmp_path)
 
     agent.prompt_ids = spy
     # The CLI's env stack for `eval --history --history-record raw`.
-    make_env, _ = cli._with_history(GUESS, 0, 8, False, "raw")
+    make_env, _ = cli._with_history(GUESS, 0, record="raw")
     log = tmp_path / "episodes.jsonl"
     evaluate(agent, make_env, ks=[1], budgets=[8], tasks=[11, 4], samples=3, seed=0, log_path=log)
     evaluated = {(seed, turn): ids for seed, turn, ids in seen}
@@ -556,13 +556,10 @@ def test_train_llm_bad_input_gives_one_line_errors(argv, message, capsys, tmp_pa
         assert not (tmp_path / "x").exists()  # refused before any work
 
 
-def test_train_llm_old_flag_spellings_still_work_and_warn(capsys):
-    args = COMMAND.parse([GUESS, "--k", "4", "--t", "3,6"])
-    warnings = capsys.readouterr().err.splitlines()
-    assert warnings == [
-        "agent-envs train-llm: warning: --k is deprecated and will be removed; use --group-size.",
-        "agent-envs train-llm: warning: --t is deprecated and will be removed; use --eval-budgets.",
-    ]
+def test_train_llm_takes_only_the_current_flag_spellings(capsys, tmp_path):
+    assert cli.main(["train-llm", GUESS, "--k", "4", "--out", str(tmp_path / "x")]) == 2
+    assert "unrecognized arguments: --k 4" in capsys.readouterr().err
+    args = COMMAND.parse([GUESS, "--group-size", "4", "--eval-budgets", "3,6"])
     assert args.k == 4 and args.eval_budgets == (3, 6)
     assert COMMAND.configs(args)[0].k == 4
     settings = args.eval_flags.settings(args, ks=(1, 2), seed=0)

@@ -126,7 +126,7 @@ def test_an_openai_agent_is_sent_the_reference_dialogue_in_its_format(tiny_path)
     server = ChatServer(TinyBackend(tiny_path))
     try:
         agent = OpenAIChatAgent(
-            server.base_url, "tiny", reply_format="think", max_tokens=8, backoff=0.0
+            server.base_url, "tiny", reply_format="think", max_new_tokens=8, backoff=0.0
         )
         result = step_quality(
             agent, dialogue_stack, tasks=TASKS[:2], states_per_task=3, max_turns=MAX_TURNS

@@ -33,7 +33,9 @@ from baselines.llm.generation import (  # noqa: E402
     reply_decoder,
 )
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.prompting import PromptEncoder, build_messages, to_agent_action  # noqa: E402
+from baselines.llm.messages import build_messages  # noqa: E402
+from baselines.llm.prompt_encoder import PromptEncoder  # noqa: E402
+from baselines.llm.replies import to_agent_action  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout, start_episode  # noqa: E402
 from baselines.llm.tiny import CHAT_TEMPLATE  # noqa: E402
 from wrappers.chat_history import chat_stack  # noqa: E402
@@ -163,7 +165,7 @@ def test_evaluation_reads_the_tokens_training_read(model_path, tmp_path, few_sho
         return ids
 
     agent.prompt_ids = spy
-    make_env, _ = cli._with_history(GUESS, 0, 4, False, "raw")
+    make_env, _ = cli._with_history(GUESS, 0, record="raw")
     log = tmp_path / "episodes.jsonl"
     evaluate(agent, make_env, ks=[1], budgets=[4], tasks=[11, 4], samples=2, seed=0, log_path=log)
     for episode in episodes:

@@ -21,7 +21,7 @@ from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
 from agent_envs import cli
 from agent_envs.protocol import AgentAction
 from baselines.llm.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
-from baselines.llm.prompting import DEFAULT_SYSTEM_PROMPT, parse_action
+from baselines.llm.replies import DEFAULT_SYSTEM_PROMPT, parse_action
 from wrappers.chat_history import ChatHistory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -105,26 +105,6 @@ def test_seed_is_derived_from_episode_seed_and_turn(server):
         agent.act("same observation", info)
     seeds = [request["body"]["seed"] for request in server.requests]
     assert seeds[0] == seeds[1] and len(set(seeds)) == 3
-
-
-def test_max_tokens_is_the_deprecated_name_of_max_new_tokens(server, capsys, tmp_path):
-    with pytest.warns(DeprecationWarning, match="pass max_new_tokens"):
-        old = make_agent(server, max_new_tokens=256, max_tokens=5)
-    assert old.max_new_tokens == 5
-    with pytest.warns(DeprecationWarning, match="pass max_new_tokens"):
-        assert old.max_tokens == 5
-    old.act("Guess.", {"episode_seed": 1})
-    assert server.requests[-1]["body"]["max_tokens"] == 5  # the request's field keeps its name
-    with pytest.raises(TypeError, match="max_new_tokens only"):
-        make_agent(server, max_new_tokens=6, max_tokens=5)
-    # The old keyword keeps working through the CLI, which builds the agent.
-    kwargs = {"base_url": server.base_url, "model": "tiny", "max_tokens": 4, "backoff": 0}
-    argv = ["eval", "GuessNumber-v0", "--agent", "openai", "--agent-kwargs", json.dumps(kwargs)]
-    out = tmp_path / "old.json"
-    argv += ["--k", "1", "--t", "1", "--tasks", "1", "--n-bootstrap", "10", "--out", str(out)]
-    with pytest.warns(DeprecationWarning, match="pass max_new_tokens"):
-        assert cli.main([*argv, "--no-progress"]) == 0, capsys.readouterr().err
-    assert server.requests[-1]["body"]["max_tokens"] == 4
 
 
 def test_the_request_seed_is_the_shared_llm_policy_derivation(server):

@@ -30,7 +30,7 @@ HEAVY = (
         "agent_envs.integrations.trl",
         "wrappers",
         "baselines",
-        "baselines.llm.prompting",
+        "baselines.llm.prompt_encoder",
         "baselines.llm.openai_agent",
         "studies.runner",
     ],

@@ -278,13 +278,12 @@ def test_train_sb3_bad_input_gives_one_line_errors(argv, message, capsys, tmp_pa
     assert not (tmp_path / "run").exists()  # refused before any training
 
 
-def test_train_sb3_old_flag_spellings_still_work_and_warn(capsys):
-    args = build_parser().parse_args(["agent_envs/FrozenLake-v0", "--samples", "4", "--k", "1,2"])
-    assert capsys.readouterr().err.splitlines() == [
-        "agent-envs train-sb3: warning: --samples is deprecated and will be removed; "
-        "use --eval-samples.",
-        "agent-envs train-sb3: warning: --k is deprecated and will be removed; use --eval-k.",
-    ]
+def test_train_sb3_takes_only_the_eval_flag_spellings(capsys):
+    assert main(["agent_envs/FrozenLake-v0", "--samples", "4"]) == 2
+    assert "unrecognized arguments: --samples 4" in capsys.readouterr().err
+    args = build_parser().parse_args(
+        ["agent_envs/FrozenLake-v0", "--eval-samples", "4", "--eval-k", "1,2"]
+    )
     settings = args.eval_flags.settings(args, budgets=(5, 10), seed=0)
     assert (settings.samples, settings.ks, settings.tasks) == (4, (1, 2), tuple(range(50)))
 

@@ -9,7 +9,6 @@ evaluation time exactly what the network saw in training.
 from __future__ import annotations
 
 import re
-import warnings
 import zlib
 from collections.abc import Sequence
 from typing import Any, SupportsFloat
@@ -388,25 +387,17 @@ def _text_charset(space: spaces.Space) -> str:
     return "".join(sorted(space.character_set))
 
 
-def _view_settings(env: gym.Env, mode: str, given: dict, whole_text: bool, layout: str) -> dict:
+def _view_settings(env: gym.Env, mode: str, given: dict, whole_text: bool) -> dict:
     """Return the view settings to encode with: the ones given, else the env's compact view.
 
     The compact view is the default for ``mode="chars"`` on an env that
     declares ``compact_view()``, when no view setting is given and
-    ``whole_text`` is off; the one-release note on that change is warned here.
+    ``whole_text`` is off.
     """
     chosen = {name: value for name, value in given.items() if value is not None}
     compact: dict[str, Any] = {}
     if mode == "chars" and not chosen and not whole_text and isinstance(env.unwrapped, CompactView):
         compact = dict(env.unwrapped.compact_view())
-        if layout == "array":
-            warnings.warn(
-                f"EncodeObservation now encodes {type(env.unwrapped).__name__}'s compact_view() "
-                "by default (it encoded the whole text before); pass whole_text=True for the "
-                "former arrays.  This note is dropped in the next release.",
-                FutureWarning,
-                stacklevel=3,
-            )
     return {**given, "keep": "tail", "view_only": False, **compact, **chosen}
 
 
@@ -422,14 +413,10 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ``keep``, ``view_only``, ``charset`` and ``feedback_length`` is given,
     the compact view is the default: FrozenLake's 4x4 map in ``FHSG@`` is 217
     one-hot inputs where its whole text is 25,088.  ``whole_text=True`` (or
-    any of those settings) encodes the whole text instead, as before.
+    any of those settings) encodes the whole text instead.
     Otherwise the charset defaults to the env's ``Text`` observation charset
     (sorted), so that no emitted character is unknown.  The encoder's settings
     are :meth:`encoder_config`; an agent rebuilds the same encoder from them.
-
-    Deprecation note (for one release): before the compact default, the
-    default was the whole text, so ``layout="array"`` arrays change where the
-    encoding was left to the default; a ``FutureWarning`` says so then.
 
     ``layout`` says how the array is handed over.  ``"array"`` (the default)
     is :class:`TextEncoder`'s array in its own space.  ``"box"`` is a flat
@@ -477,7 +464,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         check_bool(whole_text, "whole_text")
         given = dict(max_length=max_length, keep=keep, view_only=view_only, charset=charset,
                      feedback_length=feedback_length)  # fmt: skip
-        view = _view_settings(env, mode, given, whole_text, layout)
+        view = _view_settings(env, mode, given, whole_text)
         max_length, keep, view_only = view["max_length"], view["keep"], view["view_only"]
         charset, feedback_length = view["charset"], view["feedback_length"]
         if mode == "chars" and charset is None:

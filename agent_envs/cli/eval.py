@@ -11,20 +11,15 @@ from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outp
 from wrappers.validators import MAX_COUNT, MAX_SEED, MAX_TURNS
 
 
-def _with_history(
-    env_id: str, window: int, *_budget: Any, record: str = "action"
-) -> tuple[Any, str]:
+def _with_history(env_id: str, window: int, *, record: str = "action") -> tuple[Any, str]:
     """Return the env with ``info["messages"]`` holding the dialogue, and its id.
 
     The recipe's ``ChatHistory`` goes outside the budget, as in the stack GRPO
     training plays (:func:`agent_envs.env_stack.make_stack`): ``record="raw"``
     keeps an LLM's whole replies, the format a model trained with
     ``train-llm`` was trained on.  The evaluator adds the budget (its T grid
-    and visibility); the old positional ``max_budget, visible[, record]``
-    are taken and left to it.
+    and visibility).
     """
-    if len(_budget) == 3:  # the old call (env_id, window, max_budget, visible, record)
-        record = _budget[2]
     from agent_envs.env_stack import StackOptions, StackRecipe
     from agent_envs.evaluation.stack import resolve_env
 

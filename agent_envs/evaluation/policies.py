@@ -15,7 +15,6 @@ these first.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -135,21 +134,7 @@ def _check_batch(actions: Any, expected: int) -> list[Any]:
 
 
 def _visible_budget(policy: Any) -> bool:
-    """Return the policy's one budget flag, ``visible_budget``.
-
-    ``budget_aware = True``, the old name of a policy that reads the budget
-    from ``info``, still counts, with a ``DeprecationWarning``: the evaluator
-    now shows such a policy the turns left in its observation too.
-    """
-    if getattr(policy, "budget_aware", False) and not getattr(policy, "visible_budget", False):
-        name = policy.__name__ if isinstance(policy, type) else type(policy).__name__
-        warnings.warn(
-            f"{name}.budget_aware is deprecated: declare visible_budget = True "
-            "(the evaluator then shows the turns left in the observation and in info).",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-        return True
+    """Return the policy's one budget flag, ``visible_budget``."""
     return bool(getattr(policy, "visible_budget", False))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -26,34 +25,6 @@ __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
 RESULT_FORMAT = "agent-envs-result/2"
 
 _ARRAYS = ("surface", "ci_low", "ci_high")
-
-
-_RESULT_FORMAT_1 = "agent-envs-result/1"
-# Format 1 kept the settings as top-level fields (old name -> EvalSettings field)
-# plus a loose "settings" dict.
-_FORMAT_1_FIELDS = {
-    "env_id": "env_name",
-    "agent": "agent_name",
-    "mode": "mode",
-    "ks": "ks",
-    "budgets": "budgets",
-    "task_ids": "tasks",
-    "samples": "samples",
-    "seed": "seed",
-    "confidence": "confidence",
-    "n_bootstrap": "n_bootstrap",
-}
-
-
-def _from_format_1(data: dict[str, Any]) -> dict[str, Any]:
-    """Return a format-1 result dict in today's layout: its settings become one object."""
-    data = dict(data)
-    settings = {new: data.pop(old) for old, new in _FORMAT_1_FIELDS.items() if old in data}
-    loose = data.pop("settings", None)
-    known = {item.name for item in dataclasses.fields(EvalSettings)}
-    if isinstance(loose, dict):
-        settings.update({key: value for key, value in loose.items() if key in known})
-    return {**data, "format": RESULT_FORMAT, "settings": settings}
 
 
 def bootstrap_rng(seed: int) -> np.random.Generator:
@@ -160,12 +131,7 @@ class EvalResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalResult:
-        """Rebuild a result from :meth:`to_dict` output, with a clear error if it is not one.
-
-        Results written in the first format (``agent-envs-result/1``) load too.
-        """
-        if isinstance(data, dict) and data.get("format") == _RESULT_FORMAT_1:
-            data = _from_format_1(data)
+        """Rebuild a result from :meth:`to_dict` output, with a clear error if it is not one."""
         if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
             raise InvalidValue(
                 f"not an agent-envs result (expected format {RESULT_FORMAT!r}); "

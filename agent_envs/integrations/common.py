@@ -15,7 +15,7 @@ from agent_envs import install_hint
 from agent_envs.core import FIRST_EXAMPLE_ID
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import TASK_ID
-from wrappers.errors import InvalidType, InvalidValue
+from wrappers.errors import InvalidValue
 
 __all__ = ["budgeted_env", "client_task_id", "masked_env", "require"]
 
@@ -61,22 +61,17 @@ def client_task_id(value: Any, name: str = TASK_ID) -> int:
     return value
 
 
-def budgeted_env(
-    env_id: str, regime: BudgetRegime | int | None = None, **make_kwargs: Any
-) -> gym.Env:
+def budgeted_env(env_id: str, regime: BudgetRegime | int, **make_kwargs: Any) -> gym.Env:
     """Return ``make_env(env_id, **make_kwargs)`` under ``regime`` (a fixed T or a mix).
 
-    ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T;
-    the old keywords ``budget``, ``budgets``, ``weights`` and ``visible``
-    still work, with a ``DeprecationWarning``.
+    ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T.
 
     >>> import agent_envs
     >>> env = budgeted_env("agent_envs/GuessNumber-v0", BudgetRegime.mixed([3, 5], visible=True))
     >>> type(env).__name__, env.reset(seed=0)[1]["budget"] in (3, 5)
     ('BudgetMix', True)
     """
-    regime = BudgetRegime.of(regime, make_kwargs, where="budgeted_env")
-    return make_stack(env_id, regime, StackOptions(make_kwargs=make_kwargs)).env
+    return make_stack(env_id, BudgetRegime.of(regime), StackOptions(make_kwargs=make_kwargs)).env
 
 
 #: The options of the stack RLlib and TorchRL take, with ``encoding`` added.
@@ -85,10 +80,9 @@ MASKED = StackOptions(discrete=True, numpy_info=True)
 
 def masked_env(
     env_id: str,
-    regime: BudgetRegime | int | None = None,
+    regime: BudgetRegime | int,
     *,
     encoding: Mapping[str, Any] | None = None,
-    **legacy: Any,
 ) -> gym.Env:
     """Return the stack RLlib and TorchRL take as it is.
 
@@ -103,8 +97,5 @@ def masked_env(
     >>> sorted(env.observation_space.spaces), env.action_space
     (['action_mask', 'observations'], Discrete(4))
     """
-    regime = BudgetRegime.of(regime, legacy, where="masked_env")
-    if legacy:
-        raise InvalidType(f"masked_env got unexpected keywords {sorted(legacy)}.")
     options = replace(MASKED, encoding={"layout": "dict", **dict(encoding or {})})
-    return make_stack(env_id, regime, options).env
+    return make_stack(env_id, BudgetRegime.of(regime), options).env

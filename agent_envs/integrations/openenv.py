@@ -220,23 +220,21 @@ def _observation(
 
 def environment_factory(
     env_id: str,
-    regime: BudgetRegime | int | None = None,
+    regime: BudgetRegime | int,
     *,
     client_budgets: tuple[int, int] | None = None,
-    **legacy: Any,
 ) -> Any:
     """Return a no-argument factory of OpenEnv environments for ``env_id`` under ``regime``.
 
-    ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T
-    (the old keywords ``budget``, ``budgets``, ``weights`` and ``visible``
-    still work, with a ``DeprecationWarning``).  The factory is what
+    ``regime`` is a :class:`~agent_envs.env_stack.BudgetRegime` or an int T.
+    The factory is what
     OpenEnv's server takes; each call (each session) builds a fresh stack.
     The id and the budget are checked here, once: an unknown id, or one whose
     observations or actions are not text, is refused.  ``client_budgets=(low,
     high)`` lets a client's reset choose T in that range; without it a
     client's ``budget`` is refused.
     """
-    regime = BudgetRegime.of(regime, legacy, where="environment_factory")
+    regime = BudgetRegime.of(regime)
     types = openenv_types()
     if client_budgets is not None:
         low, high = client_budgets
@@ -275,11 +273,11 @@ def create_app(
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     max_body: int = DEFAULT_MAX_BODY,
     allowed_origins: Sequence[str] = (),
-    regime: BudgetRegime | int | None = None,
+    regime: BudgetRegime | int,
+    client_budgets: tuple[int, int] | None = None,
     http_grace: float = DEFAULT_HTTP_GRACE,
-    **budget: Any,
 ) -> Any:
-    """Return the FastAPI app serving ``env_id``; ``regime`` and ``budget`` (``client_budgets``)
+    """Return the FastAPI app serving ``env_id``; ``regime`` and ``client_budgets``
     as in :func:`environment_factory`.
 
     It is OpenEnv's server (``HTTPEnvServer``, at ``app.state.openenv``)
@@ -297,9 +295,9 @@ def create_app(
     from openenv.core.env_server.http_server import HTTPEnvServer
     from openenv.core.env_server.types import ConcurrencyConfig
 
-    regime = BudgetRegime.of(regime, budget, where="create_app")
+    regime = BudgetRegime.of(regime)
     types = openenv_types()
-    factory = environment_factory(env_id, regime, **budget)
+    factory = environment_factory(env_id, regime, client_budgets=client_budgets)
     check_int(max_concurrent_envs, "max_concurrent_envs", 1)
     if idle_timeout is not None and not idle_timeout > 0:
         raise InvalidValue(f"idle_timeout must be > 0 seconds or None, got {idle_timeout!r}.")

@@ -24,7 +24,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agent_envs.env_stack import LEGACY_KEYWORDS, BudgetRegime
+from agent_envs.env_stack import REGIME_KEYWORDS, BudgetRegime
 from agent_envs.integrations.common import masked_env, require
 
 __all__ = ["ENV_NAME", "env_creator", "ppo_config"]
@@ -32,7 +32,7 @@ __all__ = ["ENV_NAME", "env_creator", "ppo_config"]
 #: The name :func:`ppo_config` registers :func:`env_creator` under with Ray Tune.
 ENV_NAME = "agent_envs_masked"
 
-_STACK_KEYS = ("env_id", "regime", *LEGACY_KEYWORDS, "encoding")
+_STACK_KEYS = ("env_id", "regime", *REGIME_KEYWORDS, "encoding")
 
 
 def env_creator(config: Mapping[str, Any]) -> gym.Env:
@@ -51,18 +51,17 @@ def env_creator(config: Mapping[str, Any]) -> gym.Env:
         raise ValueError(f"Unknown env_config keys {sorted(unknown)}; known: {list(_STACK_KEYS)}.")
     regime = config.get("regime")
     if regime is None:
-        plain = {key: config[key] for key in LEGACY_KEYWORDS if config.get(key) is not None}
+        plain = {key: config[key] for key in REGIME_KEYWORDS if config.get(key) is not None}
         regime = BudgetRegime.from_keywords(plain)
     return masked_env(config["env_id"], regime, encoding=config.get("encoding"))
 
 
 def ppo_config(
     env_id: str,
-    regime: BudgetRegime | int | None = None,
+    regime: BudgetRegime | int,
     *,
     encoding: Mapping[str, Any] | None = None,
     model_config: Mapping[str, Any] | None = None,
-    **legacy: Any,
 ) -> Any:
     """Return an RLlib ``PPOConfig`` on :func:`env_creator`'s env with RLlib's masking module.
 
@@ -70,7 +69,7 @@ def ppo_config(
     Chain further settings as usual (``.training(...)``, ``.env_runners(...)``)
     and call ``.build_algo()``.
     """
-    regime = BudgetRegime.of(regime, legacy, where="ppo_config")
+    regime = BudgetRegime.of(regime)
     require("ray.rllib", "rllib")
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec

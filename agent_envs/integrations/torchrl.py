@@ -34,11 +34,10 @@ INFO_KEYS = (SUCCESS, VALID_ACTION, DEAD_END)
 
 def torchrl_env(
     env_id: str,
-    regime: BudgetRegime | int | None = None,
+    regime: BudgetRegime | int,
     *,
     encoding: Mapping[str, Any] | None = None,
     info_keys: Sequence[str] = INFO_KEYS,
-    **legacy: Any,
 ) -> Any:
     """Return ``TransformedEnv(GymWrapper(masked_env(...)), ActionMask())``.
 
@@ -52,7 +51,6 @@ def torchrl_env(
     from torchrl.envs import GymWrapper, TransformedEnv, default_info_dict_reader
     from torchrl.envs.transforms import ActionMask
 
-    regime = BudgetRegime.of(regime, legacy, where="torchrl_env")
     env = masked_env(env_id, regime, encoding=encoding)
     wrapped = GymWrapper(env, categorical_action_encoding=True)
     specs = {key: Unbounded((), dtype=torch.bool) for key in info_keys}

@@ -125,17 +125,15 @@ class ToolEpisode:
 
 
 def environment_factory(
-    env_id: str, regime: BudgetRegime | int | None = None, *, seed: int = 0, **legacy: Any
+    env_id: str, regime: BudgetRegime | int, *, seed: int = 0
 ) -> Callable[[], ToolEpisode]:
     """Return the zero-argument factory ``GRPOTrainer(environment_factory=...)`` takes.
 
     ``regime`` (a :class:`~agent_envs.env_stack.BudgetRegime`: a fixed T or a
     mix) sets T per episode; an int T is shown to the model (a tool user
-    cannot count the turns left otherwise), as are the old keywords
-    ``budget``/``budgets``/``weights`` (deprecated) unless ``visible=False``;
-    ``seed`` is the base of the attempt seeds.
+    cannot count the turns left otherwise); ``seed`` is the base of the attempt seeds.
     """
-    regime = BudgetRegime.of(regime, legacy, visible=True, where="environment_factory")
+    regime = BudgetRegime.of(regime, visible=True)
     attempts = _Attempts(seed)
     ToolEpisode(env_id, attempts, regime)  # a bad id fails here, once
 

@@ -1,7 +1,8 @@
 """LLM baselines: agents, prompting, generation and training.
 
-- ``baselines.llm.prompting``: the one prompt builder (``PromptEncoder``) that
-  evaluation and training share, and the reply format beside its parser;
+- ``baselines.llm.prompt_encoder``: the one prompt builder (``PromptEncoder``) that
+  evaluation and training share; ``replies`` the reply formats beside their
+  parser; ``messages`` the chat messages of one turn;
 - ``baselines.llm.generation``: the seeded sampler, ``generate_replies`` and the
   training generators, shared by ``HFAgent`` and the GRPO rollout (``[llm]``);
 - ``baselines.llm.hf_agent``: ``HFAgent``, a local transformers model (``[llm]``),

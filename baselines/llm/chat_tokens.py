@@ -54,7 +54,7 @@ class ChatTokens:
     """The first prompt of a dialogue, and the tokens the env's answers add to it.
 
     Args:
-        encoder: the :class:`~baselines.llm.prompting.PromptEncoder` that builds
+        encoder: the :class:`~baselines.llm.prompt_encoder.PromptEncoder` that builds
             the first prompt (and so the system prompt and chat template).
         eos_ids: the tokens that end a reply.
     """
@@ -127,7 +127,7 @@ class TokenHistory:
     ``ChatHistory``, ``record="action"``, a sliding ``window``) and whenever
     the token prompt would not leave room for the reply, the prompt is the
     rendered dialogue (:meth:`PromptEncoder.prompt_ids
-    <baselines.llm.prompting.PromptEncoder.prompt_ids>`, which drops old
+    <baselines.llm.prompt_encoder.PromptEncoder.prompt_ids>`, which drops old
     exchanges to fit).
     """
 

@@ -217,10 +217,10 @@ class PromptStyle:
     Args:
         few_shot: how many oracle episodes to show before the real one (0: none).
         reply_format: ``"action"`` or ``"think"`` (see
-            :data:`~baselines.llm.prompting.REPLY_FORMATS`); ``None`` picks
-            :func:`~baselines.llm.prompting.choose_reply_format`'s default.
+            :data:`~baselines.llm.replies.REPLY_FORMATS`); ``None`` picks
+            :func:`~baselines.llm.replies.choose_reply_format`'s default.
         system_prompt: a system prompt, ``None`` for none, or
-            :data:`~baselines.llm.prompting.FORMAT_PROMPT` for the reply
+            :data:`~baselines.llm.replies.FORMAT_PROMPT` for the reply
             format's own.
         env_id: the env the examples come from; by default each episode's
             ``info["registered_id"]``, which the evaluator adds because

@@ -35,7 +35,7 @@ from transformers import (
 )
 
 from baselines.llm.prefix_cache import PrefixCacheDecoder
-from baselines.llm.prompting import reply_with_end
+from baselines.llm.replies import reply_with_end
 from wrappers.validators import check_int
 
 __all__ = [
@@ -252,7 +252,7 @@ class HFGenerator:
 
     ``rollout`` says how to sample (:class:`ReplySampling`): the reply length,
     the temperature and each reply's seed.  ``stop`` (for example a
-    :class:`~baselines.llm.prompting.ReplyStop`) ends a reply once its action
+    :class:`~baselines.llm.replies.ReplyStop`) ends a reply once its action
     line is complete, as ``HFAgent`` ends it; the stopping token is kept.
     """
 

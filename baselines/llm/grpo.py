@@ -6,9 +6,7 @@ log-probs computed with the shared opening once,
 episodes played by a :class:`baselines.llm.rollout.EpisodeRollout`, taking
 only GRPO's share of the settings (:class:`~baselines.llm.train_config.GRPOSettings`);
 :class:`GRPOLog` is its one callback: a short line per step, the training
-log, and the collapse guard.  ``load_model``, ``warm_start_model`` and
-``run_grpo`` are the deprecated names of the old wiring, which took the whole
-config.  Imports transformers (the ``[rl]`` extra).
+log, and the collapse guard.  Imports transformers (the ``[rl]`` extra).
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ import os
 import shutil
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,12 +29,9 @@ __all__ = [
     "CPU_SAFE_GRPO",
     "GRPOLog",
     "grpo_config",
-    "load_model",
     "make_rollout",
-    "run_grpo",
     "save_folder",
     "train_grpo",
-    "warm_start_model",
 ]
 
 #: TRL's defaults that break CPU runs (bf16, gradient checkpointing), skew the
@@ -220,34 +214,3 @@ def scratch_folder(out: Path) -> Path:
 def remove_scratch(folder: Path) -> None:
     """Remove a folder :func:`scratch_folder` made."""
     shutil.rmtree(folder, ignore_errors=True)
-
-
-# ------------------------------------------------- the names of the old wiring
-def load_model(config: LLMTrainConfig, out: Path) -> tuple[Any, Any]:
-    """Deprecated: use ``config.model_source().load(out)``."""
-    _deprecated("load_model(config, out)", "config.model_source().load(out)")
-    return config.model_source().load(out)
-
-
-def warm_start_model(
-    model: Any, tokenizer: Any, config: LLMTrainConfig, work: Path, log: Callable[[str], None]
-) -> Any:
-    """Deprecated: use :func:`baselines.llm.warm_start.run_warm_start`."""
-    from baselines.llm.warm_start import run_warm_start
-
-    _deprecated("warm_start_model", "baselines.llm.warm_start.run_warm_start")
-    settings = config.warm_start_settings()
-    return run_warm_start(model, tokenizer, make_rollout(config), settings, work, log)
-
-
-def run_grpo(
-    model: Any, tokenizer: Any, config: LLMTrainConfig, work: Path, progress: GRPOLog
-) -> Any:
-    """Deprecated: use :func:`train_grpo`, which takes the rollout and GRPO's settings."""
-    _deprecated("run_grpo", "train_grpo")
-    settings = config.grpo_settings()
-    return train_grpo(model, tokenizer, make_rollout(config), settings, work, progress)
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated; use {new}.", DeprecationWarning, stacklevel=3)

@@ -7,9 +7,9 @@ How a turn goes:
 
 1. The prompt is the dialogue in ``info["messages"]`` (from
    ``wrappers.ChatHistory``) or else the observation alone, with the system
-   prompt first (see :func:`baselines.llm.prompting.build_messages`).  The
+   prompt first (see :func:`baselines.llm.messages.build_messages`).  The
    first turn's is rendered with the tokenizer's chat template, or with the
-   plain format of :func:`baselines.llm.prompting.plain_prompt` when there is
+   plain format of :func:`baselines.llm.messages.plain_prompt` when there is
    none.  Later turns are token-level, as in GRPO training
    (:class:`baselines.llm.chat_tokens.TokenHistory`): the previous prompt, the
    reply's tokens as sampled and the template's delta for the env's answer,
@@ -25,7 +25,7 @@ How a turn goes:
    sequence (:mod:`baselines.llm.prefix_cache`); without it, each
    micro-batch is one left-padded ``model.generate`` call.
 3. The action is parsed out of the generation by
-   :func:`baselines.llm.prompting.parse_action`; the generation itself is kept
+   :func:`baselines.llm.replies.parse_action`; the generation itself is kept
    as ``AgentAction.raw`` for the transcript.
 
 Sampling and seeds.  ``temperature=0`` is greedy decoding, which is

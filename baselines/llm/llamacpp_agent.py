@@ -5,7 +5,7 @@ transformers must dequantise a GGUF file to float32 before it can run it
 the quantised file as it is and loads it in a fraction of a second.
 
 Prompts are :class:`~baselines.llm.hf_agent.HFAgent`'s, token for token: the
-same :class:`~baselines.llm.prompting.PromptEncoder`, reply formats, few-shot
+same :class:`~baselines.llm.prompt_encoder.PromptEncoder`, reply formats, few-shot
 examples (:class:`~baselines.llm.few_shot.PromptStyle`) and stopping, with
 the tokenizer that transformers reads from the GGUF file's own metadata.  The
 agent hands llama.cpp token ids, never text, so its tokenizer is not used.

@@ -8,11 +8,11 @@ enforces the deadline and the reply cap, and keeps the API key secret; see
 :mod:`baselines.llm.openai_client`.
 
 Prompts and parsing are the ones :class:`~baselines.llm.hf_agent.HFAgent` uses
-(:mod:`baselines.llm.prompting`): the dialogue from ``info["messages"]`` or the
-observation alone, the system prompt first, and the action parsed out of the
-reply, whose full text is kept as ``AgentAction.raw``.  The server applies the
-chat template; the agent does not trim long dialogues (use
-``wrappers.ChatHistory(window=N)`` to bound them).
+(:mod:`baselines.llm.prompt_encoder`, :mod:`baselines.llm.replies`): the
+dialogue from ``info["messages"]`` or the observation alone, the system
+prompt first, and the action parsed out of the reply, whose full text is kept
+as ``AgentAction.raw``.  The server applies the chat template; the agent does
+not trim long dialogues (use ``wrappers.ChatHistory(window=N)`` to bound them).
 
 Seeds.  Each request carries ``seed``, derived from the agent's ``seed``,
 ``info["episode_seed"]`` (different for every attempt), the turn and the
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -106,7 +105,6 @@ class OpenAIChatAgent(LLMPolicy):
         seed: the agent's seed, mixed into every request's ``seed``.
         extra_body: more JSON fields for every request, such as
             ``{"stop": ["\\n\\n"]}`` or vLLM's ``{"top_k": 20}``.
-        max_tokens: the old name of ``max_new_tokens``; deprecated.
         tool_calls: offer the env's action as the function ``act``
             (:func:`baselines.llm.tool_calls.action_tool`: a JSON schema, with
             an enum of the admissible actions where they are few) and read
@@ -142,7 +140,6 @@ class OpenAIChatAgent(LLMPolicy):
         seed: int = 0,
         extra_body: dict[str, Any] | None = None,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-        max_tokens: int | None = None,
         tool_calls: bool = False,
         tool_choice: str = "auto",
     ) -> None:
@@ -159,7 +156,7 @@ class OpenAIChatAgent(LLMPolicy):
             env_id=env_id,
             temperature=temperature,
             top_p=top_p,
-            max_new_tokens=_renamed_max_tokens(max_tokens, max_new_tokens),
+            max_new_tokens=max_new_tokens,
             seed=seed,
         )
         #: Sends the requests; holds the URL, the key, the deadline and the retries.
@@ -193,12 +190,6 @@ class OpenAIChatAgent(LLMPolicy):
     def completion_tokens(self) -> int:
         """Completion tokens the server reported so far (when it reports usage)."""
         return self.client.completion_tokens
-
-    @property
-    def max_tokens(self) -> int:
-        """The old name of :attr:`max_new_tokens` (deprecated)."""
-        warnings.warn(_MAX_TOKENS_RENAMED, DeprecationWarning, stacklevel=2)
-        return self.max_new_tokens
 
     def interrupt(self) -> None:
         """Stop at once: cut every request in flight and send no retry.
@@ -349,22 +340,3 @@ def _check_tool_choice(tool_choice: Any, tool_calls: bool) -> str | dict[str, An
     if tool_choice == TOOL_NAME:
         return {"type": "function", "function": {"name": TOOL_NAME}}
     return tool_choice
-
-
-_MAX_TOKENS_RENAMED = (
-    "OpenAIChatAgent's max_tokens is deprecated: pass max_new_tokens, the name every LLM "
-    "agent here gives the most tokens of one reply."
-)
-
-
-def _renamed_max_tokens(max_tokens: int | None, max_new_tokens: int) -> int:
-    """Return the reply length asked for; the old keyword ``max_tokens`` works, with a warning."""
-    if max_tokens is None:
-        return max_new_tokens
-    if max_new_tokens != 256:
-        raise InvalidType("pass max_new_tokens only (max_tokens is its old name).")
-    # Attributed to this module rather than the caller: through `agent-envs eval
-    # --agent-kwargs` the caller is agent_envs.plugins, and the old keyword must
-    # keep working there too wherever DeprecationWarnings from agent_envs are errors.
-    warnings.warn(_MAX_TOKENS_RENAMED, DeprecationWarning, stacklevel=1)
-    return max_tokens

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.llm.prompting import FORMAT_PROMPT
+from baselines.llm.replies import FORMAT_PROMPT
 from baselines.llm.train_config import LLMTrainConfig
 
 __all__ = ["eval_command", "evaluate_into", "evaluate_model", "id_span", "training_agent"]

@@ -49,8 +49,7 @@ def oracle_tool_examples(
     tokenizer: Any,
     env_id: str,
     tasks: Iterable[int],
-    regime: BudgetRegime | int | None = None,
-    **budget: Any,
+    regime: BudgetRegime | int,
 ) -> list[tuple[str, str]]:
     """Return ``(context, reply)`` texts: every turn of the oracle played through the tool.
 
@@ -59,15 +58,14 @@ def oracle_tool_examples(
     tokenizer's template with the tool's schema and a generation prompt;
     ``reply`` is what the template writes for an assistant turn that calls
     ``act`` with the oracle's action.  ``regime`` is ``environment_factory``'s
-    (an int T or a :class:`~agent_envs.env_stack.BudgetRegime`; its old
-    keywords still work, with a ``DeprecationWarning``), so the answers show
+    (an int T or a :class:`~agent_envs.env_stack.BudgetRegime`), so the answers show
     the turns left exactly as in GRPO.
 
     Raises:
         ValueError: if the template renders a turn differently once the chat
             goes on (the reply would not be what GRPO samples after the context).
     """
-    make = environment_factory(env_id, regime, **budget)
+    make = environment_factory(env_id, regime)
     examples = []
     for task_id in tasks:
         episode = make()
@@ -100,8 +98,7 @@ def warm_start_tool_calls(
     steps: int = 60,
     learning_rate: float = 1e-2,
     seed: int = 0,
-    regime: BudgetRegime | int | None = None,
-    **budget: Any,
+    regime: BudgetRegime | int,
 ) -> list[float]:
     """Train ``model`` for ``steps`` steps on :func:`oracle_tool_examples`; return the losses.
 
@@ -110,7 +107,7 @@ def warm_start_tool_calls(
     """
     import torch
 
-    examples = oracle_tool_examples(tokenizer, env_id, tasks, regime, **budget)
+    examples = oracle_tool_examples(tokenizer, env_id, tasks, regime)
     if not examples:
         raise ValueError("No oracle turns to learn from: give tasks the oracle can play.")
     encoded = []

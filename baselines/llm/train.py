@@ -29,7 +29,6 @@ Needs the ``[rl]`` extra (TRL, datasets, transformers, torch).
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import json
 import os
@@ -61,20 +60,12 @@ __all__ = [
     "train_llm",
 ]
 
-#: Names that moved to :mod:`baselines.llm.grpo`; still importable from here.
-_MOVED = ("CPU_SAFE_GRPO", "grpo_config", "load_model", "make_rollout")
 #: The packages whose versions ``train_llm.json`` records.
 PACKAGES = ("agent-envs", "torch", "transformers", "trl", "datasets")
 #: The modules training imports (from the ``[rl]`` extra), checked before ``--out`` is written.
 _IMPORTS = ("torch", "transformers", "trl", "datasets")
 #: Where a model lives in its run folder: its own subfolder, apart from other files.
 MODEL = "model/"
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        return getattr(importlib.import_module("baselines.llm.grpo"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------- train
@@ -251,7 +242,6 @@ def build_parser() -> cli.Parser:
         help="each attempt draws its own T (default: the K attempts of a task share one)",
     )
     cli.add_config_arguments(parser, LLMTrainConfig)
-    cli.deprecated(parser, "--k", "--group-size", type=cli.int_arg(2))
     _add_lora_arguments(parser)
     parser.add_argument("--out", default=None, help="output folder")
     add_run_folder_flags(parser)
@@ -315,7 +305,6 @@ def _add_evaluation(parser: cli.Parser) -> cli.EvalArguments:
         tasks="100",
         first=EVAL_FIRST_TASK,
     )
-    cli.deprecated(evaluation, "--t", "--eval-budgets", type=cli.int_list(None))
     return flags
 
 

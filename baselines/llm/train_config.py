@@ -23,7 +23,7 @@ from baselines.llm.few_shot import EXAMPLE_POOL
 from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
 from baselines.llm.policy import LLMPolicy
-from baselines.llm.prompting import FORMAT_PROMPT, REPLY_FORMATS
+from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
 from wrappers.errors import InvalidValue
 from wrappers.validators import check_int, check_number, check_probability
 

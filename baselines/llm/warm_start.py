@@ -10,7 +10,7 @@ sequence of exactly the prompts the model will see, and fine-tunes on the
 assistant tokens only with TRL's ``SFTTrainer`` (``assistant_masks``).
 
 Each reply is the action in the rollout's reply format followed by the end
-token (:func:`baselines.llm.prompting.format_action`): ``"Action: <action>"``
+token (:func:`baselines.llm.replies.format_action`): ``"Action: <action>"``
 for ``"think"``, the bare action for ``"action"``.
 
 :func:`run_warm_start` is ``train-llm``'s warm-start phase: both steps, with

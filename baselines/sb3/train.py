@@ -39,7 +39,6 @@ from agent_envs.arguments import (
     add_config_arguments,
     add_eval_arguments,
     config_values,
-    deprecated,
     int_arg,
     int_list,
     json_object,
@@ -179,8 +178,6 @@ def _add_evaluation_arguments(evaluation: Any) -> None:
     )
     evaluation.set_defaults(eval_flags=flags)
     evaluation.add_argument("--eval-first", type=int_arg(0), default=0, help="first eval task id")
-    deprecated(evaluation, "--samples", "--eval-samples", type=int_arg(1))
-    deprecated(evaluation, "--k", "--eval-k", type=int_list(None))
     evaluation.add_argument(
         "--greedy", action="store_const", const=True, help="act greedily (default: tuned)"
     )
