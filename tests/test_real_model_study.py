@@ -110,7 +110,8 @@ def test_quick_runs_every_regime_and_seed_and_writes_the_three_primary_tests(qui
     # The learning gate ran first, on the study's own base and long runs of its seeds.
     gate = json.loads((root / "out" / "gate.json").read_text())
     assert gate["seeds"] == 2 and len(gate["gain_every_layer"]) == 2
-    assert (root / "out" / "gate" / "long-all-layers-seed1" / "job.json").exists()
+    assert gate["gain_every_layer"] == gate["gain_chosen_depth"]  # every layer is the design's
+    assert not (root / "out" / "gate").exists()  # so the gate added no run
     assert "learning gate" in (root / "out" / "gate.md").read_text()
 
 
@@ -328,9 +329,11 @@ def _gain_results(gains: list[float]) -> list[SimpleNamespace]:
     ],
 )
 def test_the_learning_gate_asks_every_layer_to_learn_and_the_chosen_depth_to_keep_two_thirds(
-    every, chosen, learns, keeps
+    every, chosen, learns, keeps, monkeypatch
 ):
     from studies.real_model.gate import ALL_LAYERS, learning_gate
+
+    monkeypatch.setattr(design, "LORA_LAYERS", 8)  # a chosen depth below every layer
 
     runs = {
         "base": _gain_results([0.0, 0.0]),
@@ -342,6 +345,33 @@ def test_the_learning_gate_asks_every_layer_to_learn_and_the_chosen_depth_to_kee
     assert record["gain_chosen_depth"] == pytest.approx(chosen)
     assert (record["learns"], record["keeps"]) == (learns, keeps)
     assert record["passed"] == (learns and keeps)
+
+
+@pytest.mark.parametrize("gains, passed", [([0.25, 0.0], True), ([0.0, 0.125], False)])
+def test_with_every_layer_chosen_the_gate_reads_the_study_long_runs_and_adds_none(
+    gains, passed, monkeypatch, tmp_path
+):
+    from studies.real_model.gate import gate_jobs, gate_lines, learning_gate
+    from studies.runner import Job
+
+    monkeypatch.setattr(design, "LORA_LAYERS", None)
+    record = learning_gate({"base": _gain_results([0.0, 0.0]), "long": _gain_results(gains)})
+    assert record["gain_every_layer"] == record["gain_chosen_depth"] == pytest.approx(gains)
+    assert (record["learns"], record["passed"]) == (passed, passed)
+    assert record["kept"] == pytest.approx(1.0)  # the chosen depth is every layer
+    assert "LoRA on every layer (the study's depth)" in "\n".join(gate_lines(record, {}))
+    study = [
+        Job(regime, seed, str(tmp_path / f"{regime}{seed}"), {})
+        for seed in range(3)
+        for regime in ("base", "short", "long")
+    ]
+    jobs = gate_jobs(study, {"seeds": 3}, tmp_path, tmp_path)
+    assert [(job.regime, job.seed) for job in jobs] == [
+        ("base", 0),
+        ("base", 1),
+        ("long", 0),
+        ("long", 1),
+    ]
 
 
 def test_the_move_mix_reads_each_guess_against_the_interval_shown_before_it():
@@ -376,11 +406,13 @@ def test_every_committed_run_was_played_on_the_declared_split_and_grid():
         design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT
     )
     records = [json.loads(path.read_text()) for path in study.glob("*/*/job.json")]
-    launched = json.loads((study / "launch.json").read_text())["commit"] if records else None
+    launch = json.loads((study / "launch.json").read_text()) if records else {}
     for record in records:
         if record["regime"] == "pilot":
             continue
-        assert record["commit"] == launched  # the pinned checkout's code ran it
+        # The pinned checkout's code ran it, or an earlier launch's identical code did.
+        carried = "carried" in record and record["commit"] == launch.get("carried_from")
+        assert record["commit"] == launch["commit"] or carried
         settings = record["result"]["settings"]
         assert settings["tasks"] == held_out and settings["budgets"] == list(design.T_GRID)
         assert (settings["samples"], settings["ks"]) == (design.EVAL_SAMPLES, list(design.KS))
@@ -440,3 +472,20 @@ def test_the_study_runs_from_a_worktree_pinned_at_its_launch_commit(tmp_path, mo
     record.write_text(json.dumps({"commit": "0" * 40}))
     with pytest.raises(pinned.PinError, match="was run by 0000"):
         pinned.check_records(out, commit)
+
+    # A run of an earlier launch, carried: accepted from that commit only, with the note.
+    earlier = {"commit": "0" * 40, "regime": "long-all-layers", "folder": "gate/x", "seed": 1}
+    source = out / "v2" / "job.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(earlier))
+    record.unlink()
+    pinned.carry(source, record, "long")
+    carried = json.loads(record.read_text())
+    assert carried["regime"] == "long" and carried["seed"] == 1
+    assert carried["carried"]["regime"] == "long-all-layers"
+    pinned.check_records(out, commit, carried_from="0" * 40)
+    with pytest.raises(pinned.PinError, match="was run by 0000"):
+        pinned.check_records(out, commit, carried_from="1" * 40)
+    record.write_text(json.dumps(earlier))  # the same commit, but not carried
+    with pytest.raises(pinned.PinError, match="was run by 0000"):
+        pinned.check_records(out, commit, carried_from="0" * 40)

@@ -14,7 +14,9 @@ Pass@(1, long T) minus the base model's (same evaluation seed).  The gate:
 
 The base and chosen-depth runs are the study's own ``base`` and ``long`` runs
 of those seeds (same code, same settings), so they are not run twice; the
-all-layer runs live apart, in ``gate/``.
+all-layer runs live apart, in ``gate/``.  When the chosen depth is every layer
+(``LORA_LAYERS`` is ``None``), the study's long runs are the all-layer runs:
+the gate adds no run, and condition 2 holds by definition.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def gate_jobs(study: Sequence[Job], s: Mapping[str, Any], out: Path, work: Path)
     """The gate's jobs: the study's base and long runs of its seeds, then the all-layer runs."""
     seeds = range(min(design.GATES["seeds"], s["seeds"]))
     shared = [job for job in study if job.regime in ("base", "long") and job.seed in seeds]
+    if design.LORA_LAYERS is None:  # the study's long runs adapt every layer already
+        return sorted(shared, key=lambda job: (job.regime != "base", job.seed))
     long_ = {job.seed: job for job in shared if job.regime == "long"}
     every_layer = [
         Job(
@@ -63,8 +67,9 @@ def _gain(trained: Any, base: Any) -> float:
 
 def learning_gate(runs: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
     """Return the gate's figures and verdict from the ``base``, ``long`` and all-layer results."""
-    seeds = range(len(runs[ALL_LAYERS]))
-    every = [_gain(runs[ALL_LAYERS][k], runs["base"][k]) for k in seeds]
+    all_layers = runs["long"] if design.LORA_LAYERS is None else runs[ALL_LAYERS]
+    seeds = range(len(all_layers))
+    every = [_gain(all_layers[k], runs["base"][k]) for k in seeds]
     chosen = [_gain(runs["long"][k], runs["base"][k]) for k in seeds]
     every_mean, chosen_mean = float(np.mean(every)), float(np.mean(chosen))
     learns = every_mean >= design.GATES["min_gain"]
@@ -87,7 +92,8 @@ def learning_gate(runs: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
 
 def gate_lines(record: Mapping[str, Any], cpu: Mapping[str, float]) -> list[str]:
     """The gate's record as markdown: per-seed gains, the two conditions, the verdict."""
-    t, depth = record["long_t"], record["lora_layers"]
+    t, layers = record["long_t"], record["lora_layers"]
+    depth = "every layer (the study's depth)" if layers is None else f"the top {layers} layers"
     rows = [
         (seed, f"{every:+.3f}", f"{chosen:+.3f}")
         for seed, (every, chosen) in enumerate(
@@ -107,11 +113,11 @@ def gate_lines(record: Mapping[str, Any], cpu: Mapping[str, float]) -> list[str]
         "",
         f"Gain in Pass@(1,{t}) over the base model, per training seed:",
         "",
-        *kit.table(["seed", "LoRA on every layer", f"LoRA on the top {depth} layers"], rows),
+        *kit.table(["seed", "LoRA on every layer", f"LoRA on {depth}"], rows),
         "",
         f"1. Every layer learns (mean gain >= {design.GATES['min_gain']}): "
         f"{'yes' if record['learns'] else 'NO'}.",
-        f"2. The top {depth} layers keep >= {design.GATES['keep_at_least']:.2f} of it: "
+        f"2. LoRA on {depth} keeps >= {design.GATES['keep_at_least']:.2f} of it: "
         f"{kept} ({'yes' if record['keeps'] else 'NO'}).",
         "",
         f"Gate {'PASSED' if record['passed'] else 'FAILED'}.",

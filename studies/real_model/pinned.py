@@ -9,10 +9,17 @@ resumed sitting runs the very code the finished runs ran.
   ``launch.json`` (commit it); the tracked files must be clean.
 * Every sitting: the worktree ``<work>/checkout`` is made at that commit if it
   is missing, and refused if it sits at another commit or has changes; every
-  finished run's ``job.json`` must name that commit; then ``python -m
+  finished run's ``job.json`` must name that commit, or be carried (below);
+  then ``python -m
   studies.real_model`` runs inside the worktree (``PYTHONPATH`` set to it),
   with ``--out`` and ``--work`` made absolute, so the records land in this
   checkout's ``docs/real_model_study`` to be committed as they appear.
+
+A run of an earlier launch whose code and settings the new launch would run
+again unchanged may be *carried* instead of rerun (:func:`carry`): its record
+keeps its own commit and gains a ``carried`` note, and ``launch.json`` names
+that commit under ``carried_from``, with why the runs are the same.  Only
+records with the note are accepted from that commit.
 
 Every other argument goes to ``studies.real_model`` as it is.
 """
@@ -28,7 +35,7 @@ from pathlib import Path
 
 from agent_envs.files import atomic_write_text
 
-__all__ = ["LAUNCH", "main", "pinned_commit"]
+__all__ = ["LAUNCH", "carry", "main", "pinned_commit"]
 
 #: The file, in the study folder, that names the commit the study runs.
 LAUNCH = "launch.json"
@@ -83,17 +90,33 @@ def checkout(path: Path, commit: str) -> Path:
     return path
 
 
-def check_records(out: Path, commit: str) -> None:
+def check_records(out: Path, commit: str, carried_from: str | None = None) -> None:
     """Refuse a study folder holding a finished run of another commit's code.
+
+    A record of ``carried_from`` is accepted when :func:`carry` wrote it.
 
     Raises:
         PinError: a ``job.json`` under ``runs/`` or ``gate/`` names another commit.
     """
     for folder in ("runs", "gate"):
         for path in sorted((out / folder).glob("*/job.json")):
-            ran = json.loads(path.read_text()).get("commit")
-            if ran != commit:
+            record = json.loads(path.read_text())
+            ran = record.get("commit")
+            if ran != commit and not (ran == carried_from and "carried" in record):
                 raise PinError(f"{path} was run by {ran}, not the study's {commit[:12]}")
+
+
+def carry(source: Path, target: Path, regime: str) -> None:
+    """Write the finished run ``source`` as the run ``target`` of ``regime``, with a note.
+
+    The record keeps its commit, result and log; its regime and folder become
+    the target's, and ``carried`` says where it came from.
+    """
+    record = json.loads(source.read_text())
+    note = {"from": source.as_posix(), "regime": record["regime"], "folder": record["folder"]}
+    record.update(regime=regime, folder=target.parent.as_posix(), carried=note)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, json.dumps(record, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         commit = pinned_commit(out, args.launch)
         tree = checkout(work / "checkout", commit)
-        check_records(out, commit)
+        check_records(out, commit, json.loads((out / LAUNCH).read_text()).get("carried_from"))
     except (PinError, subprocess.CalledProcessError, OSError) as error:
         print(f"studies.real_model.pinned: {error}", file=sys.stderr)
         return 2
