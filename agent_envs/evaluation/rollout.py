@@ -96,8 +96,7 @@ class EpisodeRecord:
             ``oracle_turns()`` strictly below both its value before the error
             and its value right after it (``None`` if none did, and for a
             fatal error).  A wasted turn, which gains no ground, is not a
-            recovery, even after an error that itself moved closer.  (Before
-            issue 29 the limit was the value before the error alone.)
+            recovery, even after an error that itself moved closer.
     """
 
     task_id: int

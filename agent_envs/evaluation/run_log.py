@@ -46,7 +46,7 @@ __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 #     oracle_errors mean something else, so it is not resumed.
 # /5: the header and every episode line carry the run's fingerprint.
 # /6: an error is recovered only by a turn strictly closer than both the state
-#     before it and the state right after it (issue 29): /5 oracle_errors credit
+#     before it and the state right after it: /5 oracle_errors credit
 #     a wasted turn after an error that itself moved closer, so it is not resumed.
 LOG_FORMAT = "agent-envs-runlog/6"
 

@@ -150,20 +150,11 @@ def evaluate(
     with ``required_info``, ``wrappers.ActionHints``.  Every ``info`` the policy
     sees carries ``episode_seed``.
 
-    *Hidden budget* (the default): each attempt runs once at max(T) and its
-    first success turn gives every T; ``info`` then carries no ``budget`` or
-    ``turns_left``.  *Visible budget*: each T runs separately; chosen when
-    ``visible_budget=True`` (or the policy declares ``visible_budget = True``:
-    it sees the turns left), or when the env stack has a visible
-    ``TurnBudget``/``BudgetMix``.
-
-    The budget of the env stack is resolved by :func:`wrappers.budget.resolve_budget`:
-    a ``TurnBudget`` or ``BudgetMix`` of yours in ``env`` is driven through
-    ``reset(options={"budget": T})``, so the ``budgets`` grid sets every
-    episode's budget and only its ``visible`` flag counts (a ``BudgetMix``
-    draws nothing, and says so in a warning).  A stack with two of them, or
-    with a ``TimeLimit`` below max(T), is refused: either would end episodes
-    before T.
+    With a hidden budget (the default) each attempt runs once at max(T) and
+    its first success turn gives every T; with a visible one (``visible_budget``,
+    declared by the policy, or a visible ``TurnBudget`` in ``env``) each T runs
+    separately.  ``docs/evaluation.md`` says how a budget already in ``env`` is
+    driven, and which stacks are refused.
 
     Args:
         policy: an object with ``act(observation, info) -> str`` (and maybe

@@ -219,8 +219,8 @@ def reply_complete(text: str, reply_format: str) -> bool:
 #: action of any registered env's oracle episodes, newline included, is 14 tokens
 #: with SmolLM2's tokenizer (``click[B0T6Z7W66J]`` in WebShop); 32 leaves room for
 #: longer search queries and item names.  A first line that runs on past it is
-#: rambling, not an action, and used to keep its whole batch decoding to
-#: ``max_new_tokens`` (256 by default).
+#: rambling, not an action: decoding it to ``max_new_tokens`` (256 by default)
+#: would hold up its whole batch.
 ACTION_REPLY_TOKENS = 32
 
 

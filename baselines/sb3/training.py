@@ -169,7 +169,7 @@ def save_model(model: Any, path: Path) -> None:
     Adam keeps two running averages per weight, so a saved optimizer triples
     ``model.zip``: with the default ``chars`` encoding the first layer alone
     has ``max_length * (len(charset) + 2) * 64`` weights per network (about
-    12 MB of the 38 MB that a 256-step FrozenLake run used to write).  The
+    12 MB of the 38 MB a 256-step FrozenLake run writes with it).  The
     policy acts without them; resuming training restarts Adam's averages.
     """
     policy = model.policy

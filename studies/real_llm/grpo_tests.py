@@ -40,7 +40,7 @@ N_BOOTSTRAP = 2000
 
 #: Task subsets reported beside the whole set, declared before the run.
 #: Secret 10 (task 10017) is every GuessNumber-20 example's first move, so the
-#: prompt shows its answer whatever the examples are (issue 29).
+#: prompt shows its answer whatever the examples are.
 SUBSETS = {"without secret 10": (10017,)}
 
 
