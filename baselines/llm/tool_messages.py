@@ -191,12 +191,17 @@ def _assistant_turn(content: str, position: int) -> dict[str, Any]:
 
 
 def _sent(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the assistant message of a record as it goes to the server: no reasoning, no notes."""
-    message = {"role": "assistant", "content": record.get("content")}
-    if record.get("tool_calls"):
-        message["tool_calls"] = [dict(call) for call in record["tool_calls"]]
-    elif not isinstance(message["content"], str):
-        message["content"] = ""
+    """Return the assistant message of a record as it goes to the server: no reasoning, no notes.
+
+    A message with calls and no text has no ``content`` at all: the OpenAI
+    schema allows that, and llama-cpp-python's server refuses a ``null`` one.
+    """
+    content, calls = record.get("content"), record.get("tool_calls")
+    message: dict[str, Any] = {"role": "assistant"}
+    if isinstance(content, str) or not calls:
+        message["content"] = content if isinstance(content, str) else ""
+    if calls:
+        message["tool_calls"] = [dict(call) for call in calls]
     return message
 
 
@@ -239,8 +244,7 @@ def example_turns(episodes: Sequence[tuple[int, Sequence[tuple[str, str]]]]) -> 
             answer = f"example_{task_id}_{index}"
             call = {"name": TOOL_NAME, "arguments": json.dumps({"action": action})}
             messages.append({
-                "role": "assistant",
-                "content": None,
+                "role": "assistant",  # no content: see _sent
                 "tool_calls": [{"id": answer, "type": "function", "function": call}],
             })  # fmt: skip
         if answer is not None:
