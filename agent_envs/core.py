@@ -20,9 +20,9 @@ from gymnasium import spaces
 from gymnasium.utils import seeding as gym_seeding
 
 from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
-from wrappers import seeding
-from wrappers.text_space import TextSpace
-from wrappers.validators import check_int
+from wrappers._core import seeding
+from wrappers._core.text_space import TextSpace
+from wrappers._core.validators import check_int
 
 __all__ = [
     "CHARSET",

@@ -27,20 +27,20 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.registration import make_env
+from wrappers._core.validators import check_bool
+from wrappers.action import DiscreteActions
 from wrappers.action_hints import ActionHints
 from wrappers.budget import StackBudget, resolve_budget
 from wrappers.budget_draw import BudgetDraw
 from wrappers.budget_mix import BudgetMix
 from wrappers.chat_history import ChatHistory
-from wrappers.discrete_actions import DiscreteActions
 from wrappers.encode_observation import EncodeObservation
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.numpy_info import NumpyInfo
-from wrappers.process_reward import ProcessReward
 from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, ENV_ID, ORACLE_ACTIONS
+from wrappers.reward import ProcessReward
 from wrappers.task_pool import TaskPool
 from wrappers.truncation import TruncationIsTerminal
-from wrappers.validators import check_bool
 
 __all__ = ["BudgetRegime", "StackOptions", "StackRecipe", "make_stack"]
 

@@ -24,8 +24,8 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs.protocol import TASK_ID, Oracle
+from wrappers._core.validators import check_int
 from wrappers.errors import InvalidValue
-from wrappers.validators import check_int
 
 __all__ = ["HELD_OUT_START", "instance_split", "oracle_turns_test"]
 

@@ -9,18 +9,18 @@ the oracle API, is :mod:`wrappers.protocol`.  The docstring examples use the
 
 from __future__ import annotations
 
+from wrappers._core.validators import check_budget
+from wrappers.action import DiscreteActions, action_key, action_mask
 from wrappers.action_hints import ActionHints
 from wrappers.budget_draw import BudgetDraw
 from wrappers.budget_mix import BudgetMix
 from wrappers.chat_history import ChatHistory
-from wrappers.discrete_actions import DiscreteActions, action_key, action_mask
 from wrappers.encode_observation import EncodeObservation, TextEncoder
-from wrappers.process_reward import ProcessReward
+from wrappers.reward import ProcessReward
 from wrappers.show_actions import ShowActions
 from wrappers.task_pool import TaskPool
 from wrappers.truncation import TruncationIsTerminal
 from wrappers.turn_budget import TurnBudget, add_budget_line, budget_line, strip_budget_line
-from wrappers.validators import check_budget
 
 __all__ = [
     "ActionHints",

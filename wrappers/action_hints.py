@@ -6,7 +6,8 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from wrappers.discrete_actions import expose_action_masks
+from wrappers._core.validators import check_bool
+from wrappers.action import expose_action_masks
 from wrappers.protocol import (
     ADMISSIBLE_ACTIONS,
     ENV_ID,
@@ -14,7 +15,6 @@ from wrappers.protocol import (
     AdmissibleActions,
     Oracle,
 )
-from wrappers.validators import check_bool
 
 __all__ = ["ActionHints"]
 

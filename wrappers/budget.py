@@ -35,10 +35,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from wrappers._core.validators import check_bool, check_budget
 from wrappers.budget_mix import BudgetMix
 from wrappers.protocol import BUDGET
 from wrappers.turn_budget import TurnBudget, turn_limits
-from wrappers.validators import check_bool, check_budget
 
 __all__ = ["StackBudget", "find_budget", "resolve_budget"]
 

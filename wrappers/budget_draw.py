@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wrappers import seeding
-from wrappers.validators import check_budget, check_weights
+from wrappers._core import seeding
+from wrappers._core.validators import check_budget, check_weights
 
 __all__ = ["BudgetDraw"]
 
@@ -31,7 +31,7 @@ class BudgetDraw:
     Args:
         budgets: the budgets T to draw from, ints >= 1 (one value: a fixed T).
         weights: one finite number >= 0 per budget, not all zero; normalised
-            as :func:`wrappers.validators.check_weights` does, so that huge
+            as :func:`wrappers._core.validators.check_weights` does, so that huge
             weights such as ``1e308`` work.  Strings are refused.
 
     Attributes:

@@ -7,9 +7,9 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from wrappers._core.validators import check_int
 from wrappers.budget import resolve_budget
 from wrappers.protocol import MESSAGES
-from wrappers.validators import check_int
 
 __all__ = ["ChatHistory", "chat_stack"]
 

@@ -17,10 +17,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from wrappers.discrete_actions import expose_action_masks
+from wrappers._core.validators import check_bool, check_int
+from wrappers.action import expose_action_masks
 from wrappers.protocol import TURNS_LEFT, CompactView
 from wrappers.turn_budget import strip_budget_line
-from wrappers.validators import check_bool, check_int
 
 __all__ = ["LAYOUTS", "MODES", "EncodeObservation", "TextEncoder"]
 

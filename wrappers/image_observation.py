@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from wrappers.discrete_actions import expose_action_masks
+from wrappers.action import expose_action_masks
 
 __all__ = ["IMAGE", "TEXT", "ImageObservation"]
 

@@ -13,7 +13,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from wrappers.discrete_actions import expose_action_masks
+from wrappers.action import expose_action_masks
 
 __all__ = ["NumpyInfo", "numpy_info"]
 

@@ -7,9 +7,9 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
+from wrappers._core.text_space import TextSpace
+from wrappers._core.validators import check_int
 from wrappers.protocol import AdmissibleActions
-from wrappers.text_space import TextSpace
-from wrappers.validators import check_int
 
 __all__ = ["ShowActions"]
 

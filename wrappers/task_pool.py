@@ -8,8 +8,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from wrappers import seeding
-from wrappers.discrete_actions import expose_action_masks
+from wrappers._core import seeding
+from wrappers.action import expose_action_masks
 from wrappers.protocol import TASK_ID
 
 __all__ = ["TaskPool"]

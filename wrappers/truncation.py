@@ -6,7 +6,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from wrappers.discrete_actions import expose_action_masks
+from wrappers.action import expose_action_masks
 
 __all__ = ["TruncationIsTerminal"]
 

@@ -7,10 +7,10 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
-from wrappers.discrete_actions import expose_action_masks
+from wrappers._core.text_space import TextSpace
+from wrappers._core.validators import check_bool, check_budget
+from wrappers.action import expose_action_masks
 from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
-from wrappers.text_space import TextSpace
-from wrappers.validators import check_bool, check_budget
 
 __all__ = [
     "TurnBudget",

@@ -61,8 +61,8 @@ from agent_envs.evaluation.rollout import (
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.evaluation.stack import RunSetup
 from agent_envs.protocol import VALID_ACTION, AdmissibleActions, AgentAction
-from wrappers import seeding
-from wrappers.validators import check_int
+from wrappers._core import seeding
+from wrappers._core.validators import check_int
 
 __all__ = ["judge_steps", "step_quality"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_envs.env_stack import BudgetRegime
-from wrappers.validators import check_bool
+from wrappers._core.validators import check_bool
 
 __all__ = ["BudgetSpec"]
 

@@ -52,8 +52,8 @@ from baselines.llm.replies import (
     format_action,
     system_prompt_for,
 )
+from wrappers._core.validators import check_int
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.validators import check_int
 
 __all__ = [
     "EXAMPLE_POOL",

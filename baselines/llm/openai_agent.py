@@ -61,8 +61,8 @@ from baselines.llm.tool_messages import (
     record_reply,
     tool_dialogue,
 )
+from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.validators import check_bool, check_int
 
 __all__ = [
     "DEFAULT_MAX_REPLY_BYTES",

@@ -24,8 +24,8 @@ from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
+from wrappers._core.validators import check_int, check_number, check_probability
 from wrappers.errors import InvalidValue
-from wrappers.validators import check_int, check_number, check_probability
 
 __all__ = [
     "COLLAPSE_WINDOW",

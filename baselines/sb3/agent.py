@@ -32,11 +32,11 @@ from baselines.sb3.sidecar import (
     sidecar_path,
     write_sidecar,
 )
-from wrappers import seeding
-from wrappers.discrete_actions import action_mask
+from wrappers._core import seeding
+from wrappers._core.validators import check_bool, check_int
+from wrappers.action import action_mask
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.turn_budget import add_budget_line, strip_budget_line
-from wrappers.validators import check_bool, check_int
 
 # The algorithms and the sidecar live in baselines.sb3.sidecar; importable from here too.
 __all__ = [

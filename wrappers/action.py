@@ -122,7 +122,7 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
 
     Example:
         >>> import gymnasium as gym  # the agent_envs/ ids are registered
-        >>> from wrappers.discrete_actions import DiscreteActions
+        >>> from wrappers.action import DiscreteActions
         >>> env = DiscreteActions(gym.make("agent_envs/GuessNumber-v0"))
         >>> env.action_space
         Discrete(100)
