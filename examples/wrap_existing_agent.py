@@ -26,7 +26,7 @@ import agent_envs
 from agent_envs.evaluation import evaluate
 from agent_envs.protocol import MESSAGES, AgentAction
 from baselines.llm.replies import parse_action
-from wrappers.chat_history import ChatHistory
+from wrappers.info import ChatHistory
 
 gym.register_envs(agent_envs)
 

@@ -8,7 +8,7 @@ import pytest
 
 from wrappers import BudgetMix
 from wrappers._core.seeding import BUDGET
-from wrappers.budget_draw import BudgetDraw
+from wrappers.budget import BudgetDraw
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 

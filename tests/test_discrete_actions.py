@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 from tests.conftest import ENV_IDS, make_unwrapped
 from tests.sb3_fixtures import CorridorEnv
 from wrappers.action import DiscreteActions, action_key
-from wrappers.turn_budget import TurnBudget
+from wrappers.budget import TurnBudget
 
 VOCABULARY_IDS = [env_id for env_id in ENV_IDS if make_unwrapped(env_id).action_vocabulary]
 
@@ -125,7 +125,7 @@ def test_check_env_passes(env_id):
 
 def test_importing_the_wrappers_never_imports_torch():
     code = (
-        "import sys, wrappers.action, wrappers.encode_observation, "
+        "import sys, wrappers.action, wrappers.observation, "
         "wrappers.reward; "
         "assert not {'torch', 'transformers', 'stable_baselines3'} & set(sys.modules)"
     )

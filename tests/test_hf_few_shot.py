@@ -19,7 +19,7 @@ from baselines.llm.generation import generate_replies  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm.replies import ACTION_REPLY_TOKENS, ReplyStop, cut_reply  # noqa: E402
-from wrappers.chat_history import ChatHistory  # noqa: E402
+from wrappers.info import ChatHistory  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

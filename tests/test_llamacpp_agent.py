@@ -30,7 +30,7 @@ from baselines.llm.llamacpp_agent import LlamaCppAgent, gguf_tokenizer  # noqa: 
 from baselines.llm.models import CACHE_ENV, ModelError  # noqa: E402
 from baselines.llm.prompt_encoder import PromptEncoder  # noqa: E402
 from baselines.llm.replies import reply_complete  # noqa: E402
-from wrappers.chat_history import ChatHistory, chat_stack  # noqa: E402
+from wrappers.info import ChatHistory, chat_stack  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -11,7 +11,7 @@ import pytest
 from baselines.llm.messages import build_messages, drop_oldest_exchanges, plain_prompt, turn_of
 from baselines.llm.replies import parse_action
 from wrappers._core.seeding import sampling_seed
-from wrappers.chat_history import ChatHistory
+from wrappers.info import ChatHistory
 
 
 # ----------------------------------------------------------- shared parsing
@@ -61,7 +61,7 @@ def test_build_messages():
 def test_the_current_observation_is_always_the_last_message():
     """Wrappers outside ChatHistory (ShowActions, a visible budget) add to the observation."""
     from wrappers import TurnBudget
-    from wrappers.show_actions import ShowActions
+    from wrappers.observation import ShowActions
 
     env = ShowActions(TurnBudget(ChatHistory(gym.make("agent_envs/GuessNumber-v0")), 5, True))
     observation, info = env.reset(seed=0, options={"task_id": 0})

@@ -27,7 +27,7 @@ from agent_envs.evaluation import NoisyOracleAgent, evaluate, step_quality
 from agent_envs.protocol import ORACLE_ACTIONS, TASK_ID, TURN, ReplyWriter
 from baselines.llm.hf_agent import HFAgent
 from baselines.llm.openai_agent import OpenAIChatAgent
-from wrappers.chat_history import chat_stack
+from wrappers.info import chat_stack
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 ENV = "agent_envs/GuessNumber-20-v0"

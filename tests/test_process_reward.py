@@ -12,8 +12,8 @@ from gymnasium.utils.env_checker import check_env
 
 from tests.conftest import ENV_IDS, make_unwrapped
 from tests.sb3_fixtures import CorridorEnv
+from wrappers.budget import TurnBudget
 from wrappers.reward import ProcessReward
-from wrappers.turn_budget import TurnBudget
 
 # A few families with exact oracles; the conformance suite checks every id's oracle itself.
 SHAPED_IDS = [

@@ -1,4 +1,9 @@
-"""DiscreteActions: act with an index into the env's action vocabulary."""
+"""Action wrappers: :class:`DiscreteActions` acts with an index into the env's action vocabulary.
+
+:func:`action_mask` turns the admissible actions into a mask over that
+vocabulary, and :func:`expose_action_masks` lets the wrappers above a
+``DiscreteActions`` offer its ``action_masks`` to maskable learners.
+"""
 
 from __future__ import annotations
 

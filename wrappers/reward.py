@@ -1,4 +1,4 @@
-"""ProcessReward: potential-based shaping from the oracle's distance to success."""
+"""Reward wrappers: :class:`ProcessReward`, shaping from the oracle's distance to success."""
 
 from __future__ import annotations
 

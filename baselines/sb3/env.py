@@ -31,8 +31,8 @@ from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from agent_envs.protocol import SUCCESS
 from wrappers.action import action_key
 from wrappers.budget import find_budget
-from wrappers.encode_observation import TextEncoder
-from wrappers.task_pool import TaskPool
+from wrappers.episode import TaskPool
+from wrappers.observation import TextEncoder
 
 __all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env", "vec_envs"]
 

@@ -56,7 +56,7 @@ from baselines.sb3.training import (
     save_with_sidecar,
     train,
 )
-from wrappers.encode_observation import MODES
+from wrappers.observation import MODES
 
 __all__ = [
     "COMMAND",
