@@ -10,9 +10,9 @@ import gymnasium as gym
 import pytest
 
 import agent_envs  # noqa: F401  (registers the ids)
-from agent_envs.protocol import BUDGET, TURN, TURNS_LEFT
 from wrappers import BudgetMix, ChatHistory, TurnBudget
 from wrappers.budget import StackBudget, find_budget, resolve_budget, time_limit_steps
+from wrappers.protocol import BUDGET, TURN, TURNS_LEFT
 
 GUESS = "agent_envs/GuessNumber-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -129,10 +129,10 @@ def test_turn_of():
 
 # ------------------------------------------------------- the shared policy base
 def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
-    from agent_envs.protocol import ENV_ID
     from baselines.llm.openai_agent import OpenAIChatAgent
     from baselines.llm.policy import LLMPolicy
     from baselines.llm.replies import ACTION_SYSTEM_PROMPT
+    from wrappers.protocol import ENV_ID
 
     policy = LLMPolicy(few_shot=1, temperature=0.5, max_new_tokens=12, seed=5)
     assert (policy.style.reply_format, policy.system_prompt) == ("action", ACTION_SYSTEM_PROMPT)

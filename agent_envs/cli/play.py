@@ -7,8 +7,8 @@ import sys
 from typing import Any
 
 from agent_envs.arguments import UsageError
-from agent_envs.protocol import SUCCESS, TASK_ID, TURN
 from wrappers._core.validators import MAX_SEED, MAX_TURNS
+from wrappers.protocol import SUCCESS, TASK_ID, TURN
 
 _PLAY_HELP = (
     "Type an action and press Enter. "

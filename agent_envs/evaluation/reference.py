@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 from wrappers._core.seeding import turn_hash
 from wrappers._core.validators import check_int, check_probability
+from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 
 __all__ = ["NoisyOracleAgent", "OracleAgent", "SeededAgent"]
 

@@ -58,7 +58,7 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.fingerprint import folder_fingerprint
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED
+from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED
 
 try:
     import torch

@@ -41,13 +41,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent_envs import install_hint
-from agent_envs.protocol import EPISODE_SEED, AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.llm.models import gguf_file
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompt_encoder import PromptEncoder
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidValue
+from wrappers.protocol import EPISODE_SEED
 
 __all__ = ["LlamaCppAgent", "gguf_tokenizer"]
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.protocol import EPISODE_SEED
 from baselines.llm.few_shot import PromptStyle
 from baselines.llm.messages import turn_of
 from baselines.llm.replies import FORMAT_PROMPT
 from wrappers._core import seeding
 from wrappers._core.validators import check_int, check_number
+from wrappers.protocol import EPISODE_SEED
 
 __all__ = ["LLMPolicy", "check_sampling"]
 

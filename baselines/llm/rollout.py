@@ -52,7 +52,6 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from agent_envs.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
 from baselines.llm.generation import (
@@ -70,6 +69,7 @@ from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from baselines.llm.tasks import task_of
 from wrappers._core import seeding
 from wrappers.budget import StackBudget
+from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 
 __all__ = [
     "END_REASONS",

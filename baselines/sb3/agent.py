@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from agent_envs.fingerprint import file_fingerprint
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3.env import StackSettings
 from baselines.sb3.sidecar import (
     ALGORITHMS,
@@ -37,6 +36,7 @@ from wrappers._core.validators import check_bool, check_int
 from wrappers.action import action_mask
 from wrappers.budget import add_budget_line, strip_budget_line
 from wrappers.errors import InvalidType, InvalidValue
+from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 
 # The algorithms and the sidecar live in baselines.sb3.sidecar; importable from here too.
 __all__ = [
