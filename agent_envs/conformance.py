@@ -40,9 +40,9 @@ import numpy as np
 
 from agent_envs.core import TextEnv
 from agent_envs.env_stack import BudgetRegime, make_stack
-from agent_envs.protocol import BUDGET, DEAD_END, SUCCESS, TASK_ID, TURNS_LEFT, VALID_ACTION
 from agent_envs.registration import resolve_env_id
 from wrappers import TurnBudget
+from wrappers.protocol import BUDGET, DEAD_END, SUCCESS, TASK_ID, TURNS_LEFT, VALID_ACTION
 
 __all__ = [
     "CHECKS",

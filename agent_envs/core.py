@@ -19,10 +19,10 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding as gym_seeding
 
-from agent_envs.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
-from wrappers import seeding
-from wrappers.text_space import TextSpace
-from wrappers.validators import check_int
+from wrappers._core import seeding
+from wrappers._core.text_space import TextSpace
+from wrappers._core.validators import check_int
+from wrappers.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
 
 __all__ = [
     "CHARSET",
@@ -110,7 +110,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
     Subclasses implement the hooks below.  The base class turns them into the
     Gymnasium API and guarantees the environment contract (the README's
     "Environments" section; the info keys and the oracle API are spelled in
-    code in :mod:`agent_envs.protocol`):
+    code in :mod:`wrappers.protocol`):
 
     * ``reset(seed=s, options={"task_id": i})`` builds task ``i`` from ``i``
       alone (``_make_task`` gets a generator derived from the family and ``i``);
@@ -232,7 +232,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
         A pure function of the text (the state is not consulted), so that two
         spellings of one move compare equal: the evaluator's diagnostics use it
         to judge "guess 50" as the oracle's "50".  Part of the
-        :class:`~agent_envs.protocol.ActionParser` API.
+        :class:`~wrappers.protocol.ActionParser` API.
         """
         return self._parse(normalize_action(action))
 

@@ -27,20 +27,15 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.registration import make_env
-from wrappers.action_hints import ActionHints
-from wrappers.budget import StackBudget, resolve_budget
-from wrappers.budget_draw import BudgetDraw
-from wrappers.budget_mix import BudgetMix
-from wrappers.chat_history import ChatHistory
-from wrappers.discrete_actions import DiscreteActions
-from wrappers.encode_observation import EncodeObservation
+from wrappers._core.validators import check_bool
+from wrappers.action import DiscreteActions
+from wrappers.budget import BudgetDraw, BudgetMix, StackBudget, resolve_budget
+from wrappers.episode import TaskPool, TruncationIsTerminal
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.numpy_info import NumpyInfo
-from wrappers.process_reward import ProcessReward
+from wrappers.info import ActionHints, ChatHistory, NumpyInfo
+from wrappers.observation import EncodeObservation
 from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, ENV_ID, ORACLE_ACTIONS
-from wrappers.task_pool import TaskPool
-from wrappers.truncation import TruncationIsTerminal
-from wrappers.validators import check_bool
+from wrappers.reward import ProcessReward
 
 __all__ = ["BudgetRegime", "StackOptions", "StackRecipe", "make_stack"]
 
@@ -61,7 +56,7 @@ class BudgetRegime:
             there are several budgets or weights); ``--budget-mix 8`` is a mix
             of one budget.
 
-    ``draws`` is the :class:`~wrappers.budget_draw.BudgetDraw` of the budgets
+    ``draws`` is the :class:`~wrappers.budget.BudgetDraw` of the budgets
     (not part of equality).
 
     >>> BudgetRegime.fixed(8).describe(), BudgetRegime.mixed([4, 8], [1, 3]).describe()

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import gymnasium as gym
 
-from agent_envs.protocol import TASK_ID
+from wrappers.protocol import TASK_ID
 
 __all__ = ["instance_key", "instance_keys"]
 

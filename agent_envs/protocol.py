@@ -1,128 +1,33 @@
-"""The project's contract in code: info and option keys, the oracle API, the policy.
+"""The policy contract in code: the shape of a policy, as the evaluator sees it.
 
-This is the one module every layer above ``wrappers`` imports the contract
-from.  It has two halves:
+:class:`Policy` and :class:`BatchPolicy` are ``typing.Protocol`` classes (no
+base class to inherit), :data:`REQUIRED_INFO_KEYS` the keys a policy may ask
+for in ``required_info``, :class:`AgentAction` an action that keeps the text
+the agent generated, :class:`ReplyWriter` an agent that writes any action as
+its own reply.  What the evaluator does with each is explained in
+``docs/evaluation.md`` (Policies).  The env contract, the info and option keys
+and the oracle API, is :mod:`wrappers.protocol`.
 
-* **The env contract** (keys and the oracle API Protocols) is defined in
-  :mod:`wrappers.protocol` and re-exported here unchanged.  It lives at the
-  bottom because the generic wrappers write some of the keys and call the
-  oracle API, and ``wrappers`` must never import ``agent_envs``.  Use the
-  constants, never the strings: ``info[SUCCESS]``, ``options={TASK_ID: 3}``.
-* **The policy contract** is defined here, because only the evaluator and the
-  agents use it.
-
-What a policy is, as the evaluator sees it.  A *compliant policy* is any
-object with ``act(observation, info) -> str`` (:class:`Policy`), or a plain
-callable ``f(observation) -> str``.  No base class is forced on anyone; the
-Protocols below state the shape, in the manner of Stable-Baselines3's
-``PolicyPredictor``.  Optional extras:
-
-* ``act_batch(observations, infos) -> list[str]`` (:class:`BatchPolicy`): the
-  evaluator then steps many episodes in lockstep and makes one call per turn
-  for all of them.  A slot may hold an exception instead of an action: that
-  episode alone is recorded as an error.  An exception *raised* by
-  ``act_batch`` fails every episode of the call.
-* ``visible_budget = True``, the policy's one budget flag: the agent sees the
-  budget (it was trained under ``TurnBudget(visible=True)``, or it plans with
-  the turns left), so the evaluator builds its stack with a visible budget
-  (the turns left in every observation and in ``info``) and runs every budget
-  separately.
-* ``required_info = (ADMISSIBLE_ACTIONS, ORACLE_ACTIONS)``: the evaluator adds
-  those lists to ``info`` (through ``wrappers.ActionHints``).  This is how the
-  random and oracle baselines see the env's action API while
-  ``act(observation, info)`` stays the only call.  ``ENV_ID`` adds the
-  registered id of the env (LLM agents build few-shot examples from it).
-* ``check_tasks(env, task_ids)``: called once before the run with the
-  evaluator's env stack and its task ids; a ``ValueError`` it raises refuses
-  the run (one line, nothing played).  LLM agents with few-shot examples
-  refuse a task whose instance is an example's.
-
-Every ``info`` the evaluator hands a policy also carries :data:`EPISODE_SEED`,
-an int in ``[0, 2**32)`` derived from (base seed, task, attempt), and
-:data:`TURN` (turns used so far).  A policy that samples should derive its
-randomness from (``episode_seed``, ``turn``), so that attempts draw different
-samples and the result does not depend on batching or episode order.
-:data:`BUDGET` and :data:`TURNS_LEFT` are in ``info`` only when the budget is
-visible (a visible ``TurnBudget``, or ``visible_budget = True``); with a hidden
-budget the episode runs at max(T), so the evaluator never shows them, and a
-policy that asks for them anyway gets one ``UserWarning`` per run saying so.
-
-A stateful agent (one that remembers earlier turns of its episode) is passed
-to the evaluator as a factory: a class, or
-``agent_envs.evaluation.PerEpisode(factory)``, gets one fresh instance per
-episode.  Any other object is shared by all episodes.
-
-A policy may return an :class:`AgentAction` (a ``str``) whose ``raw`` holds the
-unparsed text it generated; the evaluator stores ``raw`` in the transcript.
-A policy that writes replies in a format of its own (LLM agents: ``"Action:
-up"``) may say how with ``write_reply(action) -> str`` (:class:`ReplyWriter`):
-step quality then shows it a reference trajectory's moves as the replies it
-would have written, so that a dialogue-keeping agent (``ChatHistory(record=
-"raw")``) reads the shared states in its own prompt format.
-
->>> from agent_envs.protocol import SUCCESS, Policy
+>>> from agent_envs.protocol import Policy
 >>> class Echo:
 ...     def act(self, observation, info):
 ...         return observation
->>> isinstance(Echo(), Policy), SUCCESS
-(True, 'success')
+>>> isinstance(Echo(), Policy)
+True
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from wrappers.protocol import (
-    ADMISSIBLE_ACTIONS,
-    BUDGET,
-    DEAD_END,
-    ENV_ID,
-    EPISODE_SEED,
-    MESSAGES,
-    ORACLE_ACTIONS,
-    SUCCESS,
-    TASK_ID,
-    TURN,
-    TURNS_LEFT,
-    VALID_ACTION,
-    ActionParser,
-    ActionVocabulary,
-    AdmissibleActions,
-    BudgetAwareOracle,
-    CompactView,
-    Oracle,
-    OracleEnv,
-)
+from wrappers import protocol as _env_contract
 
-__all__ = [
-    "ADMISSIBLE_ACTIONS",
-    "BUDGET",
-    "DEAD_END",
-    "ENV_ID",
-    "EPISODE_SEED",
-    "MESSAGES",
-    "ORACLE_ACTIONS",
-    "REQUIRED_INFO_KEYS",
-    "SUCCESS",
-    "TASK_ID",
-    "TURN",
-    "TURNS_LEFT",
-    "VALID_ACTION",
-    "ActionParser",
-    "ActionVocabulary",
-    "AdmissibleActions",
-    "AgentAction",
-    "BatchPolicy",
-    "BudgetAwareOracle",
-    "CompactView",
-    "Oracle",
-    "OracleEnv",
-    "Policy",
-    "ReplyWriter",
-]
+__all__ = ["REQUIRED_INFO_KEYS", "AgentAction", "BatchPolicy", "Policy", "ReplyWriter"]
 
 #: The keys a policy may ask for in ``required_info``.
-REQUIRED_INFO_KEYS = frozenset({ADMISSIBLE_ACTIONS, ORACLE_ACTIONS, ENV_ID})
+REQUIRED_INFO_KEYS = frozenset(
+    {_env_contract.ADMISSIBLE_ACTIONS, _env_contract.ORACLE_ACTIONS, _env_contract.ENV_ID}
+)
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agent_envs.protocol import TASK_ID
+from wrappers.protocol import TASK_ID
 
 __all__ = [
     "ENV_GROUP",

@@ -23,9 +23,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agent_envs.protocol import TASK_ID, Oracle
+from wrappers._core.validators import check_int
 from wrappers.errors import InvalidValue
-from wrappers.validators import check_int
+from wrappers.protocol import TASK_ID, Oracle
 
 __all__ = ["HELD_OUT_START", "instance_split", "oracle_turns_test"]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agent_envs.evaluation.reference import NoisyOracleAgent, OracleAgent, SeededAgent
-from agent_envs.protocol import ADMISSIBLE_ACTIONS
+from wrappers.protocol import ADMISSIBLE_ACTIONS
 
 __all__ = ["IntervalGuesser", "NoisyOracleAgent", "OracleAgent", "PriorGuesser", "RandomAgent"]
 

@@ -26,9 +26,9 @@ import numpy as np
 
 import agent_envs  # noqa: F401  (registers the env ids)
 from agent_envs.evaluation import PerEpisode, evaluate
-from agent_envs.protocol import TASK_ID
 from agent_envs.splits import instance_split, oracle_turns_test
 from baselines.simple_agents import IntervalGuesser, OracleAgent, PriorGuesser
+from wrappers.protocol import TASK_ID
 
 BUDGETS = [1, 2, 3, 4, 5, 6, 8]
 SAMPLES = 4

@@ -28,7 +28,7 @@ import gymnasium as gym
 import agent_envs  # noqa: F401  (registers the env ids)
 from agent_envs.evaluation import step_quality
 from baselines.llm.hf_agent import HFAgent
-from wrappers.chat_history import chat_stack
+from wrappers.info import chat_stack
 
 ENV = "agent_envs/GuessNumber-20-v0"
 TASKS = list(range(10000, 10010))
@@ -76,9 +76,7 @@ def main(model: str | None) -> None:
     seconds = time.process_time() - start
     states = len(agent.prompt_lengths)
     print(f"model {model}: {states} states judged ({result['states']} after exclusions)")
-    print(
-        f"act_batch calls {agent.calls} (ceil(states / {BATCH}) = {math.ceil(states / BATCH)})"
-    )
+    print(f"act_batch calls {agent.calls} (ceil(states / {BATCH}) = {math.ceil(states / BATCH)})")
     print(
         f"prompt tokens per state: mean {sum(agent.prompt_lengths) / states:.0f}, "
         f"max {max(agent.prompt_lengths)}, min {min(agent.prompt_lengths)}"

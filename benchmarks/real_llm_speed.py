@@ -50,7 +50,7 @@ import gymnasium as gym
 
 import agent_envs
 from agent_envs.evaluation import evaluate
-from wrappers.chat_history import chat_stack
+from wrappers.info import chat_stack
 
 gym.register_envs(agent_envs)
 

@@ -24,9 +24,10 @@ import gymnasium as gym
 
 import agent_envs
 from agent_envs.evaluation import evaluate
-from agent_envs.protocol import MESSAGES, AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.llm.replies import parse_action
-from wrappers.chat_history import ChatHistory
+from wrappers.info import ChatHistory
+from wrappers.protocol import MESSAGES
 
 gym.register_envs(agent_envs)
 

@@ -10,10 +10,9 @@ import gymnasium as gym
 import pytest
 
 import agent_envs  # noqa: F401  (registers the ids)
-from agent_envs.protocol import BUDGET, TURN, TURNS_LEFT
 from wrappers import BudgetMix, ChatHistory, TurnBudget
-from wrappers.budget import StackBudget, find_budget, resolve_budget
-from wrappers.turn_budget import time_limit_steps
+from wrappers.budget import StackBudget, find_budget, resolve_budget, time_limit_steps
+from wrappers.protocol import BUDGET, TURN, TURNS_LEFT
 
 GUESS = "agent_envs/GuessNumber-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -36,7 +35,7 @@ def test_no_other_module_reads_a_private_gymnasium_attribute():
         for path in (ROOT / package).rglob("*.py")
         if pattern.search(path.read_text(encoding="utf-8"))
     ]
-    assert readers == ["wrappers/turn_budget.py"]
+    assert readers == ["wrappers/budget.py"]
 
 
 def test_no_module_but_the_owner_walks_a_stack_for_budgets():

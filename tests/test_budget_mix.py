@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from wrappers import BudgetMix
-from wrappers.budget_draw import BudgetDraw
-from wrappers.seeding import BUDGET
+from wrappers._core.seeding import BUDGET
+from wrappers.budget import BudgetDraw
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 

@@ -9,7 +9,7 @@ import pytest
 
 from agent_envs.protocol import AgentAction
 from wrappers import TurnBudget
-from wrappers.chat_history import ChatHistory
+from wrappers.info import ChatHistory
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 GUESSES = ["50", "25", "hello", "75", "12", "90", "3"]

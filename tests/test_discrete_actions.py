@@ -13,8 +13,8 @@ from gymnasium.utils.env_checker import check_env
 
 from tests.conftest import ENV_IDS, make_unwrapped
 from tests.sb3_fixtures import CorridorEnv
-from wrappers.discrete_actions import DiscreteActions, action_key
-from wrappers.turn_budget import TurnBudget
+from wrappers.action import DiscreteActions, action_key
+from wrappers.budget import TurnBudget
 
 VOCABULARY_IDS = [env_id for env_id in ENV_IDS if make_unwrapped(env_id).action_vocabulary]
 
@@ -125,8 +125,8 @@ def test_check_env_passes(env_id):
 
 def test_importing_the_wrappers_never_imports_torch():
     code = (
-        "import sys, wrappers.discrete_actions, wrappers.encode_observation, "
-        "wrappers.process_reward; "
+        "import sys, wrappers.action, wrappers.observation, "
+        "wrappers.reward; "
         "assert not {'torch', 'transformers', 'stable_baselines3'} & set(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -90,7 +90,7 @@ RUN = {
         "assert observation['image'].ndim == 3 and 'Turns' not in observation['text']\n",
     ),
     ("docs/llm_agents.md", "env = ShowActions(ChatHistory("): (
-        "from wrappers.chat_history import ChatHistory\n",
+        "from wrappers.info import ChatHistory\n",
         "observation, info = env.reset(seed=0, options={'task_id': 0})\n"
         "assert all('Admissible actions: ' in m['content'] for m in info['messages']\n"
         "           if m['role'] == 'user')\n",
@@ -271,7 +271,7 @@ def _environment(shim: pathlib.Path) -> dict[str, str]:
 @pytest.mark.parametrize("key", sorted(RUN), ids=lambda key: f"{key[0]}:{key[1][:30]}")
 def test_block_runs_as_written(key, tmp_path, shim):
     page, marker = key
-    (kind, block), = [(k, b) for k, b in _blocks(page) if marker in b]
+    ((kind, block),) = [(k, b) for k, b in _blocks(page) if marker in b]
     extra, postlude = RUN[key]
     if "torchrl" in marker:
         pytest.importorskip("torchrl")
@@ -316,7 +316,7 @@ def _agent_envs_calls(block: str) -> list[tuple[str, list[str]]]:
 @pytest.mark.parametrize("key", sorted(SKIP), ids=lambda key: f"{key[0]}:{key[1][:30]}")
 def test_skipped_commands_use_only_flags_their_command_has(key, shim):
     page, marker = key
-    (kind, block), = [(k, b) for k, b in _blocks(page) if marker in b]
+    ((kind, block),) = [(k, b) for k, b in _blocks(page) if marker in b]
     calls = _agent_envs_calls(block) if kind == "bash" else []
     for command, flags in calls:
         text = _help(command, shim)

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import ENV_IDS, make_unwrapped
-from wrappers.encode_observation import EncodeObservation, TextEncoder
-from wrappers.turn_budget import TurnBudget
+from wrappers.budget import TurnBudget
+from wrappers.observation import EncodeObservation, TextEncoder
 
 ENCODERS = {
     "chars": lambda: TextEncoder("chars", max_length=64, charset="abc .\n"),
@@ -115,7 +115,7 @@ def test_hashing_is_normalised_and_case_insensitive():
 
 def test_hashing_is_stable_across_processes():
     code = (
-        "from wrappers.encode_observation import TextEncoder; "
+        "from wrappers.observation import TextEncoder; "
         "print(TextEncoder('hashing', dim=64).encode('Go north, then east.').tobytes().hex())"
     )
     outputs = set()

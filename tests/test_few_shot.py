@@ -9,7 +9,6 @@ import pytest
 
 from agent_envs.evaluation import evaluate
 from agent_envs.instances import instance_key
-from agent_envs.protocol import ENV_ID, SUCCESS, TASK_ID
 from baselines.llm.few_shot import (
     FIRST_EXAMPLE_ID,
     PromptStyle,
@@ -27,6 +26,7 @@ from baselines.llm.replies import (
     parse_action,
     reply_complete,
 )
+from wrappers.protocol import ENV_ID, SUCCESS, TASK_ID
 
 # One id per kind of oracle: exact arithmetic, planning, privileged (map,
 # object locations, target product), stochastic.

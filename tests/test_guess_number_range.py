@@ -17,9 +17,9 @@ import pytest
 
 import agent_envs  # noqa: F401
 from agent_envs.evaluation import PerEpisode, evaluate
-from agent_envs.protocol import TASK_ID
 from agent_envs.splits import instance_split, oracle_turns_test
 from baselines.simple_agents import IntervalGuesser, PriorGuesser
+from wrappers.protocol import TASK_ID
 
 ENV = "agent_envs/GuessNumber-Range-v0"
 BUDGETS = [1, 2, 3, 4, 5, 6, 8]

@@ -17,7 +17,7 @@ from agent_envs import cli
 from agent_envs.evaluation import EvalResult, evaluate
 from agent_envs.evaluation.settings import MAX_EPISODES
 from baselines.simple_agents import OracleAgent
-from wrappers.chat_history import ChatHistory
+from wrappers.info import ChatHistory
 
 ROOT = Path(__file__).resolve().parents[1]
 

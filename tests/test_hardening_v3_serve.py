@@ -24,7 +24,7 @@ from test_integrations_openenv import ENV_ID, _Server  # noqa: E402
 from agent_envs.core import FIRST_EXAMPLE_ID  # noqa: E402
 from agent_envs.integrations.openenv import create_app  # noqa: E402
 from agent_envs.integrations.trl import environment_factory  # noqa: E402
-from agent_envs.protocol import BUDGET  # noqa: E402
+from wrappers.protocol import BUDGET  # noqa: E402
 
 BAD_TASK_IDS = [-1, 2**70, 1.5, "abc", [1], {}, True, "7", 5.9, FIRST_EXAMPLE_ID, 2147483646]
 BAD_BUDGETS = [0, -5, 1.5, 1e308, "10", True, 100, 2**70]

@@ -17,7 +17,7 @@ from baselines.llm.generation import GumbelSampler  # noqa: E402
 from baselines.llm.hf_agent import HFAgent, PromptTooLongError  # noqa: E402
 from baselines.llm.messages import plain_prompt  # noqa: E402
 from baselines.llm.replies import parse_action  # noqa: E402
-from wrappers.chat_history import ChatHistory  # noqa: E402
+from wrappers.info import ChatHistory  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

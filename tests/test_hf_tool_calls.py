@@ -23,8 +23,8 @@ from agent_envs.evaluation import evaluate
 from baselines.llm.hf_agent import HFAgent
 from baselines.llm.hf_tools import check_tool_template, message_from_text
 from baselines.llm.tool_messages import TOOL_SYSTEM_PROMPT
-from wrappers.chat_history import ChatHistory
 from wrappers.errors import InvalidValue
+from wrappers.info import ChatHistory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 GUESS = "agent_envs/GuessNumber-v0"

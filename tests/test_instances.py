@@ -7,7 +7,7 @@ import pytest
 
 import agent_envs
 from agent_envs.instances import instance_key, instance_keys
-from agent_envs.protocol import TASK_ID
+from wrappers.protocol import TASK_ID
 
 ENV_IDS = agent_envs.env_ids()
 

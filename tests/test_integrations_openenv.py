@@ -13,8 +13,8 @@ import gymnasium as gym
 import pytest
 
 from agent_envs.env_stack import BudgetRegime
-from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers import TurnBudget
+from wrappers.protocol import BUDGET, SUCCESS, TASK_ID, VALID_ACTION
 
 pytest.importorskip("openenv.core")
 uvicorn = pytest.importorskip("uvicorn")

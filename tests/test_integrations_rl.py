@@ -11,9 +11,9 @@ from gymnasium.utils.env_checker import check_env
 
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import masked_env
-from agent_envs.protocol import SUCCESS, VALID_ACTION
 from wrappers import DiscreteActions, EncodeObservation, TurnBudget
-from wrappers.numpy_info import NumpyInfo
+from wrappers.info import NumpyInfo
+from wrappers.protocol import SUCCESS, VALID_ACTION
 
 ENV_ID = "agent_envs/FrozenLake-v0"
 # FrozenLake task 5 starts in a corner: two of the four moves leave the grid.

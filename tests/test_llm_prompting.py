@@ -10,8 +10,8 @@ import pytest
 
 from baselines.llm.messages import build_messages, drop_oldest_exchanges, plain_prompt, turn_of
 from baselines.llm.replies import parse_action
-from wrappers.chat_history import ChatHistory
-from wrappers.seeding import sampling_seed
+from wrappers._core.seeding import sampling_seed
+from wrappers.info import ChatHistory
 
 
 # ----------------------------------------------------------- shared parsing
@@ -61,7 +61,7 @@ def test_build_messages():
 def test_the_current_observation_is_always_the_last_message():
     """Wrappers outside ChatHistory (ShowActions, a visible budget) add to the observation."""
     from wrappers import TurnBudget
-    from wrappers.show_actions import ShowActions
+    from wrappers.observation import ShowActions
 
     env = ShowActions(TurnBudget(ChatHistory(gym.make("agent_envs/GuessNumber-v0")), 5, True))
     observation, info = env.reset(seed=0, options={"task_id": 0})
@@ -129,16 +129,16 @@ def test_turn_of():
 
 # ------------------------------------------------------- the shared policy base
 def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
-    from agent_envs.protocol import ENV_ID
     from baselines.llm.openai_agent import OpenAIChatAgent
     from baselines.llm.policy import LLMPolicy
     from baselines.llm.replies import ACTION_SYSTEM_PROMPT
+    from wrappers.protocol import ENV_ID
 
     policy = LLMPolicy(few_shot=1, temperature=0.5, max_new_tokens=12, seed=5)
     assert (policy.style.reply_format, policy.system_prompt) == ("action", ACTION_SYSTEM_PROMPT)
     assert policy.required_info == (ENV_ID,)  # the env's id, for the examples
     assert (policy.temperature, policy.top_p, policy.max_new_tokens) == (0.5, 1.0, 12)
-    # Token ids and their text key the same seed, the one wrappers.seeding derives.
+    # Token ids and their text key the same seed, the one wrappers._core.seeding derives.
     expected = sampling_seed(5, 7, 1, "1,2,3")
     assert policy.reply_seed(7, 1, [1, 2, 3]) == policy.reply_seed(7, 1, "1,2,3") == expected
     # Without an episode seed, a policy draws one from its own seeded generator.

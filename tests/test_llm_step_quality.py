@@ -24,10 +24,11 @@ from llm_fixtures import ChatServer, TinyBackend
 
 import agent_envs  # noqa: F401
 from agent_envs.evaluation import NoisyOracleAgent, evaluate, step_quality
-from agent_envs.protocol import ORACLE_ACTIONS, TASK_ID, TURN, ReplyWriter
+from agent_envs.protocol import ReplyWriter
 from baselines.llm.hf_agent import HFAgent
 from baselines.llm.openai_agent import OpenAIChatAgent
-from wrappers.chat_history import chat_stack
+from wrappers.info import chat_stack
+from wrappers.protocol import ORACLE_ACTIONS, TASK_ID, TURN
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 ENV = "agent_envs/GuessNumber-20-v0"

@@ -38,7 +38,7 @@ from baselines.llm.prompt_encoder import PromptEncoder  # noqa: E402
 from baselines.llm.replies import to_agent_action  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout, start_episode  # noqa: E402
 from baselines.llm.tiny import CHAT_TEMPLATE  # noqa: E402
-from wrappers.chat_history import chat_stack  # noqa: E402
+from wrappers.info import chat_stack  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

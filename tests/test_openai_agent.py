@@ -22,7 +22,7 @@ from agent_envs import cli
 from agent_envs.protocol import AgentAction
 from baselines.llm.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
 from baselines.llm.replies import DEFAULT_SYSTEM_PROMPT, parse_action
-from wrappers.chat_history import ChatHistory
+from wrappers.info import ChatHistory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

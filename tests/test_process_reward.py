@@ -12,8 +12,8 @@ from gymnasium.utils.env_checker import check_env
 
 from tests.conftest import ENV_IDS, make_unwrapped
 from tests.sb3_fixtures import CorridorEnv
-from wrappers.process_reward import ProcessReward
-from wrappers.turn_budget import TurnBudget
+from wrappers.budget import TurnBudget
+from wrappers.reward import ProcessReward
 
 # A few families with exact oracles; the conformance suite checks every id's oracle itself.
 SHAPED_IDS = [
@@ -237,7 +237,7 @@ def test_check_env_passes(env_id):
     ],
 )
 def test_bad_arguments_raise_clear_errors(arguments, message):
-    # A wrong type is a TypeError, a bad value a ValueError (wrappers.validators).
+    # A wrong type is a TypeError, a bad value a ValueError (wrappers._core.validators).
     with pytest.raises((TypeError, ValueError), match=message):
         ProcessReward(CorridorEnv(), **arguments)
 

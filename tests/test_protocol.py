@@ -13,7 +13,7 @@ import agent_envs
 import wrappers.protocol
 from agent_envs import protocol
 from agent_envs.envs.guess_number import GuessNumberEnv
-from wrappers.validators import (
+from wrappers._core.validators import (
     check_bool,
     check_budget,
     check_grid,
@@ -32,9 +32,10 @@ KEYS = {
 }
 
 
-def test_agent_envs_protocol_re_exports_the_wrappers_contract_unchanged():
-    for name in wrappers.protocol.__all__:
-        assert getattr(protocol, name) is getattr(wrappers.protocol, name)
+def test_each_contract_name_has_one_import_path():
+    # The env contract is wrappers.protocol's alone; agent_envs.protocol is the policy's.
+    assert not set(wrappers.protocol.__all__) & set(vars(protocol))
+    assert not set(protocol.__all__) & set(vars(wrappers.protocol))
     assert set(KEYS.values()) >= {"task_id", "success", "valid_action", "dead_end", "budget"}
     assert len(set(KEYS.values())) == len(KEYS)  # no two constants spell one key
 
@@ -68,7 +69,7 @@ _NOT_KEYS = {
     ("agent_envs/evaluation/rollout.py", "budget"),
     ("agent_envs/evaluation/rollout.py", "success"),
     ("agent_envs/evaluation/__init__.py", "episode_seed"),
-    ("wrappers/seeding.py", "episode_seed"),
+    ("wrappers/_core/seeding.py", "episode_seed"),
     ("agent_envs/cli/play.py", "admissible_actions"),
     ("agent_envs/cli/play.py", "oracle_actions"),
     ("baselines/llm/openai_agent.py", "messages"),
@@ -80,20 +81,20 @@ def test_no_module_spells_an_info_key_as_a_string():
     for package in ("agent_envs", "wrappers", "baselines"):
         for path in sorted((ROOT / package).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if relative in ("wrappers/protocol.py", "agent_envs/protocol.py"):
+            if relative == "wrappers/protocol.py":
                 continue
             found += [
                 f"{relative}:{line}: {key!r}"
                 for line, key in _key_literals(path)
                 if (relative, key) not in _NOT_KEYS
             ]
-    assert not found, "use the constants of agent_envs.protocol:\n" + "\n".join(found)
+    assert not found, "use the constants of wrappers.protocol:\n" + "\n".join(found)
 
 
 def test_every_registered_env_implements_the_whole_oracle_api():
     for env_id in agent_envs.env_ids():
         base = gym.make(env_id).unwrapped
-        assert isinstance(base, protocol.OracleEnv), env_id
+        assert isinstance(base, wrappers.protocol.OracleEnv), env_id
 
 
 def test_protocols_recognise_shapes_not_base_classes():
@@ -107,8 +108,12 @@ def test_protocols_recognise_shapes_not_base_classes():
 
     assert isinstance(Echo(), protocol.Policy) and not isinstance(Echo(), protocol.BatchPolicy)
     assert isinstance(Batch(), protocol.BatchPolicy) and not isinstance(Batch(), protocol.Policy)
-    assert not isinstance(gym.make("CartPole-v1").unwrapped, protocol.Oracle)
-    wanted = {protocol.ADMISSIBLE_ACTIONS, protocol.ORACLE_ACTIONS, protocol.ENV_ID}
+    assert not isinstance(gym.make("CartPole-v1").unwrapped, wrappers.protocol.Oracle)
+    wanted = {
+        wrappers.protocol.ADMISSIBLE_ACTIONS,
+        wrappers.protocol.ORACLE_ACTIONS,
+        wrappers.protocol.ENV_ID,
+    }
     assert wanted == protocol.REQUIRED_INFO_KEYS
 
 

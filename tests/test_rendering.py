@@ -8,7 +8,7 @@ import pytest
 
 from agent_envs.envs.common.image import CELL
 from wrappers import TurnBudget
-from wrappers.image_observation import ImageObservation
+from wrappers.observation import ImageObservation
 
 IDS = [
     "agent_envs/Sokoban-v0",

@@ -21,7 +21,7 @@ from baselines.sb3.agent import SB3Agent, algorithm_class, sidecar_path
 from baselines.sb3.env import TrainConfig, _EnvFactory, make_env
 from baselines.sb3.train import build_parser, main, train
 from tests.sb3_fixtures import CorridorEnv, RandomPolicy
-from wrappers.discrete_actions import action_key
+from wrappers.action import action_key
 
 CORRIDOR = "sb3_tests/Corridor-v0"
 if CORRIDOR not in gym.registry:

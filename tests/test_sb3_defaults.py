@@ -14,13 +14,13 @@ pytest.importorskip("sb3_contrib")
 
 import agent_envs
 from agent_envs.evaluation import evaluate
-from agent_envs.protocol import CompactView
 from baselines.sb3.agent import SB3Agent, read_sidecar
 from baselines.sb3.defaults import FALLBACKS, TUNED_FILE, compact_encoding, tuned
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.sb3.train import COMMAND, main, train
 from baselines.simple_agents import RandomAgent
 from wrappers import TextEncoder
+from wrappers.protocol import CompactView
 
 gym.register_envs(agent_envs)
 

@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 import agent_envs
 from agent_envs.core import CHARSET, TextEnv
-from wrappers.show_actions import DEFAULT_MAX_CHARS, ShowActions
+from wrappers.observation import DEFAULT_MAX_CHARS, ShowActions
 
 ENV_IDS = agent_envs.env_ids()
 

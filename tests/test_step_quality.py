@@ -9,10 +9,10 @@ import pytest
 
 from agent_envs.cli import main
 from agent_envs.evaluation import EvalResult, compare, evaluate, step_quality
-from agent_envs.protocol import MESSAGES, TURN
 from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
 from tests.test_evaluator import Corridor
 from wrappers import ChatHistory
+from wrappers.protocol import MESSAGES, TURN
 
 SOKOBAN = "agent_envs/Sokoban-v0"
 GRID = dict(tasks=4, states_per_task=5)

@@ -20,8 +20,8 @@ from llm_fixtures import ChatServer
 from agent_envs.evaluation import evaluate
 from baselines.llm.openai_agent import OpenAIChatAgent
 from baselines.llm.tool_messages import EXAMPLE_END, NOT_PLAYED, TOOL_SYSTEM_PROMPT
-from wrappers.chat_history import ChatHistory
 from wrappers.errors import InvalidValue
+from wrappers.info import ChatHistory
 
 GUESS = "agent_envs/GuessNumber-v0"
 KEYS = {

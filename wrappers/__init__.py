@@ -5,22 +5,37 @@ This package depends only on gymnasium and numpy; it never imports
 included).  The contract the wrappers share with the envs, the info keys and
 the oracle API, is :mod:`wrappers.protocol`.  The docstring examples use the
 ``agent_envs/`` ids, which the repository's ``conftest.py`` registers.
+
+The wrappers are grouped by what they transform, as Gymnasium groups its own:
+:mod:`wrappers.budget` the turn budget (``TurnBudget``, ``BudgetMix``, the
+budget draw and a stack's one owner of T), :mod:`wrappers.observation` what
+the agent sees (``EncodeObservation``, ``ImageObservation``, ``ShowActions``),
+:mod:`wrappers.action` what it sends (``DiscreteActions``, action masks),
+:mod:`wrappers.reward` the reward (``ProcessReward``), :mod:`wrappers.info`
+what ``info`` carries (``ActionHints``, ``ChatHistory``, ``NumpyInfo``) and
+:mod:`wrappers.episode` which task an episode plays and how its end is
+reported (``TaskPool``, ``TruncationIsTerminal``).  :mod:`wrappers.protocol`
+and :mod:`wrappers.errors` are the contract and the error types; the helpers
+that are not wrappers (argument checks, seeds, the text space) live in the
+private ``wrappers._core``.
 """
 
 from __future__ import annotations
 
-from wrappers.action_hints import ActionHints
-from wrappers.budget_draw import BudgetDraw
-from wrappers.budget_mix import BudgetMix
-from wrappers.chat_history import ChatHistory
-from wrappers.discrete_actions import DiscreteActions, action_key, action_mask
-from wrappers.encode_observation import EncodeObservation, TextEncoder
-from wrappers.process_reward import ProcessReward
-from wrappers.show_actions import ShowActions
-from wrappers.task_pool import TaskPool
-from wrappers.truncation import TruncationIsTerminal
-from wrappers.turn_budget import TurnBudget, add_budget_line, budget_line, strip_budget_line
-from wrappers.validators import check_budget
+from wrappers._core.validators import check_budget
+from wrappers.action import DiscreteActions, action_key, action_mask
+from wrappers.budget import (
+    BudgetDraw,
+    BudgetMix,
+    TurnBudget,
+    add_budget_line,
+    budget_line,
+    strip_budget_line,
+)
+from wrappers.episode import TaskPool, TruncationIsTerminal
+from wrappers.info import ActionHints, ChatHistory
+from wrappers.observation import EncodeObservation, ShowActions, TextEncoder
+from wrappers.reward import ProcessReward
 
 __all__ = [
     "ActionHints",

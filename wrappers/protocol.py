@@ -5,11 +5,9 @@ wrappers``, and a lower layer never names a higher one.  The keys are written
 by both lower layers (``agent_envs`` envs write ``task_id`` and ``success``;
 ``wrappers`` write ``budget``, ``turn`` and ``oracle_actions``), and the
 generic wrappers call the oracle API on ``env.unwrapped``.  So the contract
-lives here, at the bottom, in a module that imports nothing but ``typing``.
-The ``protocol`` module of ``agent_envs`` re-exports all of it and adds the
-policy protocol, which only the layers above ``wrappers`` use.  Code in
-``agent_envs`` and ``baselines`` imports the contract from there; code in
-``wrappers`` imports it from here.
+lives here, at the bottom, in a module that imports nothing but ``typing``,
+and every layer imports it from here.  The policy contract, which only the
+layers above ``wrappers`` use, is the ``protocol`` module of ``agent_envs``.
 
 A key is spelled once, as a constant below, and every module uses the
 constant, never the string.

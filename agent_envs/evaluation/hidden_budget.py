@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from agent_envs.protocol import BUDGET, TURNS_LEFT
+from wrappers.protocol import BUDGET, TURNS_LEFT
 
 __all__ = ["HIDDEN_BUDGET_KEYS", "BudgetReads", "HiddenBudgetInfo"]
 

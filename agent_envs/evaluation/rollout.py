@@ -23,7 +23,8 @@ from agent_envs.evaluation.policies import (
     safe_repr,
 )
 from agent_envs.evaluation.settings import VISIBLE, EvalSettings
-from agent_envs.protocol import (
+from agent_envs.protocol import AgentAction
+from wrappers.protocol import (
     BUDGET,
     DEAD_END,
     EPISODE_SEED,
@@ -32,7 +33,6 @@ from agent_envs.protocol import (
     TASK_ID,
     VALID_ACTION,
     ActionParser,
-    AgentAction,
 )
 
 __all__ = [

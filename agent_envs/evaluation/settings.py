@@ -11,9 +11,8 @@ from typing import Any
 
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.evaluation.keys import EpisodeKey
-from wrappers.errors import InvalidValue
-from wrappers.seeding import episode_seed
-from wrappers.validators import (
+from wrappers._core.seeding import episode_seed
+from wrappers._core.validators import (
     MAX_COUNT,
     MAX_SEED,
     MAX_TURNS,
@@ -23,6 +22,7 @@ from wrappers.validators import (
     check_number,
     check_probability,
 )
+from wrappers.errors import InvalidValue
 
 __all__ = [
     "HIDDEN",

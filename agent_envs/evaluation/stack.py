@@ -23,10 +23,10 @@ from agent_envs.env_lookup import check_env_id
 from agent_envs.env_stack import BudgetRegime, StackOptions, StackRecipe, make_stack
 from agent_envs.evaluation.policies import PolicyAdapter, adapt_policy
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
-from agent_envs.protocol import BUDGET, SUCCESS, TASK_ID
 from wrappers import ActionHints, TurnBudget
 from wrappers.budget import StackBudget
 from wrappers.errors import InvalidType, InvalidValue
+from wrappers.protocol import BUDGET, SUCCESS, TASK_ID
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",

@@ -60,9 +60,10 @@ from agent_envs.evaluation.rollout import (
 )
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.evaluation.stack import RunSetup
-from agent_envs.protocol import VALID_ACTION, AdmissibleActions, AgentAction
-from wrappers import seeding
-from wrappers.validators import check_int
+from agent_envs.protocol import AgentAction
+from wrappers._core import seeding
+from wrappers._core.validators import check_int
+from wrappers.protocol import VALID_ACTION, AdmissibleActions
 
 __all__ = ["judge_steps", "step_quality"]
 

@@ -14,8 +14,8 @@ import numpy as np
 from agent_envs import install_hint
 from agent_envs.core import FIRST_EXAMPLE_ID
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from agent_envs.protocol import TASK_ID
 from wrappers.errors import InvalidValue
+from wrappers.protocol import TASK_ID
 
 __all__ = ["budgeted_env", "client_task_id", "masked_env", "require"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import masked_env, require
-from agent_envs.protocol import DEAD_END, SUCCESS, VALID_ACTION
+from wrappers.protocol import DEAD_END, SUCCESS, VALID_ACTION
 
 __all__ = ["INFO_KEYS", "torchrl_env"]
 

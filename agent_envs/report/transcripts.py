@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_envs.protocol import BUDGET, SUCCESS
 from wrappers.errors import InvalidValue
+from wrappers.protocol import BUDGET, SUCCESS
 
 __all__ = ["MAX_EPISODES", "end_reason", "read_episodes"]
 

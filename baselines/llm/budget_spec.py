@@ -2,7 +2,7 @@
 
 A :class:`BudgetSpec` is the run's :class:`agent_envs.env_stack.BudgetRegime`
 plus whether a GRPO group shares one T.  The budgets are drawn by
-:class:`wrappers.budget_draw.BudgetDraw`, the object ``wrappers.BudgetMix``
+:class:`wrappers.budget.BudgetDraw`, the object ``wrappers.BudgetMix``
 draws with: the same checks, the same normalisation of
 the weights and the same random stream.  This module imports neither torch
 nor transformers, so ``train-llm`` can parse its flags into a
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_envs.env_stack import BudgetRegime
-from wrappers.validators import check_bool
+from wrappers._core.validators import check_bool
 
 __all__ = ["BudgetSpec"]
 
@@ -35,7 +35,7 @@ class BudgetSpec(BudgetRegime):
         shared: the K attempts at a task (one GRPO group) share one T drawn
             per group; otherwise each attempt draws its own T.
 
-    ``draws`` is the :class:`~wrappers.budget_draw.BudgetDraw` that draws them
+    ``draws`` is the :class:`~wrappers.budget.BudgetDraw` that draws them
     (not part of equality or of :meth:`to_json`).
     """
 

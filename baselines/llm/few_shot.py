@@ -45,15 +45,15 @@ import gymnasium as gym
 
 from agent_envs.core import EXAMPLE_POOL, FIRST_EXAMPLE_ID, MAX_TASK_ID
 from agent_envs.instances import instance_key
-from agent_envs.protocol import ENV_ID, SUCCESS, TASK_ID, Oracle
 from baselines.llm.replies import (
     FORMAT_PROMPT,
     choose_reply_format,
     format_action,
     system_prompt_for,
 )
+from wrappers._core.validators import check_int
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.validators import check_int
+from wrappers.protocol import ENV_ID, SUCCESS, TASK_ID, Oracle
 
 __all__ = [
     "EXAMPLE_POOL",

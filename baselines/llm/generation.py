@@ -36,7 +36,7 @@ from transformers import (
 
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.replies import reply_with_end
-from wrappers.validators import check_int
+from wrappers._core.validators import check_int
 
 __all__ = [
     "Generate",

@@ -22,8 +22,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from agent_envs.files import save_folder
-from agent_envs.protocol import SUCCESS
 from baselines.llm.train_config import COLLAPSE_WINDOW, GRPOSettings, LLMTrainConfig
+from wrappers.protocol import SUCCESS
 
 __all__ = [
     "CPU_SAFE_GRPO",

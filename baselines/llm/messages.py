@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.protocol import MESSAGES, TURN
+from wrappers.protocol import MESSAGES, TURN
 
 __all__ = [
     "build_messages",

@@ -34,7 +34,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, AgentAction
+from agent_envs.protocol import AgentAction
 from agent_envs.redaction import remember, scrub, secret_values
 from baselines.llm.few_shot import oracle_episodes
 from baselines.llm.messages import (
@@ -61,8 +61,9 @@ from baselines.llm.tool_messages import (
     record_reply,
     tool_dialogue,
 )
+from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.validators import check_bool, check_int
+from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED
 
 __all__ = [
     "DEFAULT_MAX_REPLY_BYTES",

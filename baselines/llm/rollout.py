@@ -4,7 +4,7 @@
 dataset prompt names one task (:func:`baselines.llm.tasks.task_prompt`); TRL
 hands every prompt over K times in a row (``num_generations``), and the K
 copies are K attempts at that task, with K distinct episode seeds derived as
-the evaluator derives them (:func:`wrappers.seeding.episode_seed`).
+the evaluator derives them (:func:`wrappers._core.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -52,7 +52,6 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from agent_envs.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
 from baselines.llm.generation import (
@@ -68,8 +67,9 @@ from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompt_encoder import PromptEncoder
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from baselines.llm.tasks import task_of
-from wrappers import seeding
+from wrappers._core import seeding
 from wrappers.budget import StackBudget
+from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 
 __all__ = [
     "END_REASONS",

@@ -23,8 +23,8 @@ from typing import Any
 import gymnasium as gym
 
 import agent_envs  # noqa: F401  (registers the env ids)
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TASK_ID, TURN
 from baselines.llm.replies import DEFAULT_SYSTEM_PROMPT, format_reply
+from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TASK_ID, TURN
 
 __all__ = ["CHAT_TEMPLATE", "TINY_CONFIG", "build_tiny_model", "env_corpus"]
 

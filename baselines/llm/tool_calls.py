@@ -25,7 +25,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, AgentAction
+from agent_envs.protocol import AgentAction
+from wrappers.protocol import ADMISSIBLE_ACTIONS
 
 __all__ = ["MAX_ENUM", "TOOL_NAME", "action_from_message", "action_tool"]
 

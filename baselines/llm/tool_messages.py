@@ -43,8 +43,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent_envs.protocol import MESSAGES, AgentAction
+from agent_envs.protocol import AgentAction
 from baselines.llm.tool_calls import TOOL_NAME
+from wrappers.protocol import MESSAGES
 
 __all__ = [
     "EXAMPLE_END",

@@ -22,8 +22,8 @@ from typing import Any
 
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.trl import PROMPT, environment_factory
-from agent_envs.protocol import TASK_ID
 from agent_envs.registration import make_env
+from wrappers.protocol import TASK_ID
 
 __all__ = ["oracle_tool_examples", "tool_chat_template", "warm_start_tool_calls"]
 

@@ -17,15 +17,15 @@ from typing import Any
 
 from agent_envs.arguments import flag, int_arg, number_arg, parse_tasks
 from agent_envs.evaluation.settings import check_tasks
-from agent_envs.protocol import BUDGET
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.few_shot import EXAMPLE_POOL
 from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
+from wrappers._core.validators import check_int, check_number, check_probability
 from wrappers.errors import InvalidValue
-from wrappers.validators import check_int, check_number, check_probability
+from wrappers.protocol import BUDGET
 
 __all__ = [
     "COLLAPSE_WINDOW",

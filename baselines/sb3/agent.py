@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from agent_envs.fingerprint import file_fingerprint
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 from baselines.sb3.env import StackSettings
 from baselines.sb3.sidecar import (
     ALGORITHMS,
@@ -32,11 +31,12 @@ from baselines.sb3.sidecar import (
     sidecar_path,
     write_sidecar,
 )
-from wrappers import seeding
-from wrappers.discrete_actions import action_mask
+from wrappers._core import seeding
+from wrappers._core.validators import check_bool, check_int
+from wrappers.action import action_mask
+from wrappers.budget import add_budget_line, strip_budget_line
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.turn_budget import add_budget_line, strip_budget_line
-from wrappers.validators import check_bool, check_int
+from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 
 # The algorithms and the sidecar live in baselines.sb3.sidecar; importable from here too.
 __all__ = [
@@ -161,7 +161,7 @@ class SB3Agent:
     line through its own visible ``TurnBudget``, as in training.  Outside the
     evaluator, if the observation lacks the line, the agent appends it from
     ``info["turns_left"]`` and ``info["budget"]`` with
-    :func:`wrappers.turn_budget.add_budget_line`, the function
+    :func:`wrappers.budget.add_budget_line`, the function
     ``TurnBudget(visible=True)`` wrote it with in training.  A model trained
     with the turns left as a number (``budget_scale`` in its encoding) reads
     ``info["turns_left"]``.

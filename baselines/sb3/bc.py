@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
-from wrappers import seeding
-from wrappers.validators import check_int
+from wrappers._core import seeding
+from wrappers._core.validators import check_int
+from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
 
 __all__ = ["Demonstrations", "behaviour_clone", "collect_demonstrations"]
 

@@ -12,7 +12,7 @@ replaces the tuned value whole; the ``train-sb3`` command instead lays
 ``--algo-kwargs`` and the encoding flags over the tuned ones).
 
 The encoding ``"compact"`` means the env's own compact view
-(:class:`agent_envs.protocol.CompactView`: e.g. FrozenLake's map in the
+(:class:`wrappers.protocol.CompactView`: e.g. FrozenLake's map in the
 characters ``FHSG@``), or the whole observation in ``chars`` mode for an env
 that declares none.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agent_envs.protocol import CompactView
+from wrappers.protocol import CompactView
 
 __all__ = [
     "FALLBACKS",

@@ -28,11 +28,11 @@ import gymnasium as gym
 from agent_envs.arguments import flag, int_arg, int_list, number_arg
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from agent_envs.protocol import SUCCESS
+from wrappers.action import action_key
 from wrappers.budget import find_budget
-from wrappers.discrete_actions import action_key
-from wrappers.encode_observation import TextEncoder
-from wrappers.task_pool import TaskPool
+from wrappers.episode import TaskPool
+from wrappers.observation import TextEncoder
+from wrappers.protocol import SUCCESS
 
 __all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env", "vec_envs"]
 

@@ -45,7 +45,6 @@ from agent_envs.arguments import (
     parse_tasks,
 )
 from agent_envs.files import add_run_folder_flags
-from agent_envs.protocol import TASK_ID, Oracle
 from baselines.command import TrainingCommand, base_parser, check_same_settings
 from baselines.sb3.defaults import cli_algo_kwargs, cli_encoding, tuned
 from baselines.sb3.env import TrainConfig, make_env
@@ -56,7 +55,8 @@ from baselines.sb3.training import (
     save_with_sidecar,
     train,
 )
-from wrappers.encode_observation import MODES
+from wrappers.observation import MODES
+from wrappers.protocol import TASK_ID, Oracle
 
 __all__ = [
     "COMMAND",

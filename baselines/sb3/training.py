@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 
 from agent_envs.files import atomic_write, path_error
-from agent_envs.protocol import SUCCESS
 from baselines.command import versions
 from baselines.sb3.defaults import describe
 from baselines.sb3.env import TrainConfig, make_env, stack_settings, vec_envs
+from wrappers.protocol import SUCCESS
 
 __all__ = [
     "HYPERPARAMETERS",

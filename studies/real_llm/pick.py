@@ -59,7 +59,7 @@ def evaluate(folder: str, args: argparse.Namespace, path: Path) -> None:
     import gymnasium as gym
 
     from agent_envs.evaluation import evaluate as run_evaluation
-    from wrappers.chat_history import chat_stack
+    from wrappers.info import chat_stack
 
     started = time.perf_counter()
     agent = setup.agent(

@@ -1,4 +1,9 @@
-"""DiscreteActions: act with an index into the env's action vocabulary."""
+"""Action wrappers: :class:`DiscreteActions` acts with an index into the env's action vocabulary.
+
+:func:`action_mask` turns the admissible actions into a mask over that
+vocabulary, and :func:`expose_action_masks` lets the wrappers above a
+``DiscreteActions`` offer its ``action_masks`` to maskable learners.
+"""
 
 from __future__ import annotations
 
@@ -122,7 +127,7 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
 
     Example:
         >>> import gymnasium as gym  # the agent_envs/ ids are registered
-        >>> from wrappers.discrete_actions import DiscreteActions
+        >>> from wrappers.action import DiscreteActions
         >>> env = DiscreteActions(gym.make("agent_envs/GuessNumber-v0"))
         >>> env.action_space
         Discrete(100)

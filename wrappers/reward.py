@@ -1,4 +1,4 @@
-"""ProcessReward: potential-based shaping from the oracle's distance to success."""
+"""Reward wrappers: :class:`ProcessReward`, shaping from the oracle's distance to success."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from wrappers.discrete_actions import expose_action_masks
+from wrappers._core.validators import check_bool, check_number
+from wrappers.action import expose_action_masks
 from wrappers.protocol import Oracle
-from wrappers.validators import check_bool, check_number
 
 __all__ = ["ProcessReward"]
 
@@ -54,7 +54,7 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Example:
         >>> import gymnasium as gym  # the agent_envs/ ids are registered
-        >>> from wrappers.process_reward import ProcessReward
+        >>> from wrappers.reward import ProcessReward
         >>> env = ProcessReward(gym.make("agent_envs/GuessNumber-v0"), coef=0.1, gamma=1.0)
         >>> _, info = env.reset(seed=0, options={"task_id": 0})
         >>> _, reward, *_ = env.step(env.unwrapped.oracle_actions()[0])

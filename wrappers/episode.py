@@ -1,18 +1,23 @@
-"""TaskPool: draw each episode's task from a given set of task ids."""
+"""Episode wrappers: which task an episode plays, and how its end is reported.
+
+* :class:`TaskPool` draws each episode's task from a given set of task ids.
+* :class:`TruncationIsTerminal` ends a truncated episode as terminated, so
+  learners do not bootstrap.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 
-from wrappers import seeding
-from wrappers.discrete_actions import expose_action_masks
+from wrappers._core import seeding
+from wrappers.action import expose_action_masks
 from wrappers.protocol import TASK_ID
 
-__all__ = ["TaskPool"]
+__all__ = ["TaskPool", "TruncationIsTerminal"]
 
 
 class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -28,7 +33,7 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Example:
         >>> import gymnasium as gym  # the agent_envs/ ids are registered
-        >>> from wrappers.task_pool import TaskPool
+        >>> from wrappers.episode import TaskPool
         >>> env = TaskPool(gym.make("agent_envs/GuessNumber-v0"), task_ids=[3, 7])
         >>> _, info = env.reset(seed=0)
         >>> info["task_id"] in (3, 7)
@@ -59,3 +64,38 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
             task_id = int(self.task_ids[int(self._rng.integers(len(self.task_ids)))])
             options = {**(options or {}), TASK_ID: task_id}
         return self.env.reset(seed=seed, options=options)
+
+
+class TruncationIsTerminal(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Report budget exhaustion as termination: ``terminated=True, truncated=False``.
+
+    Learners such as Stable-Baselines3's PPO and sb3-contrib's MaskablePPO
+    bootstrap the value of the last state when an episode is *truncated*,
+    that is they learn as if the episode went on.  Under a turn budget that
+    the agent can see, running out of turns is part of the task: nothing
+    follows it.  This wrapper makes that explicit, so the learner optimises
+    success *within* the budget.  ``info["truncated_by_budget"]`` is ``True``
+    on such a step, so the distinction is not lost.
+
+    Example:
+        >>> import gymnasium as gym  # the agent_envs/ ids are registered
+        >>> from wrappers import TurnBudget
+        >>> from wrappers.episode import TruncationIsTerminal
+        >>> env = TruncationIsTerminal(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 1))
+        >>> _ = env.reset(seed=0, options={"task_id": 0})
+        >>> _, _, terminated, truncated, info = env.step("1")
+        >>> terminated, truncated, info["truncated_by_budget"]
+        (True, False, True)
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+        expose_action_masks(self)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if truncated and not terminated:
+            info = {**info, "truncated_by_budget": True}
+            return observation, reward, True, False, info
+        return observation, reward, terminated, truncated, info
