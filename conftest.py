@@ -40,7 +40,7 @@ ALLOWED_SKIPS = (
         "CI does not build llama-cpp-python: pip compiles llama.cpp from source (minutes).",
     ),
     AllowedSkip(
-        "tests/test_hardening_v3_models.py",
+        "tests/test_untrusted_model_files.py",
         "giving a folder to another user needs root",
         "only root can give a folder to another user, and CI runs as an ordinary user.",
     ),

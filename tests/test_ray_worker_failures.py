@@ -1,5 +1,5 @@
-"""Hardening v2 on the Ray backend: worker output is scrubbed, a chunk that keeps
-killing its worker ends in one line (items 3 and 10)."""
+"""The Ray backend's failures: worker output is scrubbed, and a chunk that keeps
+killing its worker ends in one line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hardening v3, items 1-4: model files and the model cache are untrusted input.
+"""Model files and the model cache are untrusted input.
 
 Every GGUF file here is written by the ``gguf`` writer inside the test (a
 tiny Llama, 2 layers of real tensors) with forged metadata; none is ever

@@ -1,4 +1,4 @@
-"""Hardening v4, item 5: sessions created over HTTP can no longer hold every slot of serve.
+"""Sessions created over HTTP cannot hold every slot of ``agent-envs serve``.
 
 Servers listen on 127.0.0.1 only, in a thread of this process.  No test waits
 for a timer: the grace period's clock is set by the test.
@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("openenv.core")
 pytest.importorskip("uvicorn")
 from openenv.core import GenericEnvClient
-from test_hardening_v3_serve import post
 from test_integrations_openenv import ENV_ID, _Server
+from test_serve_untrusted_clients import post
 
 from agent_envs.integrations.openenv import create_app
 

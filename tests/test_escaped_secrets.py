@@ -1,7 +1,7 @@
-"""Hardening v3, item 15: a key in any JSON-escaped form never reaches output or files.
+"""A key in any JSON-escaped form never reaches output or files.
 
-A server may escape ``/`` as ``\\/`` or any character as ``\\uXXXX``; the
-masking covered only ``json.dumps``'s spelling.  Servers listen on 127.0.0.1.
+A server may escape ``/`` as ``\\/`` or any character as ``\\uXXXX``, not
+only in ``json.dumps``'s spelling.  Servers listen on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_hardening_v2 import RawServer, assert_no_key, everything_written, openai_eval
+from test_secrets_and_interrupts import RawServer, assert_no_key, everything_written, openai_eval
 
 from agent_envs.redaction import MASK, scrub
 

@@ -1,6 +1,6 @@
-"""Regression tests for hardening v2: secrets by value, interrupts, outputs, one-line errors.
+"""Secrets masked by value, interrupts, whole outputs on a full disk, and one-line errors.
 
-Each test names the item of the issue it covers.  Servers listen on
+Servers listen on
 127.0.0.1 only; the CLI runs in process (``cli.main``) unless a test needs a
 real signal or a resource limit, which need a process of their own.
 """
@@ -190,7 +190,7 @@ class LeaksItsToken:
         )
 
 
-LEAKER = "tests.test_hardening_v2:LeaksItsToken"
+LEAKER = "tests.test_secrets_and_interrupts:LeaksItsToken"
 
 
 def test_an_agent_error_never_shows_its_secret_in_any_form(tmp_path, capsys):
@@ -421,7 +421,12 @@ def test_a_hostile_action_or_exit_is_that_episodes_error(how, shape):
 
 def test_the_hostile_agent_through_the_cli(capsys):
     """Item 11: SystemExit(3) exited 3 with no message; now the run ends normally."""
-    hostile = ["--agent", "tests.test_hardening_v2:Hostile", "--agent-kwargs", '{"how": "exit"}']
+    hostile = [
+        "--agent",
+        "tests.test_secrets_and_interrupts:Hostile",
+        "--agent-kwargs",
+        '{"how": "exit"}',
+    ]
     assert cli.main(["eval", GUESS, *hostile, *QUICK, "--max-error-rate", "1"]) == 0
     assert "SystemExit: 3" in capsys.readouterr().out
 

@@ -1,8 +1,8 @@
-"""Regression tests for issue 41, "Hardening v4": files, sizes and errors that hid bugs.
+"""The CLI never replaces a user's file, bounds every size it is given, and
+reports errors in one line.
 
-Each test names the item of the issue it covers and failed on dcbbda0.  The CLI
-runs in process (``cli.main``).  The serve items are in
-``tests/test_hardening_v4_serve.py``.
+The CLI runs in process (``cli.main``).  The serve items are in
+``tests/test_serve_session_slots.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Regression tests for issue 41, "Hardening v4", items 2 and 3: ``train-llm``'s inputs.
-
-Item 2: every input is checked before ``--out`` is written (on dcbbda0 a
-missing model left ``agent_envs_run.json`` and an empty ``model/`` behind).
-Item 3: ``--steps 0`` is defined, not refused: no GRPO, and the model GRPO
+"""``train-llm``'s inputs: every one is checked before ``--out`` is written (a
+missing model must leave no ``agent_envs_run.json`` or empty ``model/``
+behind), and ``--steps 0`` is defined, not refused: no GRPO, and the model GRPO
 would start from is saved and evaluated (``--help`` says so, and so does the
 run).  The command runs in process (``cli.main``); no test takes a training step.
 """

@@ -1,4 +1,4 @@
-"""Hardening v3, items 8-12 and 14: ``agent-envs serve`` treats every client as untrusted.
+"""``agent-envs serve`` treats every client as untrusted.
 
 Servers listen on 127.0.0.1 only, in a thread of this process; every wait is
 a bounded loop.

@@ -1,10 +1,10 @@
-"""Regression tests for issue 41, "Hardening v4", items 6 and 10: the docs agree with the code.
+"""The docs agree with the code: their examples run as written.
 
-Item 6: the OpenEnv example of ``docs/integrations.md`` and of the
+The OpenEnv example of ``docs/integrations.md`` and of the
 ``agent_envs.integrations.openenv`` docstring is run, as written, against the
 ``agent-envs serve`` command written beside it (a real server process on
-127.0.0.1, stopped afterwards).  On dcbbda0 the example's ``reset(...,
-budget=10)`` was refused by that server ("this server sets the turn budget").
+127.0.0.1, stopped afterwards), so a call the server refuses (a client
+budget where the server sets the turn budget, say) fails here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Regression tests for the hardening of issue 9: durable runs, output paths, input edges.
+"""The CLI at its edges: durable runs, output paths, malformed inputs and bad numbers.
 
-Each test names the item of the issue it covers.  The CLI runs in process
+The CLI runs in process
 (``cli.main``), which is the console script minus the start-up cost.
 """
 
