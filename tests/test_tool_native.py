@@ -36,15 +36,15 @@ def check_schema(messages):
     """Assert that ``messages`` is a valid OpenAI chat with tool calls.
 
     Roles and their keys only (no reasoning field goes back), string contents
-    (none at all beside calls; never ``null``, which llama-cpp-python's server
-    refuses), calls with an id, ``type: "function"``, a
+    (the empty one beside calls; never ``null`` or missing, which
+    llama-cpp-python's server refuses), calls with an id, ``type: "function"``, a
     name and arguments as a JSON string, and each call answered by exactly
     one ``tool`` message right after its assistant message.
     """
     unanswered: set[str] = set()
     for message in messages:
         role = message["role"]
-        assert set(message) <= KEYS[role], message
+        assert set(message) <= KEYS[role] and "content" in message, message
         if role == "tool":
             assert message["tool_call_id"] in unanswered, message
             unanswered.discard(message["tool_call_id"])
@@ -52,8 +52,7 @@ def check_schema(messages):
             continue
         assert not unanswered, f"calls {unanswered} unanswered before {message}"
         calls = message.get("tool_calls")
-        beside_calls = role == "assistant" and calls
-        assert isinstance(message.get("content", "" if beside_calls else None), str), message
+        assert isinstance(message["content"], str), message
         for call in calls or ():
             assert set(call) == {"id", "type", "function"} and call["type"] == "function"
             assert isinstance(call["id"], str) and call["id"] not in unanswered
@@ -121,7 +120,7 @@ def test_the_system_prompt_asks_for_the_call_not_a_text_line(played):
 def test_a_tool_call_turn_is_answered_by_a_tool_message(played):
     bodies, _ = played
     assistant, answer = bodies[1]["messages"][2:]
-    assert assistant == {"role": "assistant", "tool_calls": [call("50", "call_a")]}
+    assert assistant == {"role": "assistant", "content": "", "tool_calls": [call("50", "call_a")]}
     assert answer["role"] == "tool" and answer["tool_call_id"] == "call_a"
     assert "50" in answer["content"]
 
@@ -173,8 +172,8 @@ def test_the_transcript_records_the_messages_that_are_sent(played):
         kept = {key: record[key] for key in ("role", "content", "tool_calls") if key in record}
         if not record.get("tool_calls"):
             kept.pop("tool_calls", None)
-        elif kept.get("content") is None:  # a null content beside calls is left out
-            kept.pop("content", None)
+        elif kept.get("content") is None:  # a null content beside calls goes out empty
+            kept["content"] = ""
         assert sent == kept
 
 
@@ -198,8 +197,8 @@ def test_few_shot_examples_are_tool_call_turns():
     messages = agent.request_body("I am thinking of a number.", {"task_id": 0})["messages"]
     check_schema(messages)
     assert messages[0]["content"] == TOOL_SYSTEM_PROMPT and messages[-1]["role"] == "user"
-    assert sum(m.get("content") == EXAMPLE_END for m in messages) == 2
-    assert not any("Action:" in m.get("content", "") for m in messages)
+    assert sum(m["content"] == EXAMPLE_END for m in messages) == 2
+    assert not any("Action:" in m["content"] for m in messages)
     assert all(m.get("tool_calls") for m in messages if m["role"] == "assistant")
 
 

@@ -194,13 +194,13 @@ def _assistant_turn(content: str, position: int) -> dict[str, Any]:
 def _sent(record: Mapping[str, Any]) -> dict[str, Any]:
     """Return the assistant message of a record as it goes to the server: no reasoning, no notes.
 
-    A message with calls and no text has no ``content`` at all: the OpenAI
-    schema allows that, and llama-cpp-python's server refuses a ``null`` one.
+    A message with calls and no text has the empty string as ``content``: the
+    OpenAI schema allows it, and llama-cpp-python's server refuses both a
+    ``null`` content (its request schema) and none at all (its chat template
+    reads ``message.content``).
     """
     content, calls = record.get("content"), record.get("tool_calls")
-    message: dict[str, Any] = {"role": "assistant"}
-    if isinstance(content, str) or not calls:
-        message["content"] = content if isinstance(content, str) else ""
+    message = {"role": "assistant", "content": content if isinstance(content, str) else ""}
     if calls:
         message["tool_calls"] = [dict(call) for call in calls]
     return message
@@ -245,7 +245,8 @@ def example_turns(episodes: Sequence[tuple[int, Sequence[tuple[str, str]]]]) -> 
             answer = f"example_{task_id}_{index}"
             call = {"name": TOOL_NAME, "arguments": json.dumps({"action": action})}
             messages.append({
-                "role": "assistant",  # no content: see _sent
+                "role": "assistant",
+                "content": "",  # not null: see _sent
                 "tool_calls": [{"id": answer, "type": "function", "function": call}],
             })  # fmt: skip
         if answer is not None:
