@@ -300,6 +300,27 @@ class EpisodeRollout:
         self._stacks: list[StackBudget] = []
         self.last_stats: dict[str, float] = {}
 
+    @classmethod
+    def from_settings(cls, settings: Any, batch_size: int | None = None) -> EpisodeRollout:
+        """Return the rollout that ``settings`` describe, handed whole.
+
+        ``settings`` is a :class:`~baselines.llm.train_config.RolloutSettings`:
+        the env, the budget spec, the seed, the process reward and the policy's.
+        """
+        policy = settings.policy
+        return cls(
+            settings.env_id,
+            settings.budget,
+            seed=settings.seed,
+            system_prompt=policy.system_prompt,
+            few_shot=policy.few_shot,
+            reply_format=policy.reply_format,
+            max_new_tokens=policy.max_new_tokens,
+            temperature=policy.temperature,
+            process_reward=settings.process_reward,
+            batch_size=batch_size,
+        )
+
     @property
     def seed(self) -> int:
         """The base seed of episode seeds, budget draws and sampling (the policy's)."""
