@@ -101,7 +101,8 @@ class RolloutSettings:
 
     Args:
         env_id: a registered env id.
-        budget: the turn budgets of the episodes.
+        budget: the turn budgets of the episodes (a :class:`BudgetSpec`, which
+            the rollout checks when it is built).
         policy: how the model is prompted and sampled.
         seed: the base seed of episode seeds, budget draws and sampling.
         process_reward: track each episode's progress (for the process reward).
@@ -115,8 +116,6 @@ class RolloutSettings:
 
     def __post_init__(self) -> None:
         check_int(self.seed, "seed", 0)
-        if not isinstance(self.budget, BudgetSpec):
-            raise InvalidType(f"budget must be a BudgetSpec, got {type(self.budget).__name__}.")
 
 
 @dataclass(frozen=True)
