@@ -1,14 +1,26 @@
-"""train-llm's phases each take their own share of the settings.
+"""train-llm's phases each take their own settings object, whole.
 
-``train_llm`` resolves the model's source, the rollout's, the warm start's and
-GRPO's settings from ``LLMTrainConfig`` once.
+``LLMTrainConfig`` builds the model's source, the rollout's (with the policy's),
+the warm start's and GRPO's settings once, and each checks its own values
+without building a policy.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.model_source import ModelSource
-from baselines.llm.train_config import GRPOSettings, LLMTrainConfig, WarmStartSettings
+from baselines.llm.train_config import (
+    GRPOSettings,
+    LLMTrainConfig,
+    PolicySettings,
+    RolloutSettings,
+    WarmStartSettings,
+)
+from wrappers.errors import InvalidType, InvalidValue
 
 GUESS = "agent_envs/GuessNumber-v0"
 
@@ -37,16 +49,47 @@ CONFIG = LLMTrainConfig(
 )
 
 
-def test_each_phase_gets_its_share_of_the_settings():
-    assert CONFIG.model_source() == ModelSource("some/folder", GUESS, 11, 512)
-    assert CONFIG.warm_start_settings() == WarmStartSettings(9, 2, 0.5, 2e-2, (3, 4, 5), 11)
-    grpo = CONFIG.grpo_settings()
-    assert grpo == GRPOSettings(7, 4, 2, 4, 1e-3, 0.7, 12, 0.1, 0.3, 0.8, (3, 4, 5), 11)
-    assert grpo.episodes == 8
-    assert CONFIG.rollout_settings() == dict(
-        env_id=GUESS,
-        budget=BudgetSpec.fixed(6),
-        seed=11,
-        process_reward=True,
-        **CONFIG.policy_settings(),
+def test_each_phase_gets_its_settings_object():
+    assert CONFIG.source == ModelSource("some/folder", GUESS, 11, 512)
+    assert CONFIG.warm == WarmStartSettings(
+        steps=9, episodes=2, epsilon=0.5, learning_rate=2e-2, tasks=(3, 4, 5), seed=11
     )
+    assert CONFIG.grpo == GRPOSettings(
+        steps=7, k=4, tasks_per_step=2, micro_batch=4, learning_rate=1e-3, temperature=0.7,
+        max_new_tokens=12, beta=0.1, process_reward=0.3, collapse_invalid=0.8,
+        tasks=(3, 4, 5), seed=11,
+    )  # fmt: skip
+    assert CONFIG.grpo.episodes == 8
+    policy = PolicySettings(temperature=0.7, max_new_tokens=12)
+    assert CONFIG.policy == policy
+    assert CONFIG.rollout == RolloutSettings(GUESS, BudgetSpec.fixed(6), policy, 11, True)
+    assert CONFIG.rollout.policy is CONFIG.policy  # training and evaluation prompt alike
+
+
+def test_the_record_is_flat_and_its_json_holds_no_phase():
+    """The phases are built from the record; ``train_llm.json`` keeps the flags' fields only."""
+    data = CONFIG.to_json()
+    assert not {"source", "policy", "rollout", "warm", "grpo"} & set(data)
+    assert data["tasks"] == [3, 4, 5] and data["budget"]["budgets"] == [6]
+    changed = dataclasses.replace(CONFIG, k=2, temperature=0.5)
+    assert changed.grpo.k == 2 and changed.rollout.policy.temperature == 0.5
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        ({"k": 1}, InvalidValue, "k must be >= 2"),
+        ({"tasks": ()}, InvalidValue, "tasks must not be empty"),
+        ({"micro_batch": 3}, InvalidValue, "micro_batch must divide the 8 episodes"),
+        ({"few_shot": 99}, InvalidValue, "few_shot"),
+        ({"reply_format": "json"}, InvalidValue, "reply_format must be one of"),
+        ({"system_prompt": 3}, InvalidType, "system_prompt must be a str or None"),
+        ({"temperature": 0.0}, InvalidValue, "temperature"),
+        ({"context": 0}, InvalidValue, "context"),
+        ({"warm_start_epsilon": 1.5}, InvalidValue, "warm_start_epsilon"),
+        ({"seed": -1}, InvalidValue, "seed"),
+    ],
+)
+def test_each_settings_object_refuses_its_own_bad_values(change, error, message):
+    with pytest.raises(error, match=message):
+        dataclasses.replace(CONFIG, **change)

@@ -15,7 +15,8 @@
 - ``baselines.llm.warm_start``, ``baselines.llm.tiny``: the supervised warm start
   and the built-in tiny model;
 - ``baselines.llm.train_config``: ``LLMTrainConfig``, each setting beside its flag,
-  and each phase's share of it; ``baselines.llm.model_source``: the model to train;
+  and the settings object each phase takes whole;
+  ``baselines.llm.model_source``: the model to train;
 - ``baselines.llm.grpo``: the GRPO wiring (TRL's trainer and its one callback ``GRPOLog``);
 - ``baselines.llm.train``: ``train_llm`` and the ``agent-envs train-llm`` command;
   ``baselines.llm.post_training_eval`` evaluates the model it saved.

@@ -47,14 +47,12 @@ class BudgetSpec(BudgetRegime):
 
     @classmethod
     def from_regime(cls, regime: BudgetRegime, shared: bool = True) -> BudgetSpec:
-        """Return ``regime`` with the GRPO groups' sharing of T."""
-        return cls(regime.budgets, regime.weights, regime.visible, shared)
+        """Return ``regime`` with the GRPO groups' sharing of T.
 
-    def describe(self) -> str:
-        """Return ``"T=8"`` or ``"BudgetMix{4,6,8,12}"`` for logs and tables."""
-        if len(self.budgets) == 1:
-            return f"T={self.budgets[0]}"
-        return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
+        A mix of one budget (``--budget-mix 8``) stays a mix, so the run is
+        named and described as one (``BudgetMix{8}``, not ``T=8``).
+        """
+        return cls(regime.budgets, regime.weights, regime.visible, shared, mix=regime.mix)
 
     def to_json(self) -> dict[str, Any]:
         """Return the spec as a JSON-ready dict."""

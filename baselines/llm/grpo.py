@@ -4,7 +4,7 @@
 log-probs computed with the shared opening once,
 :mod:`baselines.llm.shared_opening`) on whole
 episodes played by a :class:`baselines.llm.rollout.EpisodeRollout`, taking
-only GRPO's share of the settings (:class:`~baselines.llm.train_config.GRPOSettings`);
+GRPO's settings whole (:class:`~baselines.llm.train_config.GRPOSettings`);
 :class:`GRPOLog` is its one callback: a short line per step, the training
 log, and the collapse guard.  Imports transformers (the ``[rl]`` extra).
 """
@@ -55,7 +55,7 @@ def make_rollout(config: LLMTrainConfig) -> Any:
     """Return the :class:`~baselines.llm.rollout.EpisodeRollout` of ``config``."""
     from baselines.llm.rollout import EpisodeRollout
 
-    return EpisodeRollout(**config.rollout_settings())
+    return EpisodeRollout.from_settings(config.rollout)
 
 
 def train_grpo(

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wrappers._core.validators import check_int
+
 __all__ = ["ModelSource"]
 
 
@@ -35,6 +37,9 @@ class ModelSource:
     env_id: str
     seed: int = 0
     context: int = 1024
+
+    def __post_init__(self) -> None:
+        check_int(self.context, "context", 1)
 
     def load(self, out: Path) -> tuple[Any, Any]:
         """Return ``(model, tokenizer)``; the tiny model is built in ``out/base``."""

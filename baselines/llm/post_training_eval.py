@@ -31,7 +31,7 @@ def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str
     kwargs: dict[str, Any] = {"model": str(out), "prefix_cache": True}
     # The settings the run's policies took; HFAgent's defaults are left out of the line.
     defaults = {"system_prompt": FORMAT_PROMPT, "few_shot": 0, "reply_format": None}
-    for name, value in config.policy_settings().items():
+    for name, value in config.policy.keywords().items():
         if name not in defaults or value != defaults[name]:
             kwargs[name] = value
     budgets, ks, samples, tasks = sorted(set(config.budget.budgets)), (1, 2, 4), 4, "10000:10100"
@@ -72,7 +72,7 @@ def training_agent(
         seed=seed,
         device="cpu",
         prefix_cache=True,  # the same samples, several times faster on long histories
-        **config.policy_settings(),
+        **config.policy.keywords(),
     )
 
 

@@ -231,8 +231,13 @@ def start_episode(
     return episode
 
 
-class EpisodeRollout(LLMPolicy):
+class EpisodeRollout:
     """A TRL ``rollout_func``: whole episodes of ``env_id`` under a budget spec.
+
+    A rollout is not a policy: it plays episodes with one, :attr:`policy`, an
+    :class:`~baselines.llm.policy.LLMPolicy` that owns the prompt style, the
+    sampling settings and the seed of each reply, so that the model is
+    prompted and sampled as ``HFAgent`` prompts and samples it in evaluation.
 
     Args:
         env_id: a registered env id.
@@ -276,7 +281,8 @@ class EpisodeRollout(LLMPolicy):
             raise TypeError(f"budget must be a BudgetSpec, got {type(budget).__name__}.")
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0 for GRPO sampling, got {temperature}.")
-        super().__init__(
+        #: The policy the episodes are played with (prompt style, sampling, reply seeds).
+        self.policy = LLMPolicy(
             system_prompt=system_prompt,
             few_shot=few_shot,
             reply_format=reply_format,
@@ -293,6 +299,47 @@ class EpisodeRollout(LLMPolicy):
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
         self._stacks: list[StackBudget] = []
         self.last_stats: dict[str, float] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Any, batch_size: int | None = None) -> EpisodeRollout:
+        """Return the rollout that ``settings`` describe, handed whole.
+
+        ``settings`` is a :class:`~baselines.llm.train_config.RolloutSettings`:
+        the env, the budget spec, the seed, the process reward and the policy's.
+        """
+        policy = settings.policy
+        return cls(
+            settings.env_id,
+            settings.budget,
+            seed=settings.seed,
+            system_prompt=policy.system_prompt,
+            few_shot=policy.few_shot,
+            reply_format=policy.reply_format,
+            max_new_tokens=policy.max_new_tokens,
+            temperature=policy.temperature,
+            process_reward=settings.process_reward,
+            batch_size=batch_size,
+        )
+
+    @property
+    def seed(self) -> int:
+        """The base seed of episode seeds, budget draws and sampling (the policy's)."""
+        return self.policy.seed
+
+    @property
+    def style(self) -> Any:
+        """The policy's :class:`~baselines.llm.few_shot.PromptStyle`."""
+        return self.policy.style
+
+    @property
+    def temperature(self) -> float:
+        """The sampling temperature (the policy's; TRL's trainer must use the same)."""
+        return self.policy.temperature
+
+    @property
+    def max_new_tokens(self) -> int:
+        """The most tokens of one reply (the policy's)."""
+        return self.policy.max_new_tokens
 
     # ------------------------------------------------------------- TRL entry
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
@@ -344,7 +391,7 @@ class EpisodeRollout(LLMPolicy):
         context = context_length(model, tokenizer)
         encoder = PromptEncoder(
             tokenizer,
-            self.system_prompt,
+            self.policy.system_prompt,
             context,
             self.max_new_tokens,
             examples=self.style.examples({}),
@@ -378,7 +425,7 @@ class EpisodeRollout(LLMPolicy):
 
     def sampling_seed(self, episode: Episode, prompt: list[int]) -> int:
         """Return the seed of one reply, derived as ``HFAgent`` derives it."""
-        return self.reply_seed(episode.episode_seed, episode.turns, prompt)
+        return self.policy.reply_seed(episode.episode_seed, episode.turns, prompt)
 
 
 def summarize(episodes: Sequence[Episode]) -> dict[str, float]:

@@ -74,9 +74,9 @@ def train_llm(
 ) -> Path:
     """Warm-start, train with GRPO, save the model in ``out``; return ``out``.
 
-    The pipeline reads top down: each phase gets only its share of
-    ``config``, resolved here once (the model's source, the rollout's,
-    the warm start's and GRPO's settings).  ``out`` gets the model, its
+    The pipeline reads top down: each phase is handed its own settings
+    object whole (``config.source``, ``config.rollout``, ``config.warm``,
+    ``config.grpo``), built and checked with the config.  ``out`` gets the model, its
     tokenizer and ``train_llm.json`` (and ``base/``, the tiny model trained
     from); the Trainer works in a scratch folder of its own, removed
     afterwards.  ``log`` receives the short training log (one line per step).
@@ -93,24 +93,23 @@ def train_llm(
     datasets.disable_progress_bars()
     out = Path(out)
     timings: dict[str, float] = {}
-    source = config.model_source()
-    rollout = config.rollout_settings()
-    warm = config.warm_start_settings()
-    grpo = config.grpo_settings()
+    warm, grpo = config.warm, config.grpo
     scratch = scratch_folder(out)
     try:
         set_seed(config.seed)
-        model, tokenizer = source.load(out)
+        model, tokenizer = config.source.load(out)
         if config.lora is not None:
             model = apply_lora(model, config.lora)
         started = time.perf_counter()
         if warm.steps:  # each phase plays a rollout of its own, from the same seeds
-            model = run_warm_start(model, tokenizer, EpisodeRollout(**rollout), warm, scratch, log)
+            rollout = EpisodeRollout.from_settings(config.rollout)
+            model = run_warm_start(model, tokenizer, rollout, warm, scratch, log)
         timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
         progress = GRPOLog(grpo.steps, grpo.collapse_invalid, log)  # its bar starts with GRPO
         started = time.perf_counter()
         if grpo.steps:
-            model = train_grpo(model, tokenizer, EpisodeRollout(**rollout), grpo, scratch, progress)
+            rollout = EpisodeRollout.from_settings(config.rollout)
+            model = train_grpo(model, tokenizer, rollout, grpo, scratch, progress)
         timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
     finally:
         remove_scratch(scratch)
@@ -181,7 +180,7 @@ class LLMCommand(TrainingCommand):
     def check_inputs(self, args: argparse.Namespace, configs: list[LLMTrainConfig]) -> None:
         """Refuse a missing package or a model that cannot load before ``--out`` is written."""
         for config in configs:
-            config.model_source().check()
+            config.source.check()
             needed = _IMPORTS + (("peft",) if config.lora is not None else ())
             missing = [name for name in needed if importlib.util.find_spec(name) is None]
             if missing:

@@ -1,10 +1,14 @@
 """The settings of a ``train-llm`` run: :class:`LLMTrainConfig`, each flag written beside its field.
 
-Each phase of :func:`baselines.llm.train.train_llm` takes only its own share
-of the settings, resolved once from the config: the model's source
-(:meth:`LLMTrainConfig.model_source`), the rollout's settings
-(:meth:`LLMTrainConfig.rollout_settings`), the warm start's
-(:class:`WarmStartSettings`) and GRPO's (:class:`GRPOSettings`).
+The config is the run's flat record (its flags, and ``train_llm.json``); on
+construction it builds one settings object per phase and hands each whole to
+the phase that uses it, as TRL hands a ``GRPOConfig`` to its trainer:
+:attr:`LLMTrainConfig.source` (a :class:`~baselines.llm.model_source.ModelSource`),
+:attr:`~LLMTrainConfig.rollout` (:class:`RolloutSettings`, holding the
+:class:`PolicySettings` that evaluation prompts and samples with too),
+:attr:`~LLMTrainConfig.warm` (:class:`WarmStartSettings`) and
+:attr:`~LLMTrainConfig.grpo` (:class:`GRPOSettings`).  Each checks its own
+values, so a bad setting is refused before any model loads.
 
 This module imports neither torch nor transformers, so the command can parse
 and check its flags before loading either.
@@ -12,7 +16,7 @@ and check its flags before loading either.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from agent_envs.arguments import flag, int_arg, number_arg, parse_tasks
@@ -21,10 +25,9 @@ from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.few_shot import EXAMPLE_POOL
 from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
-from baselines.llm.policy import LLMPolicy
 from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
 from wrappers._core.validators import check_int, check_number, check_probability
-from wrappers.errors import InvalidValue
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import BUDGET
 
 __all__ = [
@@ -33,6 +36,8 @@ __all__ = [
     "QUICK",
     "GRPOSettings",
     "LLMTrainConfig",
+    "PolicySettings",
+    "RolloutSettings",
     "WarmStartSettings",
 ]
 
@@ -51,8 +56,71 @@ QUICK = {"warm_start": 4, "steps": 2, "tasks": 2, "k": 2, "eval_tasks": 2, "eval
 
 
 @dataclass(frozen=True)
+class PolicySettings:
+    """How the model is prompted and sampled, in training and evaluation alike.
+
+    The keywords of every :class:`~baselines.llm.policy.LLMPolicy`: the GRPO
+    rollout's and the evaluation's ``HFAgent`` take the same ones, so the
+    model is evaluated as it was trained.  Checked here, as the policy would
+    check them, without building one.
+
+    Args:
+        system_prompt: the system prompt (:data:`~baselines.llm.replies.FORMAT_PROMPT`:
+            the reply format's own; ``None``: none).
+        few_shot: oracle episodes shown before each real one.
+        reply_format: ``"action"``, ``"think"`` or ``None`` (the default for ``few_shot``).
+        temperature: the sampling temperature (> 0: GRPO samples).
+        max_new_tokens: the most tokens of one reply.
+    """
+
+    system_prompt: str | None = FORMAT_PROMPT
+    few_shot: int = 0
+    reply_format: str | None = None
+    temperature: float = 1.0
+    max_new_tokens: int = 8
+
+    def __post_init__(self) -> None:
+        check_int(self.max_new_tokens, "max_new_tokens", 1)
+        check_number(self.temperature, "temperature", 0.0, open_low=True)
+        check_int(self.few_shot, "few_shot", 0, EXAMPLE_POOL)
+        if self.reply_format is not None and self.reply_format not in REPLY_FORMATS:
+            raise InvalidValue(
+                f"reply_format must be one of {REPLY_FORMATS}, got {self.reply_format!r}."
+            )
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise InvalidType(f"system_prompt must be a str or None, got {self.system_prompt!r}.")
+
+    def keywords(self) -> dict[str, Any]:
+        """Return the settings as the keywords an ``LLMPolicy`` (or ``HFAgent``) takes."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """The rollout's settings: which episodes it plays, and the policy it plays them with.
+
+    Args:
+        env_id: a registered env id.
+        budget: the turn budgets of the episodes (a :class:`BudgetSpec`, which
+            the rollout checks when it is built).
+        policy: how the model is prompted and sampled.
+        seed: the base seed of episode seeds, budget draws and sampling.
+        process_reward: track each episode's progress (for the process reward).
+    """
+
+    env_id: str
+    budget: BudgetSpec
+    policy: PolicySettings
+    seed: int = 0
+    process_reward: bool = False
+
+    def __post_init__(self) -> None:
+        check_int(self.seed, "seed", 0)
+
+
+@dataclass(frozen=True)
 class WarmStartSettings:
-    """The warm start's share of a run's settings (see :class:`LLMTrainConfig`).
+    """The warm start's settings (see :class:`LLMTrainConfig`; messages name its flags).
 
     Args:
         steps: supervised steps (0: none).
@@ -70,10 +138,16 @@ class WarmStartSettings:
     tasks: tuple[int, ...]
     seed: int
 
+    def __post_init__(self) -> None:
+        check_int(self.steps, "warm_start", 0)
+        check_int(self.episodes, "warm_start_episodes", 0)
+        check_number(self.learning_rate, "warm_start_lr", 0.0, open_low=True)
+        check_probability(self.epsilon, "warm_start_epsilon")
+
 
 @dataclass(frozen=True)
 class GRPOSettings:
-    """GRPO's share of a run's settings (see :class:`LLMTrainConfig`).
+    """GRPO's settings (see :class:`LLMTrainConfig`; messages name its flags).
 
     Args:
         steps: optimizer steps (0: none).
@@ -99,6 +173,31 @@ class GRPOSettings:
     collapse_invalid: float
     tasks: tuple[int, ...]
     seed: int
+
+    def __post_init__(self) -> None:
+        for name in ("k", "tasks_per_step"):
+            check_int(getattr(self, name), name, 1)
+        if self.k < 2:
+            raise InvalidValue(
+                f"k must be >= 2: GRPO compares attempts within a group; got {self.k}."
+            )
+        check_int(self.steps, "steps", 0)
+        check_number(self.learning_rate, "learning_rate", 0.0, open_low=True)
+        for name in ("process_reward", "beta"):
+            check_number(getattr(self, name), name, 0.0)
+        check_number(self.collapse_invalid, "collapse_invalid", 0.0, 1.0, open_low=True)
+        if not self.tasks:
+            raise InvalidValue("tasks must not be empty.")
+        micro = self.micro_batch
+        if micro is not None and (
+            isinstance(micro, bool)
+            or not isinstance(micro, int)
+            or micro < 1
+            or self.episodes % micro
+        ):
+            raise InvalidValue(
+                f"micro_batch must divide the {self.episodes} episodes of a step, got {micro!r}."
+            )
 
     @property
     def episodes(self) -> int:
@@ -239,94 +338,62 @@ class LLMTrainConfig:
         ),
     )
 
+    #: The phases' settings, built from the fields above (not fields of the record).
+    source: ModelSource = field(init=False, repr=False, compare=False)
+    policy: PolicySettings = field(init=False, repr=False, compare=False)
+    rollout: RolloutSettings = field(init=False, repr=False, compare=False)
+    warm: WarmStartSettings = field(init=False, repr=False, compare=False)
+    grpo: GRPOSettings = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
-        for name in ("k", "tasks_per_step", "max_new_tokens", "context"):
-            check_int(getattr(self, name), name, 1)
-        if self.k < 2:
-            raise InvalidValue(
-                f"k must be >= 2: GRPO compares attempts within a group; got {self.k}."
-            )
-        for name in ("steps", "warm_start", "warm_start_episodes", "seed"):
-            check_int(getattr(self, name), name, 0)
-        for name in ("learning_rate", "warm_start_lr", "temperature"):
-            check_number(getattr(self, name), name, 0.0, open_low=True)
-        for name in ("process_reward", "beta"):
-            check_number(getattr(self, name), name, 0.0)
-        check_number(self.collapse_invalid, "collapse_invalid", 0.0, 1.0, open_low=True)
-        check_probability(self.warm_start_epsilon, "warm_start_epsilon")
-        LLMPolicy(**self.policy_settings())  # checked by the owner that will use them
-        if not self.tasks:
-            raise InvalidValue("tasks must not be empty.")
-        if self.micro_batch is not None and (
-            isinstance(self.micro_batch, bool)
-            or not isinstance(self.micro_batch, int)
-            or self.micro_batch < 1
-            or (self.k * self.tasks_per_step) % self.micro_batch
-        ):
-            raise InvalidValue(
-                f"micro_batch must divide the {self.k * self.tasks_per_step} episodes of a "
-                f"step, got {self.micro_batch!r}."
-            )
-
-    def policy_settings(self) -> dict[str, Any]:
-        """Return the prompt and sampling settings, as every :class:`LLMPolicy` takes them.
-
-        The GRPO rollout and the evaluation's ``HFAgent`` both take these, so
-        the model is prompted and sampled alike in training and evaluation.
-        """
-        return {
-            "system_prompt": self.system_prompt,
-            "few_shot": self.few_shot,
-            "reply_format": self.reply_format,
-            "temperature": self.temperature,
-            "max_new_tokens": self.max_new_tokens,
+        """Build (and so check) each phase's settings once, by name."""
+        policy = PolicySettings(
+            system_prompt=self.system_prompt,
+            few_shot=self.few_shot,
+            reply_format=self.reply_format,
+            temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens,
+        )
+        phases = {
+            "policy": policy,
+            "rollout": RolloutSettings(
+                env_id=self.env_id,
+                budget=self.budget,
+                policy=policy,
+                seed=self.seed,
+                process_reward=self.process_reward > 0,
+            ),
+            "source": ModelSource(self.model, self.env_id, seed=self.seed, context=self.context),
+            "warm": WarmStartSettings(
+                steps=self.warm_start,
+                episodes=self.warm_start_episodes,
+                epsilon=self.warm_start_epsilon,
+                learning_rate=self.warm_start_lr,
+                tasks=self.tasks,
+                seed=self.seed,
+            ),
+            "grpo": GRPOSettings(
+                steps=self.steps,
+                k=self.k,
+                tasks_per_step=self.tasks_per_step,
+                micro_batch=self.micro_batch,
+                learning_rate=self.learning_rate,
+                temperature=self.temperature,
+                max_new_tokens=self.max_new_tokens,
+                beta=self.beta,
+                process_reward=self.process_reward,
+                collapse_invalid=self.collapse_invalid,
+                tasks=self.tasks,
+                seed=self.seed,
+            ),
         }
-
-    def model_source(self) -> ModelSource:
-        """Return where the model comes from: ``model``, or the tiny model for ``env_id``."""
-        return ModelSource(self.model, self.env_id, self.seed, self.context)
-
-    def rollout_settings(self) -> dict[str, Any]:
-        """Return the keywords of the run's :class:`~baselines.llm.rollout.EpisodeRollout`."""
-        return dict(
-            env_id=self.env_id,
-            budget=self.budget,
-            seed=self.seed,
-            process_reward=self.process_reward > 0,
-            **self.policy_settings(),
-        )
-
-    def warm_start_settings(self) -> WarmStartSettings:
-        """Return the warm start's share of the settings."""
-        return WarmStartSettings(
-            self.warm_start,
-            self.warm_start_episodes,
-            self.warm_start_epsilon,
-            self.warm_start_lr,
-            self.tasks,
-            self.seed,
-        )
-
-    def grpo_settings(self) -> GRPOSettings:
-        """Return GRPO's share of the settings."""
-        return GRPOSettings(
-            self.steps,
-            self.k,
-            self.tasks_per_step,
-            self.micro_batch,
-            self.learning_rate,
-            self.temperature,
-            self.max_new_tokens,
-            self.beta,
-            self.process_reward,
-            self.collapse_invalid,
-            self.tasks,
-            self.seed,
-        )
+        for name, settings in phases.items():
+            object.__setattr__(self, name, settings)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the settings as a JSON-ready dict."""
-        data = asdict(self)
+        """Return the record's settings (its fields, not the phases built from them) as JSON."""
+        data = {item.name: getattr(self, item.name) for item in fields(self) if item.init}
         data[BUDGET] = self.budget.to_json()
         data["tasks"] = list(self.tasks)
+        data["lora"] = None if self.lora is None else asdict(self.lora)
         return data
