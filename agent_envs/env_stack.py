@@ -123,12 +123,12 @@ class BudgetRegime:
             raise InvalidValue(
                 "Give exactly one of budget (a turn budget) and budgets (a BudgetMix)."
             )
-        shown = old.get("visible", visible)
+        visible = old.get("visible", visible)
         if budgets is not None:
-            return cls.mixed(budgets, old.get("weights"), shown)
+            return cls.mixed(budgets, old.get("weights"), visible)
         if old.get("weights") is not None:
             raise InvalidValue("weights go with budgets (a BudgetMix), not with a fixed budget.")
-        return cls.fixed(budget, shown)
+        return cls.fixed(budget, visible)
 
 
 @dataclass(frozen=True)

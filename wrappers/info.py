@@ -216,13 +216,13 @@ def chat_stack(
     env: gym.Env,
     max_budget: int,
     *,
-    visible: bool = False,
+    visible_budget: bool = False,
     window: int | None = None,
     record: str = "action",
 ) -> ChatHistory:
     """Return the stack a language agent plays: ``env``, its turn budget, then the dialogue.
 
-    The budget is the stack's own or a new ``TurnBudget(max_budget, visible)``
+    The budget is the stack's own or a new ``TurnBudget(max_budget, visible=visible_budget)``
     (:func:`wrappers.budget.resolve_budget`); ``ChatHistory(window, record)``
     goes outside it, so that with a visible budget the messages carry the
     turns-left line too.  ``record="raw"`` keeps a model's whole replies, so
@@ -232,12 +232,12 @@ def chat_stack(
 
     Example:
         >>> import gymnasium as gym  # the agent_envs/ ids are registered
-        >>> env = chat_stack(gym.make("agent_envs/GuessNumber-v0"), 20, visible=True)
+        >>> env = chat_stack(gym.make("agent_envs/GuessNumber-v0"), 20, visible_budget=True)
         >>> _, info = env.reset(seed=0, options={"task_id": 0, "budget": 7})
         >>> info["budget"], info["messages"][-1]["role"]
         (7, 'user')
     """
-    budget = resolve_budget(env, max_budget, visible=visible)
+    budget = resolve_budget(env, max_budget, visible=visible_budget)
     return ChatHistory(budget.env, window=window, record=record)
 
 

@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_envs.evaluation.rollout import EpisodeRecord
-from agent_envs.evaluation.settings import HIDDEN
 
 __all__ = ["error_recovery", "summarize"]
 
@@ -44,11 +43,11 @@ def _within(turn: int | None, budget: int) -> bool:
 
 
 def _per_budget(
-    records: Sequence[EpisodeRecord], budgets: Sequence[int], mode: str
+    records: Sequence[EpisodeRecord], budgets: Sequence[int], visible_budget: bool
 ) -> list[tuple[int, list[EpisodeRecord]]]:
-    # Hidden mode: every episode ran at max(T) and is read at each T.
-    # Visible mode: each T has its own episodes.
-    if mode == HIDDEN:
+    # Hidden budget: every episode ran at max(T) and is read at each T.
+    # Visible budget: each T has its own episodes.
+    if not visible_budget:
         return [(budget, list(records)) for budget in budgets]
     return [(budget, [r for r in records if r.budget == budget]) for budget in budgets]
 
@@ -56,7 +55,7 @@ def _per_budget(
 def summarize(
     records: Sequence[EpisodeRecord],
     budgets: Sequence[int],
-    mode: str,
+    visible_budget: bool,
     oracle: bool,
     privileged: bool = False,
 ) -> dict[str, Any]:
@@ -65,7 +64,8 @@ def summarize(
     Args:
         records: every episode of the run.
         budgets: the T grid.
-        mode: ``"hidden"`` or ``"visible"``.
+        visible_budget: whether the policy saw the budget (the run's ``mode``
+            is ``"visible"``): each T then has its own episodes.
         oracle: whether the records carry the oracle counts.
         privileged: the env's oracle sees what the agent cannot (recorded as
             ``privileged_oracle``, with the oracle figures).
@@ -75,7 +75,7 @@ def summarize(
         are lists aligned with ``budgets``; a rate with nothing to count is
         ``None``.
     """
-    per_budget = _per_budget(records, budgets, mode)
+    per_budget = _per_budget(records, budgets, visible_budget)
     # The episodes played at max(T) (see the module docstring).
     longest = max(per_budget, key=lambda item: item[0])[1]
     turns = sum(r.turns for r in longest)

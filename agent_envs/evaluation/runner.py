@@ -22,7 +22,7 @@ from agent_envs.evaluation.executor import EpisodeExecutor, LocalExecutor, PlayS
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
 from agent_envs.evaluation.session import RunState
-from agent_envs.evaluation.settings import HIDDEN, EvalSettings
+from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.evaluation.stack import RunSetup
 from agent_envs.evaluation.step_quality import judge_steps
 
@@ -100,7 +100,7 @@ def _count(
     diagnostics = summarize(
         records,
         settings.budgets,
-        settings.mode,
+        settings.mode == VISIBLE,
         settings.diagnostics,
         privileged=bool(getattr(setup.probe.unwrapped, "privileged_oracle", False)),
     )

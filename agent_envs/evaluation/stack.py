@@ -74,7 +74,7 @@ _GRID = "the evaluator's T grid (budgets=...)"
 def build_stack(
     make_env: Callable[[], gym.Env] | StackRecipe,
     max_budget: int,
-    visible: bool,
+    visible_budget: bool,
     wants: frozenset[str],
     driver: str | None = None,
 ) -> tuple[gym.Env, StackBudget]:
@@ -82,13 +82,14 @@ def build_stack(
 
     The user's env (or a :class:`~agent_envs.env_stack.StackRecipe`'s, with its
     options) under a budget of ``max_budget`` turns, and ``ActionHints`` for
-    the ``wants`` of the policy.
+    the ``wants`` of the policy; the turns left are shown when ``visible_budget``.
     """
     source, options = make_env, StackOptions()
     if isinstance(make_env, StackRecipe):
         source, options = make_env.env, make_env.options
     options = replace(options, hints=frozenset(options.hints) | wants)
-    budget = make_stack(source, BudgetRegime.fixed(max_budget, visible), options, driver=driver)
+    regime = BudgetRegime.fixed(max_budget, visible_budget)
+    budget = make_stack(source, regime, options, driver=driver)
     return budget.env, budget
 
 
@@ -190,19 +191,21 @@ class EnvStack:
         max_budget: max(T).
         visible_budget: show the turns left in the observation (the resolved setting).
         wants: the ``required_info`` keys of the policy (``ActionHints``).
-        visible: whether the policy may see the budget (the run's mode).
+        policy_sees_budget: whether the policy may see the budget (the run's
+            mode): ``visible_budget``, or the user's own budget is visible.
+            ``info`` carries ``budget`` and ``turns_left`` only then.
     """
 
     make_env: Callable[[], gym.Env]
     max_budget: int
     visible_budget: bool
     wants: frozenset[str]
-    visible: bool
+    policy_sees_budget: bool
 
     def __call__(self) -> gym.Env:
         """Build one stack, its budget driven and reported exactly as the probe's."""
         env, budget = build_stack(self.make_env, self.max_budget, self.visible_budget, self.wants)
-        budget.report(self.visible)
+        budget.report(self.policy_sees_budget)
         return env
 
 
@@ -223,11 +226,12 @@ def open_stack(
     """
     # A policy that reads the turns left in its observation gets them shown by
     # the TurnBudget itself, exactly as in its training, not re-added by it.
-    shown = visible_budget or adapter.visible_budget
-    probe, budget = build_stack(make_env, max_budget, shown, adapter.required_info, driver)
-    visible = shown or budget.visible
-    budget.report(visible)
-    return EnvStack(make_env, max_budget, shown, adapter.required_info, visible), probe
+    visible_budget = visible_budget or adapter.visible_budget
+    wants = adapter.required_info
+    probe, budget = build_stack(make_env, max_budget, visible_budget, wants, driver)
+    policy_sees_budget = visible_budget or budget.visible
+    budget.report(policy_sees_budget)
+    return EnvStack(make_env, max_budget, visible_budget, wants, policy_sees_budget), probe
 
 
 @dataclass(frozen=True)
@@ -269,7 +273,7 @@ class RunSetup:
             env_name=name,
             agent_name=adapter.recorded_name(settings.agent_name),
             wrappers=describe_wrappers(probe),
-            mode=VISIBLE if stack.visible else HIDDEN,
+            mode=VISIBLE if stack.policy_sees_budget else HIDDEN,
             visible_budget=stack.visible_budget,
             diagnostics=settings.diagnostics and has_oracle,
             batch_size=batch,

@@ -187,7 +187,7 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
         raise ValueError(f"step quality needs an env with an oracle; {settings.env_name} has none.")
     # A noisy default reference, so that the states include some just after mistakes.
     guide = adapt_policy(NoisyOracleAgent(epsilon=0.3) if reference is None else reference)
-    guide_env = replace(stack, wants=guide.required_info, visible=False)()
+    guide_env = replace(stack, wants=guide.required_info, policy_sees_budget=False)()
     states = [
         (task, *state)
         for task in settings.tasks
@@ -195,7 +195,9 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     ]
     slots = settings.batch_size
     envs = [setup.probe] + [stack() for _ in range(slots - 1)]
-    options = RunOptions(diagnose=True, hidden_budget=None if stack.visible else BudgetReads())
+    options = RunOptions(
+        diagnose=True, hidden_budget=None if stack.policy_sees_budget else BudgetReads()
+    )
     outcomes: list[tuple[bool, bool] | None] = []
     for start in range(0, len(states), slots):
         outcomes += _judge(adapter, envs, states[start : start + slots], stack.max_budget, options)

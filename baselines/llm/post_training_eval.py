@@ -38,11 +38,11 @@ def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str
     if settings is not None:
         budgets, ks, samples = settings.budgets, settings.ks, settings.samples
         tasks = _tasks_flag(settings.tasks)
-    visible = " --visible-budget" if config.budget.visible else ""
+    visible_flag = " --visible-budget" if config.budget.visible else ""
     agent_kwargs = shlex.quote(json.dumps(kwargs))
     return (
         f"agent-envs eval {config.env_id} --agent hf --agent-kwargs {agent_kwargs} "
-        f"--history --history-record raw{visible} --t {','.join(map(str, budgets))} "
+        f"--history --history-record raw{visible_flag} --t {','.join(map(str, budgets))} "
         f"--k {','.join(map(str, ks))} --samples {samples} --tasks {tasks}"
     )
 
@@ -108,7 +108,6 @@ def evaluate_model(
     from baselines.llm.rollout import TRAINING_STACK
 
     agent = training_agent(path, config, batch_size, seed)
-    visible = config.budget.visible
     extra = {
         "step_quality": step_quality,
         "step_quality_seed": step_quality_seed,
@@ -122,7 +121,7 @@ def evaluate_model(
         tasks=list(tasks),
         samples=samples,
         seed=seed,
-        visible_budget=visible,
+        visible_budget=config.budget.visible,
         batch_size=batch_size,
         log_path=log_path,
         progress=progress,

@@ -224,8 +224,8 @@ class StackSettings:
                 "DiscreteActions (as baselines.sb3.env.make_env builds)."
             ) from None
         budget = find_budget(env)
-        visible = budget is not None and budget.visible
-        return cls(encoding, vocabulary, action_masks=action_masks, visible_budget=visible)
+        visible_budget = budget is not None and budget.visible
+        return cls(encoding, vocabulary, action_masks=action_masks, visible_budget=visible_budget)
 
     @classmethod
     def from_dict(cls, settings: dict[str, Any]) -> StackSettings:
