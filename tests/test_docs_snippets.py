@@ -183,6 +183,8 @@ SKIP = {
         "a GPU and a model server",
     ("docs/llm_agents.md", "python -m llama_cpp.server --model"):
         "builds llama-cpp-python (minutes of compiling) and serves a model",
+    ("docs/llm_agents.md", "python benchmarks/tool_mode_server.py --server-python"):
+        "needs llama-cpp-python's server (minutes of compiling); a benchmark of 25 CPU-minutes",
     ("docs/llm_agents.md", 'open("runs/qwen.jsonl")'):
         "needs the log of the model run above",
     ("docs/llm_agents.md", "python benchmarks/llm_speed.py --threads 1"):
