@@ -5,7 +5,8 @@
 so a stopped bench resumes with nothing lost or repeated.  Its result is one
 JSON (:data:`BENCH_FORMAT`): the suite version, the agent, every id's whole
 :class:`~agent_envs.evaluation.EvalResult` (surface, intervals, diagnostics),
-each id's CPU and wall seconds, and the score (:func:`bench_score`).
+each id's CPU and wall seconds, each episode's cost (:data:`EPISODE_COST`, read
+back from the id's run log) and the score (:func:`bench_score`).
 
 The score, defined in ``docs/bench.md``:
 
@@ -32,13 +33,18 @@ from typing import Any
 import numpy as np
 
 from agent_envs.suites import Suite
+from wrappers.protocol import BUDGET
 
-__all__ = ["BENCH_FORMAT", "BOOTSTRAP", "bench_score", "run_bench"]
+__all__ = ["BENCH_FORMAT", "BOOTSTRAP", "EPISODE_COST", "bench_score", "episode_costs", "run_bench"]
 
 #: The format tag of a bench result.
 BENCH_FORMAT = "agent-envs-bench/1"
 #: Bootstrap resamples of the score's intervals.
 BOOTSTRAP = 2000
+#: The columns of a bench result's per-episode costs: the episode's key, then
+#: the prompt and reply tokens its agent counted (``None`` where it cannot
+#: count) and its wall and CPU seconds (see ``EpisodeRecord``).
+EPISODE_COST = ("task", "sample", BUDGET, "tokens_read", "tokens_generated", "wall_s", "cpu_s")
 
 
 def _slug(env_id: str) -> str:
@@ -66,7 +72,7 @@ def run_bench(
     from agent_envs.evaluation import EvalSettings
 
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    results, seconds = {}, {}
+    results, seconds, costs = {}, {}, {}
     for index, entry in enumerate(suite.entries, 1):
         log(f"[{index}/{len(suite.entries)}] {entry.env_id}: {len(entry.tasks)} tasks x "
             f"{suite.samples} attempts, T {','.join(map(str, entry.budgets))}")  # fmt: skip
@@ -86,6 +92,7 @@ def run_bench(
             "cpu": round(time.process_time() - cpu, 2),
             "wall": round(time.perf_counter() - wall, 2),
         }
+        costs[entry.env_id] = episode_costs(Path(entry_settings.log_path))
     return {
         "format": BENCH_FORMAT,
         "suite": suite.version,
@@ -96,8 +103,25 @@ def run_bench(
         "agent": agent_name,
         "results": results,
         "seconds": seconds,
+        "episode_columns": list(EPISODE_COST),
+        "episodes": costs,
         "score": bench_score(suite, results),
     }
+
+
+def episode_costs(log: Path) -> list[list[Any]]:
+    """Return one :data:`EPISODE_COST` row per episode of a run log, in the log's order.
+
+    The log is the one this bench just wrote and closed; an episode of a log
+    written before costs were recorded has ``None`` in their columns.
+    """
+    rows = []
+    with log.open(encoding="utf-8") as handle:
+        next(handle)  # the header
+        for line in handle:
+            episode = json.loads(line)
+            rows.append([episode.get(column) for column in EPISODE_COST])
+    return rows
 
 
 def _evaluate(policy: Any, env_id: str, history: str | None, settings: Any) -> dict[str, Any]:

@@ -47,20 +47,35 @@ class BatchPolicy(Protocol):
 class AgentAction(str):
     """An action string that also carries the raw text the agent generated.
 
-    >>> action = AgentAction("up", raw="I should go up.\\nAction: up")
-    >>> action == "up", action.raw.splitlines()[-1]
-    (True, 'Action: up')
+    An agent that can count its tokens says what this one reply cost:
+    ``tokens_read``, the length of the prompt it was conditioned on (a prefix
+    the model had cached counts too), and ``tokens_generated``, the reply's
+    length.  The evaluator sums them per episode; ``None`` means not counted.
+
+    >>> action = AgentAction("up", raw="I should go up.\\nAction: up", tokens_generated=9)
+    >>> action == "up", action.raw.splitlines()[-1], action.tokens_read, action.tokens_generated
+    (True, 'Action: up', None, 9)
     """
 
     raw: str
+    tokens_read: int | None
+    tokens_generated: int | None
 
-    def __new__(cls, action: str, raw: str | None = None) -> AgentAction:
+    def __new__(
+        cls,
+        action: str,
+        raw: str | None = None,
+        tokens_read: int | None = None,
+        tokens_generated: int | None = None,
+    ) -> AgentAction:
         instance = super().__new__(cls, action)
         instance.raw = action if raw is None else raw
+        instance.tokens_read = tokens_read
+        instance.tokens_generated = tokens_generated
         return instance
 
     def __reduce__(self):
-        return (AgentAction, (str(self), self.raw))
+        return (AgentAction, (str(self), self.raw, self.tokens_read, self.tokens_generated))
 
 
 @runtime_checkable

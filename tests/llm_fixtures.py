@@ -227,7 +227,11 @@ class ChatServer:
                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                 }
             ],
-            "usage": {"completion_tokens": len(content.split())},
+            # One "token" a word, so that a test can recount what the agent was told.
+            "usage": {
+                "prompt_tokens": prompt_words(body),
+                "completion_tokens": len(content.split()),
+            },
         }
         return 200, json.dumps(reply).encode(), None
 
@@ -278,6 +282,15 @@ class ChatServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self._thread.join(timeout=10)
+
+
+def prompt_words(body: dict) -> int:
+    """The prompt "tokens" the fake server reports: the words of the messages' text."""
+    return sum(
+        len(message["content"].split())
+        for message in body.get("messages", ())
+        if isinstance(message.get("content"), str)
+    )
 
 
 def echo_backend(body: dict) -> str:

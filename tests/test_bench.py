@@ -197,3 +197,44 @@ def test_with_history_the_agent_reads_the_dialogue(tmp_path):
     result = run_bench(suite, Reader, "reader", tmp_path, log=lambda line: None, history="raw")
     assert result["history"] == "raw" and result["results"]["agent_envs/GuessNumber-v0"]
     assert seen[:3] == [1, 3, 5]  # the first observation, then each reply and answer added
+
+
+def test_the_result_holds_each_episodes_tokens_and_seconds(tmp_path):
+    """Per episode: the tokens the agent counted (``None`` where it cannot) and its seconds."""
+    from agent_envs.bench import EPISODE_COST
+    from agent_envs.protocol import AgentAction
+
+    class Counting:
+        """Guesses 50, then 25: a reply said to cost 10 prompt tokens a turn and 2 reply tokens."""
+
+        def act(self, observation, info):
+            return AgentAction("25" if "Lower" in observation else "50", "...", 10, 2)
+
+    suite = Suite(
+        "test",
+        2,
+        (1,),
+        (
+            SuiteEntry("agent_envs/GuessNumber-v0", "G", (0, 1, 2), (3, 6)),
+            SuiteEntry("agent_envs/Wordle-v0", "W", (0,), (2,)),
+        ),
+    )
+    result = run_bench(suite, Counting, "counting", tmp_path, log=lambda line: None)
+    assert result["episode_columns"] == list(EPISODE_COST)
+    rows = result["episodes"]["agent_envs/GuessNumber-v0"]
+    guess = [dict(zip(EPISODE_COST, row, strict=True)) for row in rows]
+    log = (tmp_path / "logs" / "agent_envs__GuessNumber-v0.jsonl").read_text().splitlines()[1:]
+    turns = {(e["task"], e["sample"]): e["turns"] for e in map(json.loads, log)}
+    assert len(guess) == 3 * 2 == len(turns)
+    for episode in guess:
+        played = turns[episode["task"], episode["sample"]]
+        assert (episode["tokens_read"], episode["tokens_generated"]) == (10 * played, 2 * played)
+        assert episode["wall_s"] >= 0 and episode["cpu_s"] >= 0
+    # The episodes' CPU is part of the row's: it cannot add up to more (the row's is rounded).
+    row_cpu = result["seconds"]["agent_envs/GuessNumber-v0"]["cpu"]
+    assert sum(e["cpu_s"] for e in guess) <= row_cpu + 0.01
+    assert len(result["episodes"]["agent_envs/Wordle-v0"]) == 2
+    # An agent that counts nothing (plain strings) leaves the token columns empty.
+    plain = _bench(Suite("test", 1, (1,), suite.entries[:1]), "random", tmp_path / "plain")
+    rows = plain["episodes"]["agent_envs/GuessNumber-v0"]
+    assert len(rows) == 3 and all(row[3] is None and row[4] is None for row in rows)

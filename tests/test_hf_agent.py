@@ -252,10 +252,15 @@ def test_act_batch_checks_lengths(loaded):
 def read_log(path):
     import json
 
+    from agent_envs.evaluation.rollout import EpisodeRecord
+
     with open(path) as handle:
         lines = [json.loads(line) for line in handle]
     for line in lines:
         line.pop("run", None)  # the run's fingerprint: the agent's name holds its batch size
+    for line in lines[1:]:
+        for timing in EpisodeRecord.TIMINGS:
+            assert line.pop(timing) >= 0  # measured, so different in each run
     return sorted(lines[1:], key=lambda line: (line["task"], line["sample"], line["budget"]))
 
 
@@ -265,8 +270,16 @@ def test_evaluate_gives_the_same_episodes_for_every_batch_size(loaded, tmp_path)
     logs = []
     for batch_size, agent_batch in ((1, 1), (4, 3)):
         path = tmp_path / f"run{batch_size}.jsonl"
+        agent = agent_for(loaded, batch_size=agent_batch, max_new_tokens=6)
+        prompt_ids, prompts = agent.prompt_ids, []
+
+        def counted(*args, prompt_ids=prompt_ids, prompts=prompts, **kwargs):
+            prompts.append(len(ids := prompt_ids(*args, **kwargs)))
+            return ids
+
+        agent.prompt_ids = counted
         result = evaluate(
-            agent_for(loaded, batch_size=agent_batch, max_new_tokens=6),
+            agent,
             "agent_envs/GuessNumber-v0",
             ks=[1, 2],
             budgets=[2, 3],
@@ -279,7 +292,10 @@ def test_evaluate_gives_the_same_episodes_for_every_batch_size(loaded, tmp_path)
         )
         assert result.errors == 0 and result.episodes == 4
         logs.append(read_log(path))
-    assert logs[0] == logs[1]
+        # Each episode's token counts add up to the agent's: every prompt read, every reply.
+        assert sum(line["tokens_read"] for line in logs[-1]) == sum(prompts) > 0
+        assert sum(line["tokens_generated"] for line in logs[-1]) == agent.generated_tokens > 0
+    assert logs[0] == logs[1]  # token counts included: batching changes no prompt
     steps = [step for line in logs[0] for step in line["transcript"]["steps"]]
     assert len(steps) == 12
     # The raw generation is logged wherever parsing changed it.

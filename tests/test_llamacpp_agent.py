@@ -24,6 +24,7 @@ from llm_fixtures import build_tiny_model  # noqa: E402
 
 from agent_envs.cli import main  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
+from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.llamacpp_agent import LlamaCppAgent, gguf_tokenizer  # noqa: E402
 from baselines.llm.models import CACHE_ENV, ModelError  # noqa: E402
@@ -150,6 +151,7 @@ def test_episodes_do_not_depend_on_batching(tiny_gguf, llama_cpp, tmp_path):
     logs = []
     for batch_size in (1, 4):
         path = tmp_path / f"run{batch_size}.jsonl"
+        generated = agent.generated_tokens
         result = evaluate(
             agent,
             lambda: chat_stack(gym.make(ENV), 3),
@@ -166,5 +168,10 @@ def test_episodes_do_not_depend_on_batching(tiny_gguf, llama_cpp, tmp_path):
         lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
         for line in lines:
             line.pop("run", None)  # the run's fingerprint
+            for timing in EpisodeRecord.TIMINGS:
+                assert line.pop(timing) >= 0  # measured, so different in each run
+        # The episodes' reply tokens add up to what the agent decoded in this run.
+        assert sum(line["tokens_generated"] for line in lines) == agent.generated_tokens - generated
+        assert all(line["tokens_read"] > 0 for line in lines)
         logs.append(sorted(lines, key=lambda line: (line["task"], line["sample"])))
     assert logs[0] == logs[1]

@@ -16,9 +16,10 @@ import pickle
 
 import gymnasium as gym
 import pytest
-from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
+from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend, prompt_words
 
 from agent_envs import cli
+from agent_envs.evaluation import evaluate
 from agent_envs.protocol import AgentAction
 from baselines.llm.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
 from baselines.llm.replies import DEFAULT_SYSTEM_PROMPT, parse_action
@@ -78,6 +79,32 @@ def test_act_posts_a_chat_completion_and_keeps_the_raw_reply(server):
     assert "Authorization" not in request["headers"]
     # The server reports one completion token per word of its reply: the agent keeps that count.
     assert agent.completion_tokens == len(action.raw.split()) > 0
+    # ... and the action carries this reply's usage.
+    assert action.tokens_generated == agent.completion_tokens
+    assert action.tokens_read == prompt_words(body) > 0
+
+
+def test_each_episode_logs_the_tokens_the_server_reported(server, tmp_path):
+    """The run log's per-episode token sums add up to every request's usage."""
+    agent = make_agent(server, concurrency=2)
+    log = tmp_path / "run.jsonl"
+    settings = {"ks": [1], "budgets": [3], "tasks": 3, "samples": 2, "n_bootstrap": 10}
+    result = evaluate(agent, "agent_envs/GuessNumber-v0", log_path=log, **settings)
+    episodes = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    assert len(episodes) == result.episodes == 6 and result.errors == 0
+    reported = sum(prompt_words(request["body"]) for request in server.requests)
+    assert sum(e["tokens_read"] for e in episodes) == reported > 0
+    assert sum(e["tokens_generated"] for e in episodes) == agent.completion_tokens > 0
+    assert all(e["wall_s"] >= 0 and e["cpu_s"] >= 0 for e in episodes)
+
+
+def test_usage_that_is_not_a_count_is_not_counted(server):
+    """A server's usage of the wrong type, negative or absent reads as not counted."""
+    client = make_agent(server).client
+    for usage in ({"prompt_tokens": True, "completion_tokens": -1}, {"prompt_tokens": "9"}, None):
+        reply = {"choices": [{"message": {"content": "Action: 50"}}], "usage": usage}
+        completion = client._content(reply)
+        assert completion == ("Action: 50", None, None)
 
 
 def test_greedy_replies_match_the_local_hf_agent(server, backend):

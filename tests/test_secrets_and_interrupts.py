@@ -438,8 +438,11 @@ def test_the_env_never_sees_the_subclass():
 
     action = plain_action(HostileStr("50"))
     assert type(action) is str and action == "50"
-    kept = plain_action(AgentAction("50", raw="I guess 50"))
-    assert kept.raw == "I guess 50"
+    kept = plain_action(AgentAction("50", raw="I guess 50", tokens_read=7, tokens_generated=3))
+    assert kept.raw == "I guess 50" and (kept.tokens_read, kept.tokens_generated) == (7, 3)
+    for count in (True, -1, 2.0, "3", HostileStr("4")):  # not a count of tokens: not counted
+        odd = plain_action(AgentAction("50", raw="50", tokens_read=count, tokens_generated=count))
+        assert (odd.tokens_read, odd.tokens_generated) == (None, None)
     with pytest.raises(TypeError, match="whose repr raised"):
         plain_action(BadRepr())
 

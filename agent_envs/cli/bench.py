@@ -36,7 +36,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if local
         else (lambda: AgentSpec(args.agent, kwargs))
     )
-    settings = {"backend": args.backend, "progress": True, "visible_budget": args.visible_budget}
+    settings = {
+        "backend": args.backend,
+        "progress": True,
+        "visible_budget": args.visible_budget,
+        "transcripts": args.transcripts,
+    }
     if args.workers is not None:
         settings["workers"] = args.workers
     result = run_bench(suite, make_policy, name, out, history=args.history, **settings)
@@ -80,6 +85,12 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="give the agent the dialogue in info['messages'], keeping each whole reply (raw, "
         "the format train-llm trains on) or its action; an LLM agent needs it (default: none)",
+    )
+    parser.add_argument(
+        "--transcripts",
+        action="store_true",
+        help="keep every observation and reply in the run logs, for the report's transcript "
+        "browser (default: off)",
     )
     parser.add_argument(
         "--visible-budget",

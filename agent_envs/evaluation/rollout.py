@@ -7,6 +7,7 @@ or in what order: the results are the same for every batch size.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,6 +98,18 @@ class EpisodeRecord:
             and its value right after it (``None`` if none did, and for a
             fatal error).  A wasted turn, which gains no ground, is not a
             recovery, even after an error that itself moved closer.
+        tokens_read, tokens_generated: the episode's sums of what its replies
+            said they cost (:class:`~agent_envs.protocol.AgentAction`);
+            ``None`` when no reply said.
+        wall_s: seconds from reset to the end of the episode.
+        cpu_s: this process's CPU seconds spent on the episode: its env
+            steps and its share of each policy call (a batch call's CPU is
+            split evenly among the episodes it acted for).  A model served by
+            another process (an OpenAI-compatible server) spends its CPU
+            there, which this does not see.
+
+    The cost fields (tokens, wall and CPU seconds) are measurements: they are
+    logged but play no part in any count, so results stay the same run to run.
     """
 
     task_id: int
@@ -117,6 +130,10 @@ class EpisodeRecord:
     optimal: int | None = None
     first_non_optimal_turn: int | None = None
     oracle_errors: list[list[Any]] | None = None
+    tokens_read: int | None = None
+    tokens_generated: int | None = None
+    wall_s: float | None = None
+    cpu_s: float | None = None
 
     _JSON_KEYS = (
         ("task", "task_id"),
@@ -137,7 +154,15 @@ class EpisodeRecord:
         ("optimal", "optimal"),
         ("first_non_optimal_turn", "first_non_optimal_turn"),
         ("oracle_errors", "oracle_errors"),
+        ("tokens_read", "tokens_read"),
+        ("tokens_generated", "tokens_generated"),
+        ("wall_s", "wall_s"),
+        ("cpu_s", "cpu_s"),
     )
+    #: The fields that are timings, which differ from run to run.
+    TIMINGS = ("wall_s", "cpu_s")
+    #: Fields a log written before they existed lacks; such a log still resumes.
+    _LATER_KEYS = frozenset({"unparsable", "tokens_read", "tokens_generated", "wall_s", "cpu_s"})
 
     @property
     def ident(self) -> tuple[int, int, int]:
@@ -151,9 +176,9 @@ class EpisodeRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
         """Build a record from :meth:`to_json` output; ``ValueError`` if fields are missing."""
-        missing = [name for name, _ in cls._JSON_KEYS if name not in data]
-        # Logs written before the unparsable count existed still resume.
-        missing = [name for name in missing if name != "unparsable"]
+        missing = [
+            name for name, _ in cls._JSON_KEYS if name not in data and name not in cls._LATER_KEYS
+        ]
         if missing:
             raise ValueError(f"episode line lacks {missing}")
         return cls(**{attr: data.get(name) for name, attr in cls._JSON_KEYS})
@@ -193,12 +218,14 @@ class EpisodeRun:
 
     __slots__ = (
         "_ceiling",
+        "_cpu",
         "_distance",
         "_exact_oracle",
         "_oracle",
         "_parse",
         "_parsed_oracle",
         "_pending",
+        "_started",
         "base",
         "budget_reads",
         "diagnose",
@@ -233,6 +260,18 @@ class EpisodeRun:
         self._pending: list[tuple[int, list[Any]]] = []
         self._ceiling = -1  # the largest limit among the pending errors
         self._parsed_oracle = options.parsed_oracle
+        self._started = time.perf_counter()
+        self._cpu = 0.0
+
+    def charge(self, cpu_seconds: float) -> None:
+        """Add CPU seconds spent on this episode."""
+        self._cpu += cpu_seconds
+
+    def close(self) -> EpisodeRecord:
+        """Stop the episode's clocks and return its finished record."""
+        self.record.wall_s = round(time.perf_counter() - self._started, 4)
+        self.record.cpu_s = round(self._cpu, 4)
+        return self.record
 
     def policy_info(self, info: dict[str, Any]) -> dict[str, Any]:
         """Return ``info`` as the policy may see it (no budget keys when it is hidden)."""
@@ -270,6 +309,12 @@ class EpisodeRun:
         record = self.record
         record.turns += 1
         turn = record.turns
+        tokens = getattr(action, "tokens_read", None)
+        if tokens is not None:
+            record.tokens_read = (record.tokens_read or 0) + tokens
+        tokens = getattr(action, "tokens_generated", None)
+        if tokens is not None:
+            record.tokens_generated = (record.tokens_generated or 0) + tokens
         # .get: envs outside agent_envs may not report these contract keys.
         valid = info.get(VALID_ACTION, True)
         if valid:
@@ -406,7 +451,9 @@ def plain_action(action: Any) -> str:
 
     A ``str`` subclass may override ``__hash__``, ``__eq__`` or ``__str__``,
     and raise in them; the env and the judge get a plain copy, made without
-    calling any of its methods.  Raises ``TypeError`` for a non-str action.
+    calling any of its methods.  Token counts are kept when they are
+    non-negative ``int``; anything else counts as not counted.  Raises
+    ``TypeError`` for a non-str action.
     """
     if type(action) is str:
         return action
@@ -416,7 +463,19 @@ def plain_action(action: Any) -> str:
         )
     raw = getattr(action, "raw", None)
     text = str.__str__(action)
-    return AgentAction(text, str.__str__(raw)) if isinstance(raw, str) else text
+    if not isinstance(raw, str):
+        return text
+    return AgentAction(
+        text,
+        str.__str__(raw),
+        _token_count(getattr(action, "tokens_read", None)),
+        _token_count(getattr(action, "tokens_generated", None)),
+    )
+
+
+def _token_count(value: Any) -> int | None:
+    """Return ``value`` if it is a count of tokens (a non-negative ``int``), else ``None``."""
+    return value if type(value) is int and value >= 0 else None
 
 
 def run_sequential(
@@ -430,6 +489,7 @@ def run_sequential(
     base = env.unwrapped
     diagnose = options.diagnose
     for key in keys:
+        cpu = time.process_time()
         run = EpisodeRun(key, base, options)
         # Reset first, so that an episode whose factory fails still records its
         # task's oracle horizon (diagnostics group episodes by it).
@@ -438,7 +498,8 @@ def run_sequential(
             act = adapter.episode_actor()
         except POLICY_ERRORS as exc:  # a failing factory is the policy's error
             run.fail(exc)
-            finish(run.record, run.transcript)
+            run.charge(time.process_time() - cpu)
+            finish(run.close(), run.transcript)
             continue
         while True:
             if diagnose:
@@ -452,7 +513,9 @@ def run_sequential(
             if run.after_step(action, observation, terminated or truncated, info):
                 break
             info = run.policy_info(info)
-        finish(run.record, run.transcript)
+        # One episode at a time: all of this process's CPU since its start was its own.
+        run.charge(time.process_time() - cpu)
+        finish(run.close(), run.transcript)
 
 
 def run_lockstep(
@@ -474,22 +537,27 @@ def run_lockstep(
     def refill(env: gym.Env) -> None:
         key = next(pending, None)
         if key is not None:
+            cpu = time.process_time()
             run = EpisodeRun(key, env.unwrapped, options)
             live.append([env, run, *run.reset(env)])
+            run.charge(time.process_time() - cpu)
 
     for env in envs:
         refill(env)
     while live:
         for slot in live:
             slot[1].before_act(slot[3])
+        cpu = time.process_time()
         try:
             actions = adapter.act_batch([slot[2] for slot in live], [slot[3] for slot in live])
         except POLICY_ERRORS as exc:
             actions = [exc] * len(live)
+        share = (time.process_time() - cpu) / len(live)
         still_live = []
         freed = []
         for slot, action in zip(live, actions, strict=True):
             env, run = slot[0], slot[1]
+            cpu = time.process_time()
             try:
                 if isinstance(action, BaseException):
                     raise action
@@ -501,8 +569,9 @@ def run_lockstep(
                 observation, _, terminated, truncated, info = env.step(action)
                 done = run.after_step(action, observation, terminated or truncated, info)
                 slot[2], slot[3] = observation, run.policy_info(info)
+            run.charge(share + time.process_time() - cpu)
             if done:
-                finish(run.record, run.transcript)
+                finish(run.close(), run.transcript)
                 freed.append(env)
             else:
                 still_live.append(slot)

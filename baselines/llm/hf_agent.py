@@ -81,7 +81,13 @@ from baselines.llm.models import resolve_model
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.prompt_encoder import PromptEncoder, PromptTooLongError
-from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, reply_with_end, to_agent_action
+from baselines.llm.replies import (
+    FORMAT_PROMPT,
+    ReplyStop,
+    reply_with_end,
+    to_agent_action,
+    with_tokens,
+)
 from baselines.llm.tool_messages import TOOL_SYSTEM_PROMPT, example_turns, record_reply
 from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidValue
@@ -286,6 +292,7 @@ class HFAgent(LLMPolicy):
         # do not depend on the grouping.
         order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
         generations: list[str] = [""] * len(prompts)
+        generated = [0] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
             replies = self._generate(
@@ -295,13 +302,19 @@ class HFAgent(LLMPolicy):
             )
             for row, (tokens, text) in zip(rows, replies, strict=True):
                 generations[row] = text
+                generated[row] = len(tokens)
                 self._history(infos[row]).record(keys[row], tokens, text)
         if self.tool_calls:
-            return [
+            actions = [
                 record_reply(message_from_text(text), turn_of(info))
                 for text, info in zip(generations, infos, strict=True)
             ]
-        return [to_agent_action(text) for text in generations]
+        else:
+            actions = [to_agent_action(text) for text in generations]
+        return [
+            with_tokens(action, len(prompt), count)
+            for action, prompt, count in zip(actions, prompts, generated, strict=True)
+        ]
 
     # --------------------------------------------------------------- prompts
     def prompt_ids(self, observation: str, info: dict[str, Any], key: Any = None) -> list[int]:

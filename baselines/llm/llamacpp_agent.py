@@ -45,7 +45,7 @@ from agent_envs.protocol import AgentAction
 from baselines.llm.models import gguf_file
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompt_encoder import PromptEncoder
-from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
+from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action, with_tokens
 from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidValue
 from wrappers.protocol import EPISODE_SEED
@@ -217,7 +217,11 @@ class LlamaCppAgent(LLMPolicy):
         for observation, info in zip(observations, infos, strict=True):
             prompt = self.prompt_ids(observation, info)
             seed = self._sample_seed(info, prompt)
-            actions.append(to_agent_action(self._reply(prompt, seed, info.get(EPISODE_SEED))))
+            before = self.generated_tokens
+            reply = self._reply(prompt, seed, info.get(EPISODE_SEED))
+            actions.append(
+                with_tokens(to_agent_action(reply), len(prompt), self.generated_tokens - before)
+            )
         return actions
 
     def prompt_ids(self, observation: str, info: dict[str, Any]) -> list[int]:

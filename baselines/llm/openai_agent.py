@@ -49,11 +49,12 @@ from baselines.llm.openai_client import (
     MAX_TIMEOUT,
     ChatClient,
     ChatCompletionError,
+    Completion,
     ContextTooLong,
     chat_completions_url,
 )
 from baselines.llm.policy import LLMPolicy
-from baselines.llm.replies import FORMAT_PROMPT, to_agent_action
+from baselines.llm.replies import FORMAT_PROMPT, to_agent_action, with_tokens
 from baselines.llm.tool_calls import TOOL_NAME, action_tool
 from baselines.llm.tool_messages import (
     TOOL_SYSTEM_PROMPT,
@@ -282,8 +283,8 @@ class OpenAIChatAgent(LLMPolicy):
         episodes = oracle_episodes(env_id, self.style.few_shot) if env_id else ()
         return tool_dialogue(observation, info, self.system_prompt, example_turns(episodes))
 
-    def complete(self, body: dict[str, Any]) -> str | dict[str, Any]:
-        """Send one request and return the reply's text (in tool mode, its message).
+    def complete(self, body: dict[str, Any]) -> Completion:
+        """Send one request and return the reply: its text (in tool mode, its message) and usage.
 
         Transient failures are retried; a prompt the server finds too long is
         sent again with the older half of the exchanges dropped.
@@ -304,12 +305,15 @@ class OpenAIChatAgent(LLMPolicy):
                 body = {**body, "messages": drop_exchanges(messages, dropped)}
 
 
-def _action(reply: str | dict[str, Any], info: dict[str, Any]) -> AgentAction:
-    """Return the action of a reply: a text's as parsed, a message's as recorded and scrubbed."""
-    if isinstance(reply, str):
-        return to_agent_action(reply)
-    action = record_reply(reply, turn_of(info))
-    return AgentAction(scrub(action), raw=scrub(action.raw))
+def _action(reply: Completion, info: dict[str, Any]) -> AgentAction:
+    """Return the action of a reply (a text's as parsed, a message's as recorded and
+    scrubbed), carrying the tokens the server said it read and wrote."""
+    if isinstance(reply.content, str):
+        action = to_agent_action(reply.content)
+    else:
+        recorded = record_reply(reply.content, turn_of(info))
+        action = AgentAction(scrub(recorded), raw=scrub(recorded.raw))
+    return with_tokens(action, reply.prompt_tokens, reply.completion_tokens)
 
 
 def _checked_extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:

@@ -46,7 +46,7 @@ import re
 import socket
 import threading
 import urllib.parse
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
 from baselines.llm.chat_endpoint import Secret, chat_completions_url
@@ -58,6 +58,7 @@ __all__ = [
     "MAX_TIMEOUT",
     "ChatClient",
     "ChatCompletionError",
+    "Completion",
     "ContextTooLong",
     "chat_completions_url",
 ]
@@ -77,6 +78,24 @@ _READ_CHUNK = 1 << 16
 DEFAULT_MAX_REPLY_BYTES = 8 * 2**20
 #: The longest ``timeout`` accepted, in seconds (one day): a longer one is a typo.
 MAX_TIMEOUT = 86_400.0
+
+
+class Completion(NamedTuple):
+    """One reply: its text (its message in tool mode) and the usage the server reported.
+
+    ``prompt_tokens`` and ``completion_tokens`` are the reply's ``usage``
+    fields, ``None`` when the server did not report them.
+    """
+
+    content: str | dict[str, Any]
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def _usage_count(usage: Any, name: str) -> int | None:
+    """Return ``usage[name]`` if the server reported it as a count, else ``None``."""
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if type(value) is int and value >= 0 else None
 
 
 class ChatCompletionError(RuntimeError):
@@ -173,8 +192,8 @@ class ChatClient:
         self._setup_threads()
         self._api_key = Secret(os.environ.get("OPENAI_API_KEY") or None)
 
-    def send(self, body: dict[str, Any]) -> str | dict[str, Any]:
-        """POST ``body`` and return the reply's text (its message if :attr:`tool_calls`).
+    def send(self, body: dict[str, Any]) -> Completion:
+        """POST ``body``; return the reply's text (its message if :attr:`tool_calls`) and usage.
 
         Transient failures are retried.
 
@@ -319,7 +338,7 @@ class ChatClient:
             f"{self.max_reply_bytes}; lower max_new_tokens or raise max_reply_bytes."
         )
 
-    def _content(self, reply: dict[str, Any]) -> str | dict[str, Any]:
+    def _content(self, reply: dict[str, Any]) -> Completion:
         try:
             message = reply["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -328,15 +347,19 @@ class ChatClient:
                 f"POST {self.shown_url} returned no choices[0].message: {snippet}"
             ) from None
         usage = reply.get("usage") if isinstance(reply, dict) else None
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+        prompt_tokens = _usage_count(usage, "prompt_tokens")
+        completion_tokens = _usage_count(usage, "completion_tokens")
+        if completion_tokens is not None:
             with self._usage_lock:
-                self.completion_tokens += usage["completion_tokens"]
+                self.completion_tokens += completion_tokens
         if self.tool_calls:
-            return message if isinstance(message, dict) else {}
-        content = message.get("content") if isinstance(message, dict) else None
-        # A reply with only tool calls or a refusal has no content: an empty
-        # action, which the env answers as invalid.
-        return scrub(content) if isinstance(content, str) else ""
+            content = message if isinstance(message, dict) else {}
+        else:
+            text = message.get("content") if isinstance(message, dict) else None
+            # A reply with only tool calls or a refusal has no content: an empty
+            # action, which the env answers as invalid.
+            content = scrub(text) if isinstance(text, str) else ""
+        return Completion(content, prompt_tokens, completion_tokens)
 
 
 class ContextTooLong(Exception):

@@ -37,6 +37,7 @@ __all__ = [
     "reply_with_end",
     "system_prompt_for",
     "to_agent_action",
+    "with_tokens",
 ]
 
 #: How a reply states its action: the format :func:`parse_action` reads first, which
@@ -134,6 +135,15 @@ def _last_boxed(text: str) -> str | None:
 def to_agent_action(generation: str) -> AgentAction:
     """Parse ``generation`` and keep it as the action's ``raw`` text for the transcript."""
     return AgentAction(parse_action(generation), raw=generation)
+
+
+def with_tokens(action: AgentAction, read: int | None, generated: int | None) -> AgentAction:
+    """Return ``action`` carrying what its reply cost: prompt and reply tokens.
+
+    >>> with_tokens(to_agent_action("Action: up"), 120, 4).tokens_read
+    120
+    """
+    return AgentAction(action, action.raw, read, generated)
 
 
 def format_reply(action: str) -> str:
