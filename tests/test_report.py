@@ -230,3 +230,27 @@ def test_two_results_of_one_agent_name_are_told_apart_by_their_files():
     assert page.find(data_agent="oracle (oracle-visible)", data_score="tight")
     assert page.find(data_kind="surface", data_env=ENV, data_agent="oracle (oracle)")
     assert page.find(data_kind="difference", data_env=ENV, data_b="oracle (oracle-visible)")
+
+
+def test_the_committed_smollm2_page_is_what_report_makes_of_its_files(monkeypatch):
+    """docs/bench/smollm2/report.html: the SmolLM2 row's page, with its transcripts, not stale.
+
+    It was written from the repository's root by the command in docs/bench.md,
+    so it names its files relative to the root.
+    """
+    monkeypatch.chdir(ROOT)
+    folder = Path("docs") / "bench" / "smollm2"
+    results = sorted(folder.glob("*/bench.json"))
+    assert results, "the SmolLM2 row's results are committed"
+    assert build_report(results) == (folder / "report.html").read_text()
+    page = Page((folder / "report.html").read_text())
+    for path in results:
+        bench = json.loads(path.read_text())
+        assert bench["partial"] and bench["agent"].startswith("openai")
+        log = path.parent / "logs" / f"{bench['rows'][0].replace('/', '__')}.jsonl"
+        episodes = len(log.read_text().splitlines()) - 1
+        assert episodes == len(bench["episodes"][bench["rows"][0]]) == 80
+        # Every episode's transcript is in the page's browser, turn by turn.
+        shown = [e for e in page.episodes()["episodes"] if e["env"] == bench["rows"][0]]
+        assert len(shown) == episodes
+        assert all(len(e["steps"]) == int(e["turns"]) for e in shown)
