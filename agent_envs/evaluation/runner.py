@@ -181,7 +181,8 @@ def evaluate(
         (True, 'hidden', (1, 2))
     """
     started = time.perf_counter()
-    setup = RunSetup.resolve(policy, env, _settings(settings, keywords))
+    settings = _settings(settings, keywords)
+    setup = RunSetup.resolve(policy, env, settings)
     state, executor, elapsed = _play(setup, started)
     return _count(setup, state, executor, elapsed, _judge(setup))
 
