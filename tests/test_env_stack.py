@@ -120,6 +120,8 @@ def test_an_eval_stack_resolves_its_budget_once(monkeypatch):
     assert len(calls) == 1 and name == ENV_ID
     assert isinstance(env, ChatHistory) and isinstance(env.env, TurnBudget)
     assert not env.env.report_budget
+    with pytest.raises(ValueError, match="without a regime"):
+        resolve_env(recipe, None)
 
 
 def test_budget_mix_and_chat_stack_are_built_only_by_the_builder():

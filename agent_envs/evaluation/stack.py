@@ -48,6 +48,11 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[StackRecipe, str | None
     :func:`agent_envs.registration.make_env`.
     """
     if isinstance(env, StackRecipe):
+        if env.regime is not None:
+            raise InvalidValue(
+                "the evaluator sets the budget itself (its T grid, budgets=...): pass the "
+                "StackRecipe without a regime."
+            )
         source, name = resolve_env(env.env, env_name)
         return replace(env, env=source.env), name
     if isinstance(env, str):
