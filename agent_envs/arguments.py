@@ -14,7 +14,8 @@
   the others and returns what turns them into an
   :class:`~agent_envs.evaluation.EvalSettings`; :func:`add_budget_arguments`
   adds the training budget flags (``--budget``, ``--budget-mix``,
-  ``--weights``, ``--visible-budget``).
+  ``--weights``, ``--visible-budget``) and :func:`budget_regime` reads them
+  back as a :class:`~agent_envs.env_stack.BudgetRegime`.
 
 One name per meaning: in ``eval`` the grids are ``--k``, ``--t``, ``--samples``
 and ``--tasks``; a training command evaluates its model with the same flags
@@ -56,7 +57,6 @@ from wrappers.errors import UserInputError
 
 __all__ = [
     "USER_ERRORS",
-    "BudgetArguments",
     "CommandError",
     "EvalArguments",
     "Parser",
@@ -64,6 +64,7 @@ __all__ = [
     "add_budget_arguments",
     "add_config_arguments",
     "add_eval_arguments",
+    "budget_regime",
     "config_values",
     "error_line",
     "explicit_flags",
@@ -355,70 +356,23 @@ def add_eval_arguments(
 
 
 # --------------------------------------------------------------------- budgets
-@dataclass(frozen=True)
-class BudgetArguments:
-    """The training budget flags: a fixed ``--budget`` T or a ``--budget-mix``.
-
-    :meth:`regime` returns them as one :class:`~agent_envs.env_stack.BudgetRegime`;
-    :meth:`budgets` returns ``(budgets, weights)``: one budget (the fixed T, or
-    the default) and no weights, or the mix and its weights.
-    """
-
-    default: int | None
-
-    def budgets(
-        self, args: argparse.Namespace
-    ) -> tuple[tuple[int, ...] | None, tuple[float, ...] | None]:
-        """Return the training budgets and their weights; refuse ``--weights`` without a mix.
-
-        The budgets are ``None`` when no flag gives them and the default is ``None``.
-        """
-        if args.budget_mix is None:
-            if args.weights is not None:
-                raise UsageError("--weights goes with --budget-mix.")
-            budget = args.budget if args.budget is not None else self.default
-            return (None if budget is None else (budget,)), None
-        if args.weights is not None and len(args.weights) != len(args.budget_mix):
-            raise UsageError(
-                f"--weights has {len(args.weights)} values but --budget-mix has "
-                f"{len(args.budget_mix)}."
-            )
-        return tuple(args.budget_mix), args.weights
-
-    def regime(self, args: argparse.Namespace) -> Any:
-        """Return the flags' :class:`~agent_envs.env_stack.BudgetRegime` (``None``: no budget).
-
-        The one place the budget flags become a regime: ``--budget T`` (or the
-        default) is a fixed T, ``--budget-mix`` a mix with ``--weights``, and
-        ``--visible-budget`` shows the turns left.
-        """
-        from agent_envs.env_stack import BudgetRegime
-
-        budgets, weights = self.budgets(args)
-        if budgets is None:
-            return None
-        if args.budget_mix is None:
-            return BudgetRegime.fixed(budgets[0], args.visible_budget)
-        return BudgetRegime.mixed(budgets, weights, args.visible_budget)
-
-
 def add_budget_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     *,
     default: int | None,
     unset: str = "none",
-) -> BudgetArguments:
+) -> None:
     """Add ``--budget``, ``--budget-mix``, ``--weights`` and ``--visible-budget``.
 
     ``default`` is the fixed T without either flag (``None``: the command picks
-    it, as ``unset`` says in the help).
+    it, as ``unset`` says in the help); :func:`budget_regime` reads them back.
     """
     regime = parser.add_mutually_exclusive_group()
     said = unset if default is None else default
     regime.add_argument(
         "--budget",
         type=int_arg(1, MAX_TURNS),
-        default=None,
+        default=default,
         help=f"a fixed turn budget T (default {said})",
     )
     regime.add_argument(
@@ -438,7 +392,30 @@ def add_budget_arguments(
         action="store_true",
         help="show the turns left in every observation (default: hidden)",
     )
-    return BudgetArguments(default)
+
+
+def budget_regime(args: argparse.Namespace, *, shared: bool = True) -> Any:
+    """Return the :class:`~agent_envs.env_stack.BudgetRegime` of the budget flags (``None``: none).
+
+    The one place the flags of :func:`add_budget_arguments` become a regime:
+    ``--budget T`` (or its default) is a fixed T, ``--budget-mix`` a mix with
+    ``--weights``, and ``--visible-budget`` shows the turns left.  ``shared``:
+    the attempts at one task share a T.  ``--weights`` without a mix, or of
+    another length, is refused.
+    """
+    from agent_envs.env_stack import BudgetRegime
+
+    if args.budget_mix is None:
+        if args.weights is not None:
+            raise UsageError("--weights goes with --budget-mix.")
+        if args.budget is None:
+            return None
+        return BudgetRegime.fixed(args.budget, args.visible_budget, shared)
+    if args.weights is not None and len(args.weights) != len(args.budget_mix):
+        raise UsageError(
+            f"--weights has {len(args.weights)} values but --budget-mix has {len(args.budget_mix)}."
+        )
+    return BudgetRegime.mixed(args.budget_mix, args.weights, args.visible_budget, shared)
 
 
 # -------------------------------------------------------- settings as flags

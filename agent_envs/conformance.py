@@ -364,7 +364,7 @@ def check_budgets(env_id: str) -> None:
             assert not terminated, f"{env_id}: an invalid action ended the episode"
             assert truncated is (turn == budget), f"{env_id}: T={budget} truncated at {turn}"
             assert info[TURNS_LEFT] == budget - turn, (env_id, budget, turn)
-    mix = make_stack(make_id, BudgetRegime.mixed([2, 4])).env  # the one BudgetMix builder
+    mix = make_stack(make_id, BudgetRegime.mixed([2, 4]))  # the one BudgetMix builder
     drawn = {mix.reset(seed=seed, options={TASK_ID: 0})[1][BUDGET] for seed in range(12)}
     assert drawn == {2, 4}, f"{env_id}: BudgetMix drew {drawn}"
 

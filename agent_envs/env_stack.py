@@ -1,20 +1,22 @@
 """The budget regime of a run, and the one builder of the env stack an agent plays in.
 
 * :class:`BudgetRegime` is the one value for "how many turns": a fixed T, or
-  budgets drawn per episode with weights (a ``BudgetMix``), and whether the
-  turns left are shown.  The shared flags parse into it
-  (:meth:`agent_envs.arguments.BudgetArguments.regime`) and every caller takes
-  it: the evaluator, the CLI, ``train-sb3``, ``train-llm``, the integrations
-  and ``serve``.
+  budgets drawn per episode with weights (a ``BudgetMix``), whether the turns
+  left are shown, and whether the attempts at one task share a T.  The shared
+  flags parse into it (:func:`agent_envs.arguments.budget_regime`) and every
+  caller takes it: the evaluator, the CLI, ``train-sb3``, ``train-llm``, the
+  integrations and ``serve``.
 * :class:`StackOptions` says what else the agent sees and acts through: a task
   pool, a shaped reward, the dialogue (``ChatHistory``), action hints,
   discrete actions and an encoded observation.
 * :func:`make_stack` turns (env, regime, options) into the stack, always in
-  one order, and resolves its budget once (:func:`wrappers.budget.resolve_budget`).
+  one order, and resolves its budget once (:func:`wrappers.budget.resolve_budget`);
+  a :class:`StackRecipe` is those three as one picklable value.
 
 >>> import agent_envs
->>> stack = make_stack("agent_envs/GuessNumber-v0", BudgetRegime.mixed([3, 5], visible=True))
->>> type(stack.wrapper).__name__, stack.env.reset(seed=0)[1]["budget"] in (3, 5)
+>>> from wrappers.budget import find_budget
+>>> env = make_stack("agent_envs/GuessNumber-v0", BudgetRegime.mixed([3, 5], visible=True))
+>>> type(find_budget(env)).__name__, env.reset(seed=0)[1]["budget"] in (3, 5)
 ('BudgetMix', True)
 """
 
@@ -29,7 +31,7 @@ import gymnasium as gym
 from agent_envs.registration import make_env
 from wrappers._core.validators import check_bool
 from wrappers.action import DiscreteActions
-from wrappers.budget import BudgetDraw, BudgetMix, StackBudget, resolve_budget
+from wrappers.budget import BudgetDraw, BudgetMix, resolve_budget
 from wrappers.episode import TaskPool, TruncationIsTerminal
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.info import ActionHints, ChatHistory, NumpyInfo
@@ -45,16 +47,19 @@ REGIME_KEYWORDS = (BUDGET, "budgets", "weights", "visible")
 
 @dataclass(frozen=True)
 class BudgetRegime:
-    """The turn budget of every episode: a fixed T, or a BudgetMix, and its visibility.
+    """The turn budget of every episode: a fixed T or a BudgetMix, its visibility and sharing.
 
     Args:
         budgets: the budgets T (one value and ``mix=False``: a fixed budget).
         weights: the mix's weights (uniform when ``None``), normalised as
             ``BudgetMix`` normalises them.
         visible: each observation ends with the turns left.
+        shared: the attempts at one task (a GRPO group) share one T drawn per
+            task; otherwise each attempt draws its own.  Only a trainer that
+            sets T per episode itself reads it; a ``BudgetMix`` draws per episode.
         mix: a ``BudgetMix`` draws T per episode (keyword only; default: when
             there are several budgets or weights); ``--budget-mix 8`` is a mix
-            of one budget.
+            of one budget, named ``BudgetMix{8}`` in the run's name.
 
     ``draws`` is the :class:`~wrappers.budget.BudgetDraw` of the budgets
     (not part of equality).
@@ -66,12 +71,14 @@ class BudgetRegime:
     budgets: tuple[int, ...]
     weights: tuple[float, ...] | None = None
     visible: bool = False
+    shared: bool = True
     mix: bool | None = field(default=None, kw_only=True)
     draws: BudgetDraw = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         draws = BudgetDraw(self.budgets, self.weights)
         check_bool(self.visible, "visible")
+        check_bool(self.shared, "shared")
         several = len(draws.budgets) > 1 or self.weights is not None
         mix = several if self.mix is None else check_bool(self.mix, "mix")
         if not mix and (len(draws.budgets) > 1 or self.weights is not None):
@@ -82,18 +89,23 @@ class BudgetRegime:
         object.__setattr__(self, "draws", draws)
 
     @classmethod
-    def fixed(cls, budget: int, visible: bool = False) -> BudgetRegime:
+    def fixed(cls, budget: int, visible: bool = False, shared: bool = True) -> BudgetRegime:
         """Return a fixed budget T."""
-        return cls((budget,), visible=visible, mix=False)
+        return cls((budget,), visible=visible, shared=shared, mix=False)
 
     @classmethod
     def mixed(
-        cls, budgets: Sequence[int], weights: Sequence[float] | None = None, visible: bool = False
+        cls,
+        budgets: Sequence[int],
+        weights: Sequence[float] | None = None,
+        visible: bool = False,
+        shared: bool = True,
     ) -> BudgetRegime:
         """Return a BudgetMix of ``budgets`` with ``weights``."""
         if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Sequence):
             raise InvalidType(f"budgets must be a sequence of ints, got {type(budgets).__name__}.")
-        return cls(tuple(budgets), None if weights is None else tuple(weights), visible, mix=True)
+        weights = None if weights is None else tuple(weights)
+        return cls(tuple(budgets), weights, visible, shared, mix=True)
 
     @property
     def max_budget(self) -> int:
@@ -105,6 +117,15 @@ class BudgetRegime:
         if not self.mix:
             return f"T={self.budgets[0]}"
         return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the regime as a JSON-ready dict, the keyword arguments that rebuild it."""
+        return {
+            "budgets": list(self.budgets),
+            "weights": None if self.weights is None else list(self.weights),
+            "visible": self.visible,
+            "shared": self.shared,
+        }
 
     @classmethod
     def of(cls, regime: BudgetRegime | int, visible: bool = False) -> BudgetRegime:
@@ -149,6 +170,9 @@ class StackOptions:
         encoding: ``EncodeObservation``'s keyword arguments (``None``: text observations).
         numpy_info: info values as numpy (``NumpyInfo``).
         make_kwargs: keyword arguments for ``gym.make`` of an id.
+        report_budget: whether ``info`` carries ``budget`` and ``turns_left``
+            (``None``: as the budget wrapper has it, by default yes).  The
+            evaluator turns it off where the policy must not see the budget.
     """
 
     task_ids: Sequence[int] | None = None
@@ -163,19 +187,28 @@ class StackOptions:
     encoding: Mapping[str, Any] | None = None
     numpy_info: bool = False
     make_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    report_budget: bool | None = None
 
 
 @dataclass(frozen=True)
 class StackRecipe:
-    """An env and the options of its stack, for a caller that adds the budget itself.
+    """One env stack as a value: the env, its options and its budget regime.
 
-    The evaluator takes one as its ``env``: it builds every stack with
-    :func:`make_stack`, under its own T grid, so the stack's budget is
-    resolved once.  Picklable, so Ray workers build their own.
+    Picklable when the env is (an id, or a factory defined in a module), so
+    Ray workers build their own stacks from it.  The evaluator takes one as
+    its ``env`` without a regime and sets the regime itself: max(T) of its T
+    grid, shown or hidden as the run resolves.
     """
 
     env: str | Callable[[], gym.Env]
     options: StackOptions = StackOptions()
+    regime: BudgetRegime | None = None
+
+    def build(self, driver: str | None = None) -> gym.Env:
+        """Return a new stack of this recipe (:func:`make_stack`); it needs a regime."""
+        if self.regime is None:
+            raise InvalidValue("this stack recipe has no budget regime to build with.")
+        return make_stack(self.env, self.regime, self.options, driver=driver)
 
 
 def make_stack(
@@ -184,7 +217,7 @@ def make_stack(
     options: StackOptions | None = None,
     *,
     driver: str | None = None,
-) -> StackBudget:
+) -> gym.Env:
     """Build the stack of ``env`` (an id or a factory) under ``regime``, with ``options``.
 
     Inside out: the env, ``TaskPool``, the budget (a ``BudgetMix`` for a mix,
@@ -195,8 +228,8 @@ def make_stack(
     :func:`wrappers.budget.resolve_budget`).
 
     Returns:
-        The :class:`~wrappers.budget.StackBudget`: ``.env`` is the whole stack,
-        ``.wrapper`` the one budget wrapper in it.
+        The whole stack; :func:`wrappers.budget.find_budget` finds its one
+        budget wrapper.
     """
     options = options or StackOptions()
     # make_env also resolves module:EnvId ids and installed env packages' ids.
@@ -207,8 +240,14 @@ def make_stack(
         base = TaskPool(base, options.task_ids)
     if regime.mix:
         base = BudgetMix(base, regime.budgets, regime.weights, visible=regime.visible)
-    budget = resolve_budget(base, regime.max_budget, visible=regime.visible, driver=driver)
-    return StackBudget(_outside(budget.env, options), budget.wrapper)
+    base = resolve_budget(
+        base,
+        regime.max_budget,
+        visible=regime.visible,
+        report_budget=options.report_budget,
+        driver=driver,
+    )
+    return _outside(base, options)
 
 
 def _outside(env: gym.Env, options: StackOptions) -> gym.Env:

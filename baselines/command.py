@@ -57,12 +57,13 @@ def base_parser(
     """Return a training command's parser with what every one takes first.
 
     The env id (``example`` in its help) and the budget flags, whose default
-    fixed T is ``budget`` (``None``: as ``unset`` says); ``args.budget_flags``
-    turns them into a :class:`~agent_envs.env_stack.BudgetRegime`.
+    fixed T is ``budget`` (``None``: as ``unset`` says);
+    :func:`agent_envs.arguments.budget_regime` turns them into a
+    :class:`~agent_envs.env_stack.BudgetRegime`.
     """
     parser = Parser(prog=prog, description=description)
     parser.add_argument("env_id", help=f"a registered id, e.g. {example}")
-    parser.set_defaults(budget_flags=add_budget_arguments(parser, default=budget, unset=unset))
+    add_budget_arguments(parser, default=budget, unset=unset)
     return parser
 
 

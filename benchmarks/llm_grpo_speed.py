@@ -62,7 +62,7 @@ def main() -> None:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
     from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder
     from baselines.llm.grpo import grpo_config
     from baselines.llm.rewards import outcome_reward
@@ -78,7 +78,7 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(path)
 
     def rollout() -> EpisodeRollout:
-        return EpisodeRollout(ENV, BudgetSpec.fixed(BUDGET), seed=0, max_new_tokens=8)
+        return EpisodeRollout(ENV, BudgetRegime.fixed(BUDGET), seed=0, max_new_tokens=8)
 
     rows = demonstrations(model, tokenizer, rollout(), range(16), 2)
     model = warm_start(

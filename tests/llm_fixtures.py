@@ -344,7 +344,7 @@ def scored_grpo_batch(trainer_class, path, out):
     """
     from datasets import Dataset
 
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
     from baselines.llm.grpo import grpo_config
     from baselines.llm.rewards import outcome_reward
     from baselines.llm.rollout import EpisodeRollout
@@ -353,7 +353,7 @@ def scored_grpo_batch(trainer_class, path, out):
     model, tokenizer = load_left_padded(path)
     runner = EpisodeRollout(
         "agent_envs/GuessNumber-v0",
-        BudgetSpec((9, 10), visible=True, shared=False),
+        BudgetRegime((9, 10), visible=True, shared=False),
         seed=0,
         max_new_tokens=8,
     )

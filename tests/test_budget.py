@@ -11,7 +11,7 @@ import pytest
 
 import agent_envs  # noqa: F401  (registers the ids)
 from wrappers import BudgetMix, ChatHistory, TurnBudget
-from wrappers.budget import StackBudget, find_budget, resolve_budget, time_limit_steps
+from wrappers.budget import find_budget, resolve_budget, time_limit_steps
 from wrappers.protocol import BUDGET, TURN, TURNS_LEFT
 
 GUESS = "agent_envs/GuessNumber-v0"
@@ -51,30 +51,28 @@ def test_no_module_but_the_owner_walks_a_stack_for_budgets():
 
 
 def test_a_stack_without_a_budget_gets_one_on_top():
-    budget = resolve_budget(gym.make(GUESS), 20, visible=True)
-    assert isinstance(budget, StackBudget) and budget.env is budget.wrapper
-    assert budget.visible and budget.wrapper.max_turns == 20
-    observation, info = budget.env.reset(seed=0, options=budget.options(5, task_id=0))
+    env = resolve_budget(gym.make(GUESS), 20, visible=True)
+    assert isinstance(env, TurnBudget) and find_budget(env) is env
+    assert env.visible and env.max_turns == 20
+    observation, info = env.reset(seed=0, options={"task_id": 0, BUDGET: 5})
     assert info[BUDGET] == 5 and observation.endswith("[Turns left: 5 of 5]")
 
 
 def test_a_budget_inside_the_stack_is_found_and_driven():
     stack = ChatHistory(TurnBudget(gym.make(GUESS), 3))
-    budget = resolve_budget(stack, 9)
-    assert budget.env is stack and budget.wrapper is stack.env and not budget.visible
-    _, info = stack.reset(seed=0, options=budget.options(9, task_id=1))
+    assert resolve_budget(stack, 9) is stack and not stack.env.visible
+    _, info = stack.reset(seed=0, options={"task_id": 1, BUDGET: 9})
     assert info[BUDGET] == 9  # the driver's T, not the wrapper's own max_turns
 
 
-def test_report_false_never_adds_the_budget_keys():
-    budget = resolve_budget(gym.make(GUESS), 10)
-    budget.report(False)
-    _, info = budget.env.reset(seed=0, options=budget.options(10, task_id=0))
-    infos = [info] + [budget.env.step("50")[-1] for _ in range(2)]
+def test_report_budget_false_never_adds_the_budget_keys():
+    env = resolve_budget(gym.make(GUESS), 10, report_budget=False)
+    _, info = env.reset(seed=0, options={"task_id": 0, BUDGET: 10})
+    infos = [info] + [env.step("50")[-1] for _ in range(2)]
     assert all(BUDGET not in info and TURNS_LEFT not in info for info in infos)
     assert [info[TURN] for info in infos] == [0, 1, 2]
-    budget.report(True)
-    assert budget.env.step("50")[-1][TURNS_LEFT] == 7
+    assert resolve_budget(env, 10, report_budget=True) is env
+    assert env.step("50")[-1][TURNS_LEFT] == 7
 
 
 @pytest.mark.parametrize(
@@ -96,5 +94,5 @@ def test_a_budget_mix_under_a_driver_warns_that_the_driver_sets_t():
         resolve_budget(stack, 20, driver="the evaluator's T grid")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert resolve_budget(stack, 20).wrapper is stack  # no driver, no warning
+        assert resolve_budget(stack, 20) is stack  # no driver, no warning
     assert find_budget(gym.make(GUESS)) is None

@@ -178,7 +178,7 @@ def test_play_until_solved(capsys, monkeypatch):
     # Bisection on task 0: the oracle's guesses, typed by a person.
     from agent_envs.evaluation.stack import resolve_env
 
-    env = resolve_env(GUESS, None)[0]().unwrapped
+    env = resolve_env(GUESS, None)[0].env().unwrapped
     env.reset(seed=0, options={"task_id": 0})
     guesses = []
     while env.oracle_actions():

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
-from agent_envs.arguments import Parser, UsageError, add_budget_arguments
+from agent_envs.arguments import Parser, UsageError, add_budget_arguments, budget_regime
 from agent_envs.env_stack import BudgetRegime, StackOptions, StackRecipe, make_stack
 from wrappers import BudgetMix, ChatHistory, TurnBudget
+from wrappers.budget import find_budget
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,18 +28,27 @@ def _names(env: gym.Env) -> list[str]:
 
 def test_the_flags_parse_into_one_regime():
     parser = Parser(prog="demo")
-    flags = add_budget_arguments(parser, default=8)
-    assert flags.regime(parser.parse_args([])) == BudgetRegime.fixed(8)
-    mix = flags.regime(parser.parse_args(["--budget-mix", "4,8", "--weights", "1,3"]))
+    add_budget_arguments(parser, default=8)
+    assert budget_regime(parser.parse_args([])) == BudgetRegime.fixed(8)
+    mix = budget_regime(parser.parse_args(["--budget-mix", "4,8", "--weights", "1,3"]))
     assert mix == BudgetRegime.mixed((4, 8), (1.0, 3.0)) and mix.describe() == "BudgetMix{4,8}"
-    shown = flags.regime(parser.parse_args(["--budget", "5", "--visible-budget"]))
+    shown = budget_regime(parser.parse_args(["--budget", "5", "--visible-budget"]))
     assert shown.visible and shown.budgets == (5,) and not shown.mix
     # A mix of one budget stays a mix: a BudgetMix wrapper, as --budget-mix 8 always built.
-    assert flags.regime(parser.parse_args(["--budget-mix", "8"])).mix
+    assert budget_regime(parser.parse_args(["--budget-mix", "8"])).mix
+    assert not budget_regime(parser.parse_args(["--budget-mix", "8"]), shared=False).shared
     with pytest.raises(UsageError, match="--weights goes with --budget-mix"):
-        flags.regime(parser.parse_args(["--weights", "1"]))
+        budget_regime(parser.parse_args(["--weights", "1"]))
+    with pytest.raises(UsageError, match="--weights has 1 values"):
+        budget_regime(parser.parse_args(["--budget-mix", "4,8", "--weights", "1"]))
     bare = Parser(prog="bare")
-    assert add_budget_arguments(bare, default=None).regime(bare.parse_args([])) is None
+    add_budget_arguments(bare, default=None)
+    assert budget_regime(bare.parse_args([])) is None
+
+
+def test_a_regime_round_trips_through_json():
+    regime = BudgetRegime((4, 8), (1.0, 2.0), visible=True, shared=False)
+    assert BudgetRegime(**regime.to_json()) == regime
 
 
 def test_regime_checks_its_values():
@@ -72,7 +83,7 @@ def test_make_stack_builds_every_layer_in_one_order():
         hints=frozenset({"admissible_actions"}),
     )
     stack = make_stack(ENV_ID, BudgetRegime.mixed([2, 3], visible=True), options)
-    assert _names(stack.env)[:6] == [
+    assert _names(stack)[:6] == [
         "ActionHints",
         "ChatHistory",
         "TruncationIsTerminal",
@@ -80,8 +91,9 @@ def test_make_stack_builds_every_layer_in_one_order():
         "BudgetMix",
         "TaskPool",
     ]
-    assert isinstance(stack.wrapper, BudgetMix) and stack.visible
-    _, info = stack.env.reset(seed=0)
+    budget = find_budget(stack)
+    assert isinstance(budget, BudgetMix) and budget.visible
+    _, info = stack.reset(seed=0)
     assert 5 <= info["task_id"] <= 8 and "Turns left" in info["messages"][-1]["content"]
 
 
@@ -97,15 +109,19 @@ def test_the_sb3_training_stack_is_the_builders():
 def test_an_eval_stack_resolves_its_budget_once(monkeypatch):
     """The chat stack of eval --history enters wrappers/budget.py once per stack (it was twice)."""
     import wrappers.budget
-    from agent_envs.evaluation.stack import build_stack, resolve_env
+    from agent_envs.evaluation.stack import policy_stack, resolve_env
 
     calls = []
     find = wrappers.budget.find_budget
     monkeypatch.setattr(wrappers.budget, "find_budget", lambda *a: calls.append(1) or find(*a))
     recipe, name = resolve_env(StackRecipe(ENV_ID, StackOptions(history=True)), None)
-    env, budget = build_stack(recipe, 8, False, frozenset())
+    recipe = replace(recipe, regime=BudgetRegime.fixed(8))
+    env = policy_stack(recipe, frozenset(), sees_budget=False).build()
     assert len(calls) == 1 and name == ENV_ID
-    assert isinstance(env, ChatHistory) and isinstance(budget.wrapper, TurnBudget)
+    assert isinstance(env, ChatHistory) and isinstance(env.env, TurnBudget)
+    assert not env.env.report_budget
+    with pytest.raises(ValueError, match="without a regime"):
+        resolve_env(recipe, None)
 
 
 def test_budget_mix_and_chat_stack_are_built_only_by_the_builder():

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
-from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
+from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from baselines.llm.grpo import grpo_config  # noqa: E402
 from baselines.llm.lora import ADAPTER_FOLDER, LoRASpec, apply_lora, save_model  # noqa: E402
 from baselines.llm.rollout import EpisodeRollout  # noqa: E402
@@ -40,7 +40,7 @@ def test_grpo_with_lora_moves_only_the_adapters_and_saves_a_merged_model(tiny_ll
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in name for name in trainable)
-    runner = EpisodeRollout(GUESS, BudgetSpec.fixed(4), seed=0, max_new_tokens=6)
+    runner = EpisodeRollout(GUESS, BudgetRegime.fixed(4), seed=0, max_new_tokens=6)
     args = grpo_config(
         tmp_path / "ckpt",
         per_device_train_batch_size=4,

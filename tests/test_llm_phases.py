@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from baselines.llm.budget_spec import BudgetSpec
+from agent_envs.env_stack import BudgetRegime
 from baselines.llm.model_source import ModelSource
 from baselines.llm.train_config import (
     GRPOSettings,
@@ -27,7 +27,7 @@ GUESS = "agent_envs/GuessNumber-v0"
 #: Every value differs from its default, so a share that read the wrong field shows.
 CONFIG = LLMTrainConfig(
     env_id=GUESS,
-    budget=BudgetSpec.fixed(6),
+    budget=BudgetRegime.fixed(6),
     model="some/folder",
     tasks=(3, 4, 5),
     k=4,
@@ -62,7 +62,7 @@ def test_each_phase_gets_its_settings_object():
     assert CONFIG.grpo.episodes == 8
     policy = PolicySettings(temperature=0.7, max_new_tokens=12)
     assert CONFIG.policy == policy
-    assert CONFIG.rollout == RolloutSettings(GUESS, BudgetSpec.fixed(6), policy, 11, True)
+    assert CONFIG.rollout == RolloutSettings(GUESS, BudgetRegime.fixed(6), policy, 11, True)
     assert CONFIG.rollout.policy is CONFIG.policy  # training and evaluation prompt alike
 
 

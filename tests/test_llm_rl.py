@@ -20,9 +20,9 @@ from llm_fixtures import load_left_padded as load  # noqa: E402
 from llm_fixtures import scored_grpo_batch  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
+from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.instances import instance_key  # noqa: E402
-from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
 from baselines.llm.few_shot import FIRST_EXAMPLE_ID, oracle_episodes  # noqa: E402
 from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
 from baselines.llm.grpo import make_rollout  # noqa: E402
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
-T8 = BudgetSpec.fixed(8)
+T8 = BudgetRegime.fixed(8)
 
 
 def rollout(budget=T8, **kwargs):
@@ -61,7 +61,7 @@ def warm_path(tiny_llama_path, tmp_path_factory):
     """
     model, tokenizer = load(tiny_llama_path)
     rows = demonstrations(
-        model, tokenizer, rollout(BudgetSpec.fixed(6)), SHORT_TASKS, 16, epsilon=0.7
+        model, tokenizer, rollout(BudgetRegime.fixed(6)), SHORT_TASKS, 16, epsilon=0.7
     )
     model = warm_start(
         model, tokenizer, rows, 60, batch_size=8, output_dir=str(tiny_llama_path / "ws")
@@ -104,7 +104,7 @@ def test_task_prompts_round_trip_and_bad_prompts_are_refused():
         task_of("What is 2 + 2?")
 
 
-def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_llama_path):
+def test_the_rollout_and_budget_mix_draw_the_same_budgets(tiny_llama_path):
     """One owner of budget sampling: the rollout's per-episode T is BudgetMix's sequence."""
     import gymnasium as gym
 
@@ -112,7 +112,7 @@ def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_llama_path):
 
     model, tokenizer = load(tiny_llama_path)
     eos = eos_token_ids(model, tokenizer)
-    spec = BudgetSpec((2, 3, 4, 5), weights=(1e308, 1e308, 2e307, 1.0), shared=False)
+    spec = BudgetRegime((2, 3, 4, 5), weights=(1e308, 1e308, 2e307, 1.0), shared=False)
     runner = rollout(spec, seed=5)
     episodes = runner.run(
         list(range(10)),
@@ -130,23 +130,23 @@ def test_budget_spec_and_budget_mix_draw_the_same_budgets(tiny_llama_path):
     assert spec.draws.probabilities == mix.draws.probabilities
 
 
-def test_budget_spec_normalises_huge_weights_and_refuses_strings():
-    assert BudgetSpec((4, 8), weights=(1e308, 1e308)).draws.probabilities == (0.5, 0.5)
+def test_budget_regime_normalises_huge_weights_and_refuses_strings():
+    assert BudgetRegime((4, 8), weights=(1e308, 1e308)).draws.probabilities == (0.5, 0.5)
     with pytest.raises(TypeError, match="weights must be numbers"):
-        BudgetSpec((4, 8), weights=("1", "2"))
+        BudgetRegime((4, 8), weights=("1", "2"))
     with pytest.raises(ValueError, match="finite"):
-        BudgetSpec((4, 8), weights=(10**400, 1))
+        BudgetRegime((4, 8), weights=(10**400, 1))
     args = COMMAND.parse([GUESS, "--budget-mix", "4,8", "--weights", "1e308,1e308"])
     assert COMMAND.configs(args)[0].budget.draws.probabilities == (0.5, 0.5)
 
 
-def test_budget_spec_checks_its_arguments():
-    assert BudgetSpec.fixed(8).describe() == "T=8"
-    assert BudgetSpec((4, 8)).describe() == "BudgetMix{4,8}"
+def test_budget_regime_checks_its_arguments():
+    assert BudgetRegime.fixed(8).describe() == "T=8"
+    assert BudgetRegime((4, 8)).describe() == "BudgetMix{4,8}"
     with pytest.raises(ValueError, match="every budget must be an int >= 1"):
-        BudgetSpec((0, 4))
+        BudgetRegime((0, 4))
     with pytest.raises(ValueError, match="weights has 1 entries but there are 2 budgets"):
-        BudgetSpec((4, 8), weights=(1.0,))
+        BudgetRegime((4, 8), weights=(1.0,))
 
 
 # ------------------------------------------------------------------ masking
@@ -220,7 +220,7 @@ def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny
     tasks = [task for task in range(12) for _ in range(4)]
 
     def budgets(shared):
-        runner = rollout(BudgetSpec((2, 3, 4, 5), shared=shared))
+        runner = rollout(BudgetRegime((2, 3, 4, 5), shared=shared))
         episodes = runner.run(
             tasks,
             runner.chat_tokens(model, tokenizer),
@@ -244,7 +244,7 @@ def test_shared_group_budgets_are_one_t_per_group_and_independent_ones_vary(tiny
 def test_a_context_overflow_ends_the_episode_cleanly(tiny_llama_path, tmp_path):
     model, tokenizer = load(tiny_llama_path)
     model.config.max_position_embeddings = 200  # the first prompt fits, later ones do not
-    runner = rollout(BudgetSpec.fixed(30))
+    runner = rollout(BudgetRegime.fixed(30))
     eos = eos_token_ids(model, tokenizer)
     episodes = runner.run(
         [1, 1],
@@ -284,9 +284,11 @@ def test_the_prefix_cache_plays_the_same_episodes_as_generate(warm_path):
 def test_the_rollout_plays_the_same_episodes_at_batch_1_and_batch_64(warm_path, prefix_cache):
     """Each row samples from its own generator and leaves its batch alone when it ends."""
     tasks = [task for task in range(16) for _ in range(4)]  # 64 episodes, 4 attempts a task
-    one, _, _ = play(warm_path, tasks, BudgetSpec.fixed(3), prefix_cache=prefix_cache, batch_size=1)
+    one, _, _ = play(
+        warm_path, tasks, BudgetRegime.fixed(3), prefix_cache=prefix_cache, batch_size=1
+    )
     many, _, _ = play(
-        warm_path, tasks, BudgetSpec.fixed(3), prefix_cache=prefix_cache, batch_size=64
+        warm_path, tasks, BudgetRegime.fixed(3), prefix_cache=prefix_cache, batch_size=64
     )
     assert len({tuple(e.completion_ids) for e in one}) > 8  # the attempts differ
     for alone, batched in zip(one, many, strict=True):
@@ -394,7 +396,7 @@ def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_llama_p
     eos = eos_token_ids(model, tokenizer)
 
     def play_with(budget, process_reward=True):
-        runner = rollout(BudgetSpec.fixed(budget), process_reward=process_reward)
+        runner = rollout(BudgetRegime.fixed(budget), process_reward=process_reward)
         return runner.run(
             [3, 3],
             runner.chat_tokens(model, tokenizer),
@@ -414,7 +416,7 @@ def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_llama_p
 def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_path):
     from baselines.llm.train import LLMTrainConfig, train_llm
 
-    short = BudgetSpec.fixed(4)
+    short = BudgetRegime.fixed(4)
     probe = [task for task in SHORT_TASKS for _ in range(32)]
     before, _, _ = play(warm_path, probe, short, seed=99)
     config = LLMTrainConfig(
@@ -464,7 +466,7 @@ def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_llama_p
     lines = []
     # The untrained tiny model writes almost nothing but invalid replies.
     config = LLMTrainConfig(
-        GUESS, BudgetSpec.fixed(3), model=str(tiny_llama_path), tasks=SHORT_TASKS, k=2,
+        GUESS, BudgetRegime.fixed(3), model=str(tiny_llama_path), tasks=SHORT_TASKS, k=2,
         tasks_per_step=1, steps=12, warm_start=0, collapse_invalid=0.3,
     )  # fmt: skip
     out = train_llm(config, tmp_path / "run", log=lines.append)

@@ -23,8 +23,8 @@ from llm_fixtures import load_left_padded as load  # noqa: E402
 
 import agent_envs  # noqa: E402, F401
 from agent_envs import cli  # noqa: E402
+from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from baselines.llm.budget_spec import BudgetSpec  # noqa: E402
 from baselines.llm.chat_tokens import ChatTokens  # noqa: E402
 from baselines.llm.few_shot import example_messages  # noqa: E402
 from baselines.llm.generation import (  # noqa: E402
@@ -73,7 +73,7 @@ def model_path(request):
 def play(path, tasks, budget=4, keep_prompts=False, **kwargs):
     """Play rollout episodes; return them with every reply the generator returned."""
     model, tokenizer = load(path)
-    runner = EpisodeRollout(GUESS, BudgetSpec.fixed(budget), seed=0, max_new_tokens=6, **kwargs)
+    runner = EpisodeRollout(GUESS, BudgetRegime.fixed(budget), seed=0, max_new_tokens=6, **kwargs)
     generator = runner.hf_generator(model, tokenizer)
     replies = {}
 
@@ -185,7 +185,7 @@ def test_a_reply_ends_where_its_stop_says_with_its_log_probs(tiny_llama_path):
     model, tokenizer = load(tiny_llama_path)
     firsts = []
     for stop in (None, lambda tokens: len(tokens) == 2):
-        runner = EpisodeRollout(GUESS, BudgetSpec.fixed(3), seed=0, max_new_tokens=6)
+        runner = EpisodeRollout(GUESS, BudgetRegime.fixed(3), seed=0, max_new_tokens=6)
         generator = HFGenerator(model, tokenizer, runner, stop=stop)
         chat = runner.chat_tokens(model, tokenizer)
         episodes = [
@@ -259,7 +259,7 @@ def test_where_the_template_is_not_prefix_stable_the_delta_is_used(tiny_llama_pa
     assert "1 messages so far" in tokenizer.decode(first + reply + delta)
     assert "3 messages so far" in tokenizer.decode(rendered)
     # The rollout keeps the model's view too: every prompt extends the one before.
-    runner = EpisodeRollout(GUESS, BudgetSpec.fixed(4), seed=0, max_new_tokens=6)
+    runner = EpisodeRollout(GUESS, BudgetRegime.fixed(4), seed=0, max_new_tokens=6)
     episodes = runner.run(
         [2, 2],
         runner.chat_tokens(model, tokenizer),

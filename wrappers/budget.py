@@ -19,19 +19,19 @@ uses to refuse an inner limit below its budget.  :func:`resolve_budget`
   ``TurnBudget`` on top when there is none;
 * **refuses** stacks that would end episodes before T: two budget wrappers
   (only the outermost reads ``reset(options={"budget": T})``), or a
-  Gymnasium ``TimeLimit`` below the largest budget;
-* **says** whether the budget is visible to the agent
-  (:attr:`StackBudget.visible`);
-* **drives** it: :meth:`StackBudget.options` gives each episode's reset
-  options, and :meth:`StackBudget.report` decides whether ``info`` carries
-  ``budget`` and ``turns_left`` (the key is then never added, rather than
-  added and stripped).
+  Gymnasium ``TimeLimit`` below the largest budget, or a hidden budget where
+  a visible one is asked for.
+
+Whoever drives the budget then sets each episode's T with
+``reset(options={"budget": T})`` and, through the wrapper's
+``report_budget``, whether ``info`` carries ``budget`` and ``turns_left``
+(the key is then never added, rather than added and stripped).
 
 >>> import gymnasium as gym  # the agent_envs/ ids are registered
 >>> from wrappers.budget import resolve_budget
->>> budget = resolve_budget(gym.make("agent_envs/GuessNumber-v0"), max_budget=20)
->>> _, info = budget.env.reset(seed=0, options=budget.options(7, task_id=0))
->>> info["budget"], budget.visible
+>>> env = resolve_budget(gym.make("agent_envs/GuessNumber-v0"), max_budget=20)
+>>> _, info = env.reset(seed=0, options={"task_id": 0, "budget": 7})
+>>> info["budget"], find_budget(env).visible
 (7, False)
 >>> draws = BudgetDraw([4, 8], weights=[1e308, 1e308])
 >>> draws.probabilities
@@ -60,7 +60,6 @@ from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
 __all__ = [
     "BudgetDraw",
     "BudgetMix",
-    "StackBudget",
     "TurnBudget",
     "add_budget_line",
     "budget_line",
@@ -373,38 +372,6 @@ class BudgetMix(TurnBudget):
         return self.draws.draw(self._budget_rng)
 
 
-class StackBudget:
-    """The turn budget of one env stack, as :func:`resolve_budget` resolved it.
-
-    Attributes:
-        env: the stack, with its budget wrapper in it (added on top if it had none).
-        wrapper: the one ``TurnBudget`` / ``BudgetMix`` that counts the turns.
-    """
-
-    def __init__(self, env: gym.Env, wrapper: TurnBudget) -> None:
-        self.env = env
-        self.wrapper = wrapper
-
-    @property
-    def visible(self) -> bool:
-        """Whether each observation states the turns left."""
-        return self.wrapper.visible
-
-    def options(self, budget: int, **options: Any) -> dict[str, Any]:
-        """Return the ``reset`` options that play one episode under ``budget`` turns.
-
-        Keyword arguments use the option names (``task_id=3``).
-        """
-        return {**options, BUDGET: check_budget(budget, "the episode budget")}
-
-    def report(self, report: bool) -> None:
-        """Choose whether ``info`` carries ``budget`` and ``turns_left`` (``turn`` always)."""
-        self.wrapper.report_budget = check_bool(report, "report")
-
-    def __repr__(self) -> str:
-        return f"StackBudget({type(self.wrapper).__name__}, visible={self.visible})"
-
-
 def find_budget(env: gym.Env, max_budget: int | None = None) -> TurnBudget | None:
     """Return the stack's one ``TurnBudget``/``BudgetMix``, or ``None``.
 
@@ -436,8 +403,9 @@ def resolve_budget(
     max_budget: int,
     *,
     visible: bool = False,
+    report_budget: bool | None = None,
     driver: str | None = None,
-) -> StackBudget:
+) -> gym.Env:
     """Find the turn budget of ``env`` or add one; refuse a stack that breaks T.
 
     Args:
@@ -445,15 +413,20 @@ def resolve_budget(
         max_budget: the largest budget any episode will get.
         visible: the turns left must be shown.  A stack without a budget gets a
             ``TurnBudget(visible=visible)``; a stack with a hidden one is refused.
+        report_budget: whether ``info`` carries ``budget`` and ``turns_left``
+            (the wrapper's ``report_budget``; ``None`` leaves it as it is).
         driver: who sets each episode's budget from outside, such as "the
             evaluator's T grid".  A ``BudgetMix`` in the stack then draws
             nothing, and a ``UserWarning`` says so.
 
     Returns:
-        A :class:`StackBudget`.
+        ``env``, or ``env`` under the ``TurnBudget`` added: the stack whose one
+        budget wrapper :func:`find_budget` returns.
     """
     max_budget = check_budget(max_budget, "max_budget")
     check_bool(visible, "visible")
+    if report_budget is not None:
+        check_bool(report_budget, "report_budget")
     wrapper = find_budget(env, max_budget)
     if wrapper is None:
         wrapper = env = TurnBudget(env, max_turns=max_budget, visible=visible)
@@ -471,4 +444,6 @@ def resolve_budget(
             UserWarning,
             stacklevel=3,
         )
-    return StackBudget(env, wrapper)
+    if report_budget is not None:
+        wrapper.report_budget = report_budget
+    return env

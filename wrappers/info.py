@@ -237,8 +237,8 @@ def chat_stack(
         >>> info["budget"], info["messages"][-1]["role"]
         (7, 'user')
     """
-    budget = resolve_budget(env, max_budget, visible=visible_budget)
-    return ChatHistory(budget.env, window=window, record=record)
+    env = resolve_budget(env, max_budget, visible=visible_budget)
+    return ChatHistory(env, window=window, record=record)
 
 
 def numpy_info(info: dict[str, Any]) -> dict[str, Any]:

@@ -25,9 +25,8 @@ def _with_history(env_id: str, window: int, *, record: str = "action") -> tuple[
 
     if window < 0:
         raise UsageError(f"--history takes a window >= 1 (or nothing for all), got {window}.")
-    make_env, name = resolve_env(env_id, None)
     options = StackOptions(history=True, window=window or None, record=record)
-    return StackRecipe(make_env, options), name
+    return resolve_env(StackRecipe(env_id, options), None)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

@@ -60,8 +60,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if task >= MAX_TASK_ID:
         raise UsageError(f"--task must be below {MAX_TASK_ID}, got {task}.")
     budget = check_budget(args.budget, "--budget")
-    make_env, env_id = resolve_env(args.env_id, None)
-    env = TurnBudget(make_env(), max_turns=budget, visible=True)
+    recipe, env_id = resolve_env(args.env_id, None)
+    env = TurnBudget(recipe.env(), max_turns=budget, visible=True)
     observation, _ = env.reset(seed=seed, options={TASK_ID: task})
     base: Any = env.unwrapped
     print(f"{env_id}, task {task}, {budget} turns. {_PLAY_HELP}\n")

@@ -12,7 +12,6 @@ is why both backends give the same result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import gymnasium as gym
@@ -21,7 +20,7 @@ from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import PolicyAdapter
 from agent_envs.evaluation.rollout import Finish, RunOptions, run_lockstep, run_sequential
 
-__all__ = ["EpisodeExecutor", "LocalExecutor", "PlaySpec"]
+__all__ = ["EpisodeExecutor", "LocalExecutor"]
 
 
 class EpisodeExecutor(Protocol):
@@ -45,35 +44,36 @@ class EpisodeExecutor(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class PlaySpec:
-    """How to play episodes, minus the policy: what a worker process needs besides it.
-
-    Attributes:
-        build: builds one env stack, as the evaluator wraps it (picklable
-            when the env factory is).
-        options: what each episode records.
-        batch_size: lockstep slots for a policy with ``act_batch``.
-    """
-
-    build: Callable[[], gym.Env]
-    options: RunOptions
-    batch_size: int
-
-
 class LocalExecutor:
     """Play episodes in this process: one env stack, or one per lockstep slot, built once.
 
     A policy with ``act_batch`` plays up to ``batch_size`` episodes in lockstep;
     any other plays them one after another.
+
+    Args:
+        adapter: the policy.
+        build: builds one env stack, as the evaluator wraps it (picklable
+            when the env factory is, so a worker process builds its own).
+        options: what each episode records.
+        batch_size: lockstep slots for a policy with ``act_batch``.
+        envs: stacks built already (the run's probe).
     """
 
     name = "local"
     workers = 1
 
-    def __init__(self, adapter: PolicyAdapter, spec: PlaySpec, envs: Sequence[gym.Env] = ()):
+    def __init__(
+        self,
+        adapter: PolicyAdapter,
+        build: Callable[[], gym.Env],
+        options: RunOptions,
+        batch_size: int,
+        envs: Sequence[gym.Env] = (),
+    ) -> None:
         self.adapter = adapter
-        self.spec = spec
+        self.build = build
+        self.options = options
+        self.batch_size = batch_size
         self._envs = list(envs)
 
     @property
@@ -83,7 +83,7 @@ class LocalExecutor:
 
     def _slots(self, count: int) -> list[gym.Env]:
         while len(self._envs) < count:
-            self._envs.append(self.spec.build())
+            self._envs.append(self.build())
         return self._envs[:count]
 
     def run(self, keys: Sequence[EpisodeKey], finish: Finish) -> None:
@@ -91,7 +91,7 @@ class LocalExecutor:
         if not keys:
             return
         if self.adapter.batched:
-            slots = self._slots(min(self.spec.batch_size, len(keys)))
-            run_lockstep(self.adapter, slots, keys, self.spec.options, finish)
+            slots = self._slots(min(self.batch_size, len(keys)))
+            run_lockstep(self.adapter, slots, keys, self.options, finish)
         else:
-            run_sequential(self.adapter, self._slots(1)[0], keys, self.spec.options, finish)
+            run_sequential(self.adapter, self._slots(1)[0], keys, self.options, finish)

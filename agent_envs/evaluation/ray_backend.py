@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_envs import install_hint
-from agent_envs.evaluation.executor import LocalExecutor, PlaySpec
+from agent_envs.env_stack import StackRecipe
+from agent_envs.evaluation.executor import LocalExecutor
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import adapt_policy, describe_error
-from agent_envs.evaluation.rollout import EpisodeRecord, Finish
+from agent_envs.evaluation.rollout import EpisodeRecord, Finish, RunOptions
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.redaction import ScrubbingStream, remember, scrub
@@ -78,10 +79,19 @@ def _import_ray() -> Any:
 
 @dataclass(frozen=True)
 class _Job:
-    """What every actor is built from: shipped once through the object store."""
+    """What every actor is built from: shipped once through the object store.
+
+    Attributes:
+        policy: the policy as given.
+        stack: the stack the policy plays; each actor builds its own.
+        options: what each episode records.
+        batch_size: lockstep slots for a policy with ``act_batch``.
+    """
 
     policy: Any
-    spec: PlaySpec
+    stack: StackRecipe
+    options: RunOptions
+    batch_size: int
 
 
 class EpisodeWorker:
@@ -93,7 +103,10 @@ class EpisodeWorker:
         remember((), environment=True)
         sys.stdout, sys.stderr = ScrubbingStream(sys.stdout), ScrubbingStream(sys.stderr)
         # Build an env stack now, so that a worker that cannot fails at creation.
-        self._local = LocalExecutor(adapt_policy(job.policy), job.spec, [job.spec.build()])
+        build = job.stack.build
+        self._local = LocalExecutor(
+            adapt_policy(job.policy), build, job.options, job.batch_size, [build()]
+        )
 
     def play(self, keys: Sequence[EpisodeKey]) -> tuple[list[tuple[EpisodeRecord, Any]], int]:
         """Play ``keys``; return each finished (record, transcript) and the policy calls made."""
@@ -140,14 +153,21 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, settings: EvalSettings, policy: Any, spec: PlaySpec, batched: bool) -> None:
+    def __init__(
+        self,
+        settings: EvalSettings,
+        policy: Any,
+        stack: StackRecipe,
+        options: RunOptions,
+        batched: bool,
+    ) -> None:
         ray = _import_ray()
         _pickle_check(ray, policy, f"the policy {type(policy).__name__}", _POLICY_HINT)
-        _pickle_check(ray, spec, "the env factory", _ENV_HINT)
+        _pickle_check(ray, stack, "the env factory", _ENV_HINT)
         self.settings = settings
         self.workers = 0
         self.policy_calls = 0
-        self._job = _Job(policy, spec)
+        self._job = _Job(policy, stack, options, settings.batch_size)
         self._batched = batched
 
     def run(self, keys: Sequence[EpisodeKey], finish: Finish) -> None:
@@ -188,7 +208,7 @@ class RayExecutor:
     def _play(self, ray: Any, keys: list[EpisodeKey], finish: Finish) -> None:
         workers = self._worker_count(ray)
         size = self.settings.chunk_size or chunk_size(
-            len(keys), workers, self._job.spec.batch_size, self._batched
+            len(keys), workers, self._job.batch_size, self._batched
         )
         chunks = deque((keys[start : start + size], 0) for start in range(0, len(keys), size))
         workers = self.workers = min(workers, len(chunks))

@@ -18,7 +18,7 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
-from agent_envs.evaluation.executor import EpisodeExecutor, LocalExecutor, PlaySpec
+from agent_envs.evaluation.executor import EpisodeExecutor, LocalExecutor
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
 from agent_envs.evaluation.session import RunState
@@ -48,12 +48,14 @@ def _success_counts(settings: EvalSettings, records: Sequence[EpisodeRecord]) ->
 def _executor(setup: RunSetup) -> EpisodeExecutor:
     """Return what plays the episodes: this process, or Ray actors (imported only then)."""
     settings = setup.settings
-    spec = PlaySpec(setup.stack, RunOptions.for_settings(settings), settings.batch_size)
+    options = RunOptions.for_settings(settings)
     if settings.backend == "local":
-        return LocalExecutor(setup.adapter, spec, [setup.probe])
+        return LocalExecutor(
+            setup.adapter, setup.play.build, options, settings.batch_size, [setup.probe]
+        )
     from agent_envs.evaluation.ray_backend import RayExecutor
 
-    return RayExecutor(settings, setup.policy, spec, setup.adapter.batched)
+    return RayExecutor(settings, setup.policy, setup.play, options, setup.adapter.batched)
 
 
 def _play(setup: RunSetup, started: float) -> tuple[RunState, EpisodeExecutor, float]:
@@ -179,7 +181,8 @@ def evaluate(
         (True, 'hidden', (1, 2))
     """
     started = time.perf_counter()
-    setup = RunSetup.resolve(policy, env, _settings(settings, keywords))
+    settings = _settings(settings, keywords)
+    setup = RunSetup.resolve(policy, env, settings)
     state, executor, elapsed = _play(setup, started)
     return _count(setup, state, executor, elapsed, _judge(setup))
 

@@ -12,7 +12,6 @@ import functools
 import json
 import logging
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,21 +19,19 @@ import gymnasium as gym
 
 from agent_envs import registration
 from agent_envs.env_lookup import check_env_id
-from agent_envs.env_stack import BudgetRegime, StackOptions, StackRecipe, make_stack
+from agent_envs.env_stack import BudgetRegime, StackRecipe
 from agent_envs.evaluation.policies import PolicyAdapter, adapt_policy
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from wrappers import ActionHints, TurnBudget
-from wrappers.budget import StackBudget
+from wrappers.budget import find_budget
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import BUDGET, SUCCESS, TASK_ID
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
-    "EnvStack",
     "RunSetup",
-    "build_stack",
     "describe_wrappers",
-    "open_stack",
+    "policy_stack",
     "resolve_env",
 ]
 
@@ -44,19 +41,25 @@ logger = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 64
 
 
-def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], str | None]:
-    """Return a builder for ``env`` (an id, a callable or a ``StackRecipe``) and its name, if known.
+def resolve_env(env: Any, env_name: str | None) -> tuple[StackRecipe, str | None]:
+    """Return ``env`` (an id, a callable or a ``StackRecipe``) as a recipe, and its name if known.
 
-    A :class:`~agent_envs.env_stack.StackRecipe` comes back as one, its env resolved.
+    The recipe's env is a builder: an id becomes a picklable partial of
+    :func:`agent_envs.registration.make_env`.
     """
     if isinstance(env, StackRecipe):
-        make_env, name = resolve_env(env.env, env_name)
-        return StackRecipe(make_env, env.options), name
+        if env.regime is not None:
+            raise InvalidValue(
+                "the evaluator sets the budget itself (its T grid, budgets=...): pass the "
+                "StackRecipe without a regime."
+            )
+        source, name = resolve_env(env.env, env_name)
+        return replace(env, env=source.env), name
     if isinstance(env, str):
         env_id = check_env_id(env)
         # A partial, not a lambda: it pickles by reference for Ray workers,
         # which import the module or package that registers the id themselves.
-        return functools.partial(registration.make_env, env), env_name or env_id
+        return StackRecipe(functools.partial(registration.make_env, env)), env_name or env_id
     if isinstance(env, gym.Env):
         raise InvalidType(
             "env must be a registered id or a function that builds the env (e.g. "
@@ -64,33 +67,21 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[Callable[[], gym.Env], 
         )
     if not callable(env):
         raise InvalidType(f"env must be a registered id or a callable, got {type(env).__name__}.")
-    return env, env_name
+    return StackRecipe(env), env_name
 
 
 #: Named in the warning a BudgetMix under the evaluator gets.
 _GRID = "the evaluator's T grid (budgets=...)"
 
 
-def build_stack(
-    make_env: Callable[[], gym.Env] | StackRecipe,
-    max_budget: int,
-    visible_budget: bool,
-    wants: frozenset[str],
-    driver: str | None = None,
-) -> tuple[gym.Env, StackBudget]:
-    """Build one env for the run with :func:`~agent_envs.env_stack.make_stack`.
+def policy_stack(recipe: StackRecipe, wants: frozenset[str], sees_budget: bool) -> StackRecipe:
+    """Return ``recipe`` as a policy plays it: ``ActionHints`` for its ``wants``.
 
-    The user's env (or a :class:`~agent_envs.env_stack.StackRecipe`'s, with its
-    options) under a budget of ``max_budget`` turns, and ``ActionHints`` for
-    the ``wants`` of the policy; the turns left are shown when ``visible_budget``.
+    ``info`` carries ``budget`` and ``turns_left`` only when the policy
+    ``sees_budget``: hidden, episodes run at max(T), a budget it must not see.
     """
-    source, options = make_env, StackOptions()
-    if isinstance(make_env, StackRecipe):
-        source, options = make_env.env, make_env.options
-    options = replace(options, hints=frozenset(options.hints) | wants)
-    regime = BudgetRegime.fixed(max_budget, visible_budget)
-    budget = make_stack(source, regime, options, driver=driver)
-    return budget.env, budget
+    hints = frozenset(recipe.options.hints) | wants
+    return replace(recipe, options=replace(recipe.options, hints=hints, report_budget=sees_budget))
 
 
 def _env_name(base: gym.Env) -> str:
@@ -183,84 +174,47 @@ def _warn_if_tasks_repeat(base: gym.Env, n_tasks: int, name: str) -> None:
 
 
 @dataclass(frozen=True)
-class EnvStack:
-    """Builds the env stack that episodes run in; picklable, so Ray workers build their own.
-
-    Attributes:
-        make_env: the user's env factory.
-        max_budget: max(T).
-        visible_budget: show the turns left in the observation (the resolved setting).
-        wants: the ``required_info`` keys of the policy (``ActionHints``).
-        policy_sees_budget: whether the policy may see the budget (the run's
-            mode): ``visible_budget``, or the user's own budget is visible.
-            ``info`` carries ``budget`` and ``turns_left`` only then.
-    """
-
-    make_env: Callable[[], gym.Env]
-    max_budget: int
-    visible_budget: bool
-    wants: frozenset[str]
-    policy_sees_budget: bool
-
-    def __call__(self) -> gym.Env:
-        """Build one stack, its budget driven and reported exactly as the probe's."""
-        env, budget = build_stack(self.make_env, self.max_budget, self.visible_budget, self.wants)
-        budget.report(self.policy_sees_budget)
-        return env
-
-
-def open_stack(
-    make_env: Callable[[], gym.Env],
-    adapter: PolicyAdapter,
-    max_budget: int,
-    visible_budget: bool,
-    driver: str | None = None,
-) -> tuple[EnvStack, gym.Env]:
-    """Decide whether the policy may see the budget; return the run's stack and its first env.
-
-    The one visibility decision: the turns left are shown when asked for or
-    when the policy sees the budget (its one flag, ``visible_budget``); the
-    budget is visible to the policy also when the user's own
-    ``TurnBudget``/``BudgetMix`` is visible.  Hidden, episodes run at max(T),
-    a budget the policy must not see.
-    """
-    # A policy that reads the turns left in its observation gets them shown by
-    # the TurnBudget itself, exactly as in its training, not re-added by it.
-    visible_budget = visible_budget or adapter.visible_budget
-    wants = adapter.required_info
-    probe, budget = build_stack(make_env, max_budget, visible_budget, wants, driver)
-    policy_sees_budget = visible_budget or budget.visible
-    budget.report(policy_sees_budget)
-    return EnvStack(make_env, max_budget, visible_budget, wants, policy_sees_budget), probe
-
-
-@dataclass(frozen=True)
 class RunSetup:
     """What one run plays with, resolved once from the policy, the env and the settings.
 
     Attributes:
         policy: the policy as given (Ray workers get this, not the adapter).
         adapter: the evaluator's view of it.
-        stack: builds every env stack of the run.
-        probe: the first stack, already built and checked.
+        stack: the user's stack under the run's budget: max(T), shown or not.
+        play: the stack the policy plays (:func:`policy_stack`); every worker
+            builds its own from it.
+        probe: the first stack of ``play``, already built and checked.
         settings: the settings as resolved (names, mode, batch size, ...).
         has_oracle: whether the env answers ``oracle_actions()``.
     """
 
     policy: Any
     adapter: PolicyAdapter
-    stack: EnvStack
+    stack: StackRecipe
+    play: StackRecipe
     probe: gym.Env
     settings: EvalSettings
     has_oracle: bool
 
     @classmethod
     def resolve(cls, policy: Any, env: Any, settings: EvalSettings) -> RunSetup:
-        """Build the probe, check the env, and fill in what only a run can tell."""
+        """Build the probe, check the env, and fill in what only a run can tell.
+
+        The one visibility decision: the turns left are shown when asked for
+        or when the policy reads them in its observation (its one flag,
+        ``visible_budget``), and then it sees the budget; it sees it also when
+        the user's own ``TurnBudget``/``BudgetMix`` is visible.
+        """
         adapter = adapt_policy(policy)
-        make_env, name = resolve_env(env, settings.env_name)
+        recipe, name = resolve_env(env, settings.env_name)
         max_budget = max(settings.budgets)
-        stack, probe = open_stack(make_env, adapter, max_budget, settings.visible_budget, _GRID)
+        visible = settings.visible_budget or adapter.visible_budget
+        stack = replace(recipe, regime=BudgetRegime.fixed(max_budget, visible))
+        probe = policy_stack(stack, adapter.required_info, visible).build(_GRID)
+        budget = find_budget(probe)
+        sees_budget = visible or budget.visible
+        budget.report_budget = sees_budget
+        play = policy_stack(stack, adapter.required_info, sees_budget)
         name = name or _env_name(probe.unwrapped)
         has_oracle = _probe(probe, settings.tasks[0], max_budget, name)
         if adapter.check_tasks is not None:
@@ -273,9 +227,9 @@ class RunSetup:
             env_name=name,
             agent_name=adapter.recorded_name(settings.agent_name),
             wrappers=describe_wrappers(probe),
-            mode=VISIBLE if stack.policy_sees_budget else HIDDEN,
-            visible_budget=stack.visible_budget,
+            mode=VISIBLE if sees_budget else HIDDEN,
+            visible_budget=visible,
             diagnostics=settings.diagnostics and has_oracle,
             batch_size=batch,
         )
-        return cls(policy, adapter, stack, probe, resolved, has_oracle)
+        return cls(policy, adapter, stack, play, probe, resolved, has_oracle)

@@ -42,7 +42,6 @@ Pass@(K,T) grid (``docs/evaluation.md`` gives measured figures).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
@@ -58,8 +57,8 @@ from agent_envs.evaluation.rollout import (
     plain_action,
     run_sequential,
 )
-from agent_envs.evaluation.settings import EvalSettings
-from agent_envs.evaluation.stack import RunSetup
+from agent_envs.evaluation.settings import VISIBLE, EvalSettings
+from agent_envs.evaluation.stack import RunSetup, policy_stack
 from agent_envs.protocol import AgentAction
 from wrappers._core import seeding
 from wrappers._core.validators import check_int
@@ -182,25 +181,26 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     plays under a hidden budget of max(T), and the policy acts in
     ``settings.batch_size`` slots.
     """
-    settings, adapter, stack = setup.settings, setup.adapter, setup.stack
+    settings, adapter = setup.settings, setup.adapter
     if not setup.has_oracle:
         raise ValueError(f"step quality needs an env with an oracle; {settings.env_name} has none.")
     # A noisy default reference, so that the states include some just after mistakes.
     guide = adapt_policy(NoisyOracleAgent(epsilon=0.3) if reference is None else reference)
-    guide_env = replace(stack, wants=guide.required_info, policy_sees_budget=False)()
+    guide_env = policy_stack(setup.stack, guide.required_info, sees_budget=False).build()
     states = [
         (task, *state)
         for task in settings.tasks
         for state in _reference_states(guide, guide_env, task, settings)
     ]
     slots = settings.batch_size
-    envs = [setup.probe] + [stack() for _ in range(slots - 1)]
+    envs = [setup.probe] + [setup.play.build() for _ in range(slots - 1)]
     options = RunOptions(
-        diagnose=True, hidden_budget=None if stack.policy_sees_budget else BudgetReads()
+        diagnose=True, hidden_budget=None if settings.mode == VISIBLE else BudgetReads()
     )
+    max_budget = max(settings.budgets)
     outcomes: list[tuple[bool, bool] | None] = []
     for start in range(0, len(states), slots):
-        outcomes += _judge(adapter, envs, states[start : start + slots], stack.max_budget, options)
+        outcomes += _judge(adapter, envs, states[start : start + slots], max_budget, options)
     return _summary(
         states,
         outcomes,
@@ -209,7 +209,7 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
             "reference": guide.name,
             "tasks": list(settings.tasks),
             "states_per_task": settings.step_quality,
-            "max_turns": stack.max_budget,
+            "max_turns": max_budget,
             "seed": settings.step_quality_seed,
             "excluded": "single legal move",
         },

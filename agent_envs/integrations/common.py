@@ -71,7 +71,7 @@ def budgeted_env(env_id: str, regime: BudgetRegime | int, **make_kwargs: Any) ->
     >>> type(env).__name__, env.reset(seed=0)[1]["budget"] in (3, 5)
     ('BudgetMix', True)
     """
-    return make_stack(env_id, BudgetRegime.of(regime), StackOptions(make_kwargs=make_kwargs)).env
+    return make_stack(env_id, BudgetRegime.of(regime), StackOptions(make_kwargs=make_kwargs))
 
 
 #: The options of the stack RLlib and TorchRL take, with ``encoding`` added.
@@ -98,4 +98,4 @@ def masked_env(
     (['action_mask', 'observations'], Discrete(4))
     """
     options = replace(MASKED, encoding={"layout": "dict", **dict(encoding or {})})
-    return make_stack(env_id, BudgetRegime.of(regime), options).env
+    return make_stack(env_id, BudgetRegime.of(regime), options)

@@ -45,9 +45,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_envs.arguments import (
-    BudgetArguments,
     Parser,
     add_budget_arguments,
+    budget_regime,
     int_arg,
     number_arg,
     run_command,
@@ -251,8 +251,8 @@ def _text_env_id(env_id: str) -> str:
 
     from agent_envs.evaluation.stack import resolve_env
 
-    make_env, env_id = resolve_env(env_id, None)
-    env = make_env()
+    recipe, env_id = resolve_env(env_id, None)
+    env = recipe.env()
     try:
         spaces = (env.observation_space, env.action_space)
     finally:
@@ -334,8 +334,8 @@ _PROG = "agent-envs serve"
 _LOOPBACK = ("localhost",)
 
 
-def _parser() -> tuple[Parser, BudgetArguments]:
-    """Return ``serve``'s parser (the shared argument helpers) and its budget flags."""
+def _parser() -> Parser:
+    """Return ``serve``'s parser (the shared argument helpers)."""
     parser = Parser(
         prog=_PROG,
         description="Serve a registered env, under a turn budget, as an OpenEnv environment.",
@@ -347,12 +347,12 @@ def _parser() -> tuple[Parser, BudgetArguments]:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine)"
     )
-    budget = add_budget_arguments(parser, default=20)
+    add_budget_arguments(parser, default=20)
     parser.add_argument(
         "--max-sessions", type=int_arg(1), default=64, help="concurrent sessions (default: 64)"
     )
     _add_guard_arguments(parser)
-    return parser, budget
+    return parser
 
 
 def _add_guard_arguments(parser: Parser) -> None:
@@ -410,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(argv: list[str]) -> int:
-    parser, budget = _parser()
+    parser = _parser()
     args = parser.parse_args(argv)
     guard = {
         "idle_timeout": args.idle_timeout or None,
@@ -420,7 +420,7 @@ def _serve(argv: list[str]) -> int:
     app = create_app(
         args.env_id,
         args.max_sessions,
-        regime=budget.regime(args),
+        regime=budget_regime(args),
         client_budgets=args.client_budgets,
         **guard,
     )

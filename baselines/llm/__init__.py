@@ -11,7 +11,7 @@
   (its HTTP client ``openai_client``, the endpoint and key ``chat_endpoint``);
 - ``baselines.llm.prefix_cache``: the per-episode KV cache across turns;
 - ``baselines.llm.rollout``: the multi-turn GRPO rollout for TRL (``[rl]``), with
-  ``budget_spec`` (training budgets), ``tasks`` (dataset prompts) and ``rewards``;
+  ``tasks`` (dataset prompts) and ``rewards``;
 - ``baselines.llm.warm_start``, ``baselines.llm.tiny``: the supervised warm start
   and the built-in tiny model;
 - ``baselines.llm.train_config``: ``LLMTrainConfig``, each setting beside its flag,

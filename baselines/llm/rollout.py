@@ -38,8 +38,8 @@ depend on the batch it shares; each sampled token's log-probability is
 recorded.  With ``use_vllm=True`` generation goes through
 ``trainer.vllm_generation``, written against TRL 1.16 but untested here (no GPU).
 
-The budgets of training episodes are a :class:`~baselines.llm.budget_spec.
-BudgetSpec`; the rewards are in :mod:`baselines.llm.rewards`.
+The budgets of training episodes are a :class:`~agent_envs.env_stack.BudgetRegime`;
+the rewards are in :mod:`baselines.llm.rewards`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.chat_tokens import ChatTokens
 from baselines.llm.generation import (
     Generate,
@@ -68,7 +67,6 @@ from baselines.llm.prompt_encoder import PromptEncoder
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from baselines.llm.tasks import task_of
 from wrappers._core import seeding
-from wrappers.budget import StackBudget
 from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 
 __all__ = [
@@ -206,21 +204,20 @@ def _step(episode: Episode, reply: Generation, chat: ChatTokens, decode) -> bool
 
 
 def start_episode(
-    stack: StackBudget,
+    env: gym.Env,
     chat: ChatTokens,
     task_id: int,
     seed: int,
     budget: int,
     track_progress: bool = False,
 ) -> Episode:
-    """Reset ``stack.env`` to one attempt under ``budget`` turns; return it with its first prompt.
+    """Reset ``env`` to one attempt under ``budget`` turns; return it with its first prompt.
 
     ``info`` carries ``episode_seed`` as in the evaluator.  With
     ``track_progress`` the oracle distance at reset is kept, so that the
     episode's ``process_return`` is filled in at its end.
     """
-    env = stack.env
-    observation, info = env.reset(seed=seed, options=stack.options(budget, **{TASK_ID: task_id}))
+    observation, info = env.reset(seed=seed, options={TASK_ID: task_id, BUDGET: budget})
     info[EPISODE_SEED] = seed
     episode = Episode(task_id, seed, budget, env, observation, info)
     if track_progress:
@@ -241,7 +238,8 @@ class EpisodeRollout:
 
     Args:
         env_id: a registered env id.
-        budget: a :class:`BudgetSpec` (a fixed T or a BudgetMix).
+        budget: a :class:`~agent_envs.env_stack.BudgetRegime` (a fixed T or a
+            BudgetMix; its ``shared``: whether a group's attempts share one T).
         seed: the base seed of episode seeds, budget draws and sampling.
         system_prompt, few_shot, reply_format, max_new_tokens: as
             :class:`~baselines.llm.policy.LLMPolicy`'s, so as ``HFAgent``'s; a
@@ -266,7 +264,7 @@ class EpisodeRollout:
     def __init__(
         self,
         env_id: str,
-        budget: BudgetSpec,
+        budget: BudgetRegime,
         *,
         seed: int = 0,
         system_prompt: str | None = FORMAT_PROMPT,
@@ -277,8 +275,8 @@ class EpisodeRollout:
         process_reward: bool = False,
         batch_size: int | None = None,
     ) -> None:
-        if not isinstance(budget, BudgetSpec):
-            raise TypeError(f"budget must be a BudgetSpec, got {type(budget).__name__}.")
+        if not isinstance(budget, BudgetRegime):
+            raise TypeError(f"budget must be a BudgetRegime, got {type(budget).__name__}.")
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0 for GRPO sampling, got {temperature}.")
         #: The policy the episodes are played with (prompt style, sampling, reply seeds).
@@ -297,7 +295,7 @@ class EpisodeRollout:
         self.batch_size = batch_size
         self._budget_rng = budget.draws.generator(self.seed)
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
-        self._stacks: list[StackBudget] = []
+        self._stacks: list[gym.Env] = []
         self.last_stats: dict[str, float] = {}
 
     @classmethod
@@ -403,7 +401,7 @@ class EpisodeRollout:
         stop = ReplyStop(tokenizer, self.style.reply_format)
         return HFGenerator(model, tokenizer, self, self.batch_size, prefix_cache, stop)
 
-    def _stack(self, index: int) -> StackBudget:
+    def _stack(self, index: int) -> gym.Env:
         # Envs are reused across steps: building a stack costs more than a reset.
         while len(self._stacks) <= index:
             regime = BudgetRegime.fixed(self.budget.max_budget, self.budget.visible)

@@ -42,7 +42,6 @@ from typing import Any
 from agent_envs import arguments as cli
 from agent_envs.files import add_run_folder_flags, atomic_write_text, save_folder
 from baselines.command import TrainingCommand, base_parser, check_same_settings, versions
-from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.few_shot import check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
 from baselines.llm.post_training_eval import eval_command, evaluate_into, evaluate_model, id_span
@@ -143,11 +142,10 @@ class LLMCommand(TrainingCommand):
         return build_parser()
 
     def configs(self, args: argparse.Namespace) -> list[LLMTrainConfig]:
-        spec = BudgetSpec.from_regime(args.budget_flags.regime(args), not args.independent_budgets)
         config = LLMTrainConfig(
             **cli.config_values(LLMTrainConfig, args),
             env_id=args.env_id,
-            budget=spec,
+            budget=cli.budget_regime(args, shared=not args.independent_budgets),
             lora=_lora_spec(args),
         )
         if args.quick:  # a flag given explicitly wins over --quick's value, as in train-sb3

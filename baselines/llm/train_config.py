@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from agent_envs.arguments import flag, int_arg, number_arg, parse_tasks
+from agent_envs.env_stack import BudgetRegime
 from agent_envs.evaluation.settings import check_tasks
-from baselines.llm.budget_spec import BudgetSpec
 from baselines.llm.few_shot import EXAMPLE_POOL
 from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
@@ -101,15 +101,16 @@ class RolloutSettings:
 
     Args:
         env_id: a registered env id.
-        budget: the turn budgets of the episodes (a :class:`BudgetSpec`, which
-            the rollout checks when it is built).
+        budget: the turn budgets of the episodes (a
+            :class:`~agent_envs.env_stack.BudgetRegime`, which the rollout
+            checks when it is built).
         policy: how the model is prompted and sampled.
         seed: the base seed of episode seeds, budget draws and sampling.
         process_reward: track each episode's progress (for the process reward).
     """
 
     env_id: str
-    budget: BudgetSpec
+    budget: BudgetRegime
     policy: PolicySettings
     seed: int = 0
     process_reward: bool = False
@@ -256,7 +257,7 @@ class LLMTrainConfig:
     """
 
     env_id: str
-    budget: BudgetSpec
+    budget: BudgetRegime
     model: str | None = field(
         default=None,
         metadata=flag("a local HF folder, a .gguf file or smollm2-135m (default: the tiny model)"),

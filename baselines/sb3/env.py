@@ -266,7 +266,7 @@ def make_env(config: TrainConfig) -> gym.Env:
         discrete=True,
         encoding=config.encoder_arguments(),
     )
-    return make_stack(config.env_id, config.budget_regime(), options).env
+    return make_stack(config.env_id, config.budget_regime(), options)
 
 
 def stack_settings(config: TrainConfig) -> StackSettings:

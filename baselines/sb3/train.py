@@ -38,6 +38,7 @@ from agent_envs.arguments import (
     UsageError,
     add_config_arguments,
     add_eval_arguments,
+    budget_regime,
     config_values,
     int_arg,
     int_list,
@@ -247,7 +248,7 @@ def _config(args: argparse.Namespace, seed: int) -> TrainConfig:
     """Return the checked :class:`TrainConfig` for one seed of the parsed arguments."""
     if args.algo_kwargs:
         check_algo_kwargs(args.algo, args.algo_kwargs)
-    regime = args.budget_flags.regime(args)
+    regime = budget_regime(args)
     first = args.train_first or 0
     values = config_values(TrainConfig, args)
     if args.quick:  # a flag given explicitly wins over --quick's value

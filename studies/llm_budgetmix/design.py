@@ -125,15 +125,15 @@ PLAN = EnvPlan(3, 12, (3, 5, 8, 12), (3, 4, 5, 6, 8, 12))
 
 
 def regimes(plan: EnvPlan) -> dict[str, tuple[Any, float]]:
-    """Return {name: (BudgetSpec or None for the warm start, process-reward coefficient)}."""
-    from baselines.llm.budget_spec import BudgetSpec
+    """Return {name: (BudgetRegime or None for the warm start, process-reward coefficient)}."""
+    from agent_envs.env_stack import BudgetRegime
 
     return {
         "warm": (None, 0.0),
-        "short": (BudgetSpec.fixed(plan.short), 0.0),
-        "long": (BudgetSpec.fixed(plan.long), 0.0),
-        "mix": (BudgetSpec(plan.mix), 0.0),
-        "long+pr": (BudgetSpec.fixed(plan.long), PROCESS_REWARD_COEF),
+        "short": (BudgetRegime.fixed(plan.short), 0.0),
+        "long": (BudgetRegime.fixed(plan.long), 0.0),
+        "mix": (BudgetRegime(plan.mix), 0.0),
+        "long+pr": (BudgetRegime.fixed(plan.long), PROCESS_REWARD_COEF),
     }
 
 

@@ -37,12 +37,12 @@ def _setup_worker() -> None:
 
 def train_config(budget: Any, tasks: list[int], **settings: Any) -> Any:
     """Return the study's ``LLMTrainConfig`` for one run."""
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
     from baselines.llm.train import LLMTrainConfig
 
     return LLMTrainConfig(
         ENV_ID,
-        budget or BudgetSpec.fixed(PLAN.long),
+        budget or BudgetRegime.fixed(PLAN.long),
         tasks=tuple(tasks),
         k=K,
         tasks_per_step=TASKS_PER_STEP,
@@ -125,13 +125,13 @@ def _train(job: Job, config: Any, run: Path) -> float:
 
 def run_job(job: Job) -> dict[str, Any]:
     """Train one (regime, seed) from the warm start and evaluate it; return its seconds."""
+    from agent_envs.env_stack import BudgetRegime
     from agent_envs.evaluation import EvalResult
-    from baselines.llm.budget_spec import BudgetSpec
     from baselines.llm.train import evaluate_model
 
     _setup_worker()
     s, run = job.settings, Path(job.folder)
-    budget = BudgetSpec(**s["budget"]) if s["budget"] else None
+    budget = BudgetRegime(**s["budget"]) if s["budget"] else None
     config = train_config(
         budget,
         s["tasks"],

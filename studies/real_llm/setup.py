@@ -56,12 +56,12 @@ def rollout(
     max_new_tokens: int = MAX_NEW_TOKENS,
 ) -> Any:
     """Return the GRPO rollout: few-shot examples, bare actions, fixed budget."""
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
     from baselines.llm.rollout import EpisodeRollout
 
     return EpisodeRollout(
         env_id,
-        BudgetSpec.fixed(budget),
+        BudgetRegime.fixed(budget),
         seed=seed,
         few_shot=few_shot,
         max_new_tokens=max_new_tokens,
