@@ -163,19 +163,19 @@ def split_check(env_id: str, train: list[int], held_out: list[int]) -> dict[str,
 
 
 def regimes(t_grid: Sequence[int] = T_GRID) -> dict[str, tuple[Any, float]]:
-    """Return {name: (BudgetSpec, or None for the base model, process-reward coefficient)}.
+    """Return {name: (BudgetRegime, or None for the base model, process-reward coefficient)}.
 
     Short T is the grid's first budget, long T its last, and the mix draws
     over the whole grid (``--quick`` passes its own, shorter grid).
     """
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
 
-    short, long_ = BudgetSpec.fixed(t_grid[0]), BudgetSpec.fixed(t_grid[-1])
+    short, long_ = BudgetRegime.fixed(t_grid[0]), BudgetRegime.fixed(t_grid[-1])
     return {
         "base": (None, 0.0),
         "short": (short, 0.0),
         "long": (long_, 0.0),
-        "mix": (BudgetSpec(tuple(t_grid)), 0.0),
+        "mix": (BudgetRegime(tuple(t_grid)), 0.0),
     }
 
 

@@ -32,14 +32,14 @@ def setup_process(device: str, threads: int) -> None:
 
 def train_config(job: Job, budget: Any) -> Any:
     """Return the ``LLMTrainConfig`` of one job (the base model's, with 0 steps, for ``base``)."""
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
     from baselines.llm.train import LLMTrainConfig
 
     s = job.settings
     quick = s["quick"]  # the tiny model, built and warm-started first
     return LLMTrainConfig(
         s["env_id"],
-        budget or BudgetSpec.fixed(design.LONG),
+        budget or BudgetRegime.fixed(design.LONG),
         model=s["base_model"],
         tasks=tuple(s["train_tasks"]),
         k=s["k"],
@@ -78,14 +78,14 @@ def model_hash(folder: Path) -> str:
 
 def warm_start_job(job: Job) -> dict[str, Any]:
     """``--quick`` only: build the tiny model and warm-start it (the base of every regime)."""
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
     from baselines.llm.train import LLMTrainConfig, train_llm
 
     setup_process(job.settings["device"], 1)
     s, started = job.settings, time.perf_counter()
     config = LLMTrainConfig(
         s["env_id"],
-        BudgetSpec.fixed(design.LONG),
+        BudgetRegime.fixed(design.LONG),
         tasks=tuple(s["train_tasks"]),
         warm_start=s["warm_start"],
         steps=0,
@@ -110,12 +110,12 @@ def _train(job: Job, config: Any, run: Path) -> list[dict]:
 
 def run_job(job: Job) -> dict[str, Any]:
     """Train one (regime, seed) from the base model and evaluate it on the held-out grid."""
-    from baselines.llm.budget_spec import BudgetSpec
+    from agent_envs.env_stack import BudgetRegime
     from baselines.llm.train import evaluate_model
 
     s, cpu = job.settings, time.process_time()
     setup_process(s["device"], s["threads"])
-    budget = BudgetSpec(**s["budget"]) if s["budget"] else None
+    budget = BudgetRegime(**s["budget"]) if s["budget"] else None
     config, run = train_config(job, budget), Path(s["run"])
     started = time.perf_counter()
     log = _train(job, config, run) if budget else []
