@@ -12,6 +12,7 @@ pytest.importorskip("transformers")
 
 
 from agent_envs.evaluation import evaluate  # noqa: E402
+from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
 from agent_envs.instances import instance_key  # noqa: E402
 from baselines.llm.few_shot import FIRST_EXAMPLE_ID, example_messages, oracle_episodes  # noqa: E402
 from baselines.llm.generation import generate_replies  # noqa: E402
@@ -226,6 +227,8 @@ def test_few_shot_episodes_do_not_depend_on_batching(loaded, tmp_path):
         lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
         for line in lines:
             line.pop("run", None)  # the run's fingerprint names the agent's batch size
+            for timing in EpisodeRecord.TIMINGS:  # measured, so different in each run
+                line.pop(timing)
         logs.append(sorted(lines, key=lambda line: (line["task"], line["sample"])))
     assert logs[0] == logs[1]
     steps = [step for line in logs[0] for step in line["transcript"]["steps"]]
@@ -257,6 +260,8 @@ def test_episodes_are_the_same_at_agent_batch_1_and_64(loaded, tmp_path, prefix_
         lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
         for line in lines:
             line.pop("run", None)  # the run's fingerprint names the agent's batch size
+            for timing in EpisodeRecord.TIMINGS:  # measured, so different in each run
+                line.pop(timing)
         logs.append(sorted(lines, key=lambda line: (line["task"], line["sample"])))
     assert logs[0] == logs[1]
 

@@ -20,6 +20,7 @@ import pytest
 
 from agent_envs.cli import main
 from agent_envs.evaluation import PerEpisode, evaluate
+from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
 from agent_envs.plugins import AgentSpec
 from baselines.simple_agents import NoisyOracleAgent
@@ -94,6 +95,9 @@ def episodes(path):
     """The log's episode lines, in a canonical order, and its header's other settings."""
     header, *rest = (json.loads(line) for line in path.read_text().splitlines())
     settings = {key: value for key, value in header["settings"].items() if key not in HOW}
+    for line in rest:
+        for timing in EpisodeRecord.TIMINGS:  # measured, so different in each run
+            line.pop(timing)
     return settings, sorted(rest, key=lambda line: (line["task"], line["sample"], line["budget"]))
 
 
