@@ -328,11 +328,19 @@ def test_a_visible_budget_is_readable_without_warning():
 
 def test_the_hidden_info_pickles_as_a_plain_dict():
     import pickle
+    import warnings
 
-    from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
+    from agent_envs.evaluation.hidden_budget import HiddenBudgetInfo
 
-    info = HiddenBudgetInfo({"turn": 1, "budget": 9, "turns_left": 8}, BudgetReads())
+    reads = set()
+    info = HiddenBudgetInfo({"turn": 1, "budget": 9, "turns_left": 8}, reads)
     assert dict(info) == {"turn": 1}
+    with pytest.warns(UserWarning, match="budget is hidden"):
+        assert info.get("budget") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second warning in the run would raise here
+        assert "turns_left" not in info
+    assert reads == {"budget", "turns_left"}
     again = pickle.loads(pickle.dumps(info))
     assert type(again) is dict and again == {"turn": 1}
 

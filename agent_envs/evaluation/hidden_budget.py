@@ -20,42 +20,37 @@ from typing import Any
 
 from wrappers.protocol import BUDGET, TURNS_LEFT
 
-__all__ = ["HIDDEN_BUDGET_KEYS", "BudgetReads", "HiddenBudgetInfo"]
+__all__ = ["HIDDEN_BUDGET_KEYS", "HiddenBudgetInfo"]
 
 #: The ``info`` keys that reveal the budget; removed in hidden mode.
 HIDDEN_BUDGET_KEYS = (BUDGET, TURNS_LEFT)
 _HIDDEN = frozenset(HIDDEN_BUDGET_KEYS)
 
 
-class BudgetReads:
-    """One run's record of whether the policy read a hidden budget key; warns once."""
-
-    __slots__ = ("key",)
-
-    def __init__(self) -> None:
-        #: The first hidden key the policy asked for, or ``None``.
-        self.key: str | None = None
-
-    def read(self, key: str) -> None:
-        """Note that the policy asked for ``key``; warn on the first time in this run."""
-        if self.key is None:
-            self.key = key
-            warnings.warn(
-                f"the policy read info[{key!r}], but the budget is hidden in this run (every "
-                "episode runs at max(T)), so it got nothing. If the policy uses the budget, "
-                "declare visible_budget = True on it, or pass visible_budget=True "
-                "(--visible-budget).",
-                UserWarning,
-                stacklevel=3,
-            )
+def _note_read(reads: set[str], key: str) -> None:
+    """Note in the run's ``reads`` that the policy asked for ``key``; warn on the run's first."""
+    if not reads:
+        warnings.warn(
+            f"the policy read info[{key!r}], but the budget is hidden in this run (every "
+            "episode runs at max(T)), so it got nothing. If the policy uses the budget, "
+            "declare visible_budget = True on it, or pass visible_budget=True "
+            "(--visible-budget).",
+            UserWarning,
+            stacklevel=3,
+        )
+    reads.add(key)
 
 
 class HiddenBudgetInfo(dict):
-    """A policy's ``info`` without the budget keys; asking for one notes it in ``reads``."""
+    """A policy's ``info`` without the budget keys; asking for one notes it in ``reads``.
+
+    ``reads`` is the run's set of the hidden keys its policy asked for, shared
+    by every episode's info, so the warning comes once per run.
+    """
 
     __slots__ = ("reads",)
 
-    def __init__(self, info: dict[str, Any], reads: BudgetReads) -> None:
+    def __init__(self, info: dict[str, Any], reads: set[str]) -> None:
         super().__init__(info)
         for key in HIDDEN_BUDGET_KEYS:  # absent already when the budget owner hides it
             self.pop(key, None)
@@ -63,17 +58,17 @@ class HiddenBudgetInfo(dict):
 
     def __missing__(self, key: Any) -> Any:
         if key in _HIDDEN:
-            self.reads.read(key)
+            _note_read(self.reads, key)
         raise KeyError(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
         if key in _HIDDEN:
-            self.reads.read(key)
+            _note_read(self.reads, key)
         return dict.get(self, key, default)
 
     def __contains__(self, key: object) -> bool:
         if key in _HIDDEN:
-            self.reads.read(key)  # type: ignore[arg-type]
+            _note_read(self.reads, key)  # type: ignore[arg-type]
         return dict.__contains__(self, key)
 
     def __reduce__(self) -> Any:

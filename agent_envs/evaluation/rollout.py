@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.core import normalize_action
-from agent_envs.evaluation.hidden_budget import BudgetReads, HiddenBudgetInfo
+from agent_envs.evaluation.hidden_budget import HiddenBudgetInfo
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import (
     POLICY_ERRORS,
@@ -194,14 +194,14 @@ class RunOptions:
     Attributes:
         diagnose: ask the oracle before every action (diagnostics).
         transcripts: keep every observation and action.
-        hidden_budget: the run's record of a policy reading a hidden budget
-            key (it warns once per run), or ``None`` when the budget is visible.
+        hidden_budget: the run's set of the hidden budget keys its policy
+            read (the first read warns), or ``None`` when the budget is visible.
         parsed_oracle: the run's cache of ``parse_action`` of oracle actions.
     """
 
     diagnose: bool = False
     transcripts: bool = False
-    hidden_budget: BudgetReads | None = None
+    hidden_budget: set[str] | None = None
     parsed_oracle: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -209,7 +209,7 @@ class RunOptions:
         """Return the options a run with these (resolved) settings plays with."""
         # The budget owner keeps budget keys out of a hidden run's info; a policy
         # that asks for them anyway is told so once (see hidden_budget).
-        reads = None if settings.mode == VISIBLE else BudgetReads()
+        reads = None if settings.mode == VISIBLE else set()
         return cls(settings.diagnostics, settings.transcripts, hidden_budget=reads)
 
 

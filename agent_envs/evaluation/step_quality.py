@@ -46,7 +46,6 @@ from typing import Any
 
 import gymnasium as gym
 
-from agent_envs.evaluation.hidden_budget import BudgetReads
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import POLICY_ERRORS, PolicyAdapter, adapt_policy
 from agent_envs.evaluation.reference import NoisyOracleAgent
@@ -195,7 +194,7 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     slots = settings.batch_size
     envs = [setup.probe] + [setup.play.build() for _ in range(slots - 1)]
     options = RunOptions(
-        diagnose=True, hidden_budget=None if settings.mode == VISIBLE else BudgetReads()
+        diagnose=True, hidden_budget=None if settings.mode == VISIBLE else set()
     )
     max_budget = max(settings.budgets)
     outcomes: list[tuple[bool, bool] | None] = []
