@@ -119,13 +119,20 @@ class BudgetRegime:
         return "BudgetMix{" + ",".join(map(str, self.budgets)) + "}"
 
     def to_json(self) -> dict[str, Any]:
-        """Return the regime as a JSON-ready dict, the keyword arguments that rebuild it."""
-        return {
+        """Return the regime as a JSON-ready dict, the keyword arguments that rebuild it.
+
+        ``mix`` is written only for a mix of one budget, the one regime whose
+        ``mix`` the other fields do not imply.
+        """
+        data = {
             "budgets": list(self.budgets),
             "weights": None if self.weights is None else list(self.weights),
             "visible": self.visible,
             "shared": self.shared,
         }
+        if self.mix and len(self.budgets) == 1 and self.weights is None:
+            data["mix"] = True
+        return data
 
     @classmethod
     def of(cls, regime: BudgetRegime | int, visible: bool = False) -> BudgetRegime:

@@ -49,6 +49,13 @@ def test_the_flags_parse_into_one_regime():
 def test_a_regime_round_trips_through_json():
     regime = BudgetRegime((4, 8), (1.0, 2.0), visible=True, shared=False)
     assert BudgetRegime(**regime.to_json()) == regime
+    # A mix of one budget (--budget-mix 8) stays a mix, not the fixed T=8.
+    one = BudgetRegime.mixed([8])
+    again = BudgetRegime(**one.to_json())
+    assert again == one and again.mix and again.describe() == "BudgetMix{8}"
+    assert BudgetRegime(**BudgetRegime.fixed(8).to_json()).describe() == "T=8"
+    # Every other regime's JSON is as it was: mix follows from its fields.
+    assert "mix" not in BudgetRegime.mixed([4, 8]).to_json()
 
 
 def test_regime_checks_its_values():
