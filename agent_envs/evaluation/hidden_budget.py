@@ -5,8 +5,10 @@ it, so the policy must not learn the budget: the budget's one owner
 (``wrappers.budget``) then leaves ``budget`` and ``turns_left`` out of
 ``info`` (``turn`` stays: it reveals no budget).  A policy that reads them
 anyway would silently get nothing and be measured as if it had no budget
-sense at all; :class:`HiddenBudgetInfo` tells it so, once per run, with the
-fix.
+sense at all; the evaluator hands it a :class:`HiddenBudgetInfo`, which tells
+it so, once per run, with the fix.  This is the evaluator's private guard,
+not a budget type: users set visibility on ``BudgetRegime`` or the budget
+wrapper.
 
 The check costs nothing on the hot path of a policy that never asks: plain
 lookups of present keys go through ``dict`` itself, and only a miss
