@@ -21,9 +21,10 @@ import agent_envs
 from agent_envs.evaluation import evaluate
 from baselines.sb3.agent import SB3Agent
 from baselines.sb3.env import TrainConfig, make_env, stack_settings
-from baselines.sb3.sidecar import STACK_SETTINGS_KEYS
+from baselines.sb3.sidecar import STACK_SETTINGS_KEYS, read_sidecar
 from baselines.sb3.train import default_eval_budgets, train
 from baselines.simple_agents import RandomAgent
+from tests.sb3_fixtures import word_tokenizer
 from wrappers import TaskPool, TextEncoder, TruncationIsTerminal, TurnBudget, action_mask
 
 gym.register_envs(agent_envs)
@@ -206,6 +207,24 @@ def test_bad_stack_settings_are_a_one_line_error(change, error, message):
     assert "\n" not in str(caught.value)
     with pytest.raises(TypeError, match="env_stack_settings must be"):
         SB3Agent.from_model(object(), 42)
+
+
+def test_a_tokens_encoding_is_loaded_by_name_for_training_and_for_the_agent(tmp_path):
+    """The tokenizer name travels in the config and the sidecar; baselines load it (issue 45)."""
+    pytest.importorskip("transformers")
+    folder, _ = word_tokenizer(tmp_path / "words")
+    encoding = {"mode": "tokens", "tokenizer": folder, "max_length": 8}
+    config = _lake_config(encoding=encoding, budget_feature=False, bc_episodes=0)
+    path = train(config, tmp_path / "run")
+    assert read_sidecar(path)["encoding"]["tokenizer"] == folder
+    assert read_sidecar(path)["config"]["encoding"]["tokenizer"] == folder
+    agent = SB3Agent(str(path))
+    stack = make_env(config)
+    observation, _ = stack.reset(seed=0, options={"task_id": 3})
+    text, _ = TurnBudget(gym.make(LAKE), 12, visible=True).reset(seed=0, options={"task_id": 3})
+    assert np.array_equal(agent._shared.encoder.encode(text), observation)
+    in_memory = SB3Agent.from_model(agent.model, stack)
+    assert in_memory.settings["encoding"] == agent.settings["encoding"]
 
 
 def test_model_zip_holds_no_optimizer_moments(cloned):

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs.fingerprint import file_fingerprint
-from baselines.sb3.env import stack_settings
+from baselines.sb3.env import load_tokenizer, stack_settings
 from baselines.sb3.sidecar import (
     ALGORITHMS,
     SIDECAR_FORMAT,
@@ -96,7 +96,7 @@ class _Model:
         self.model = model
         self.settings = settings
         self.algo: str = settings["algo"]
-        self.encoder = TextEncoder.from_config(settings["encoding"])
+        self.encoder = _encoder(settings["encoding"])
         self.vocabulary: tuple[str, ...] = tuple(settings["action_vocabulary"])
         self.index = {action_key(action): i for i, action in enumerate(self.vocabulary)}
         if self.model.action_space.n != len(self.vocabulary):
@@ -122,6 +122,13 @@ class _Model:
             stack = stack_settings(stack)
         checked = _stack_settings(stack)
         return cls(model, {"algo": algorithm_name(model), **checked})
+
+
+def _encoder(encoding: dict[str, Any]) -> TextEncoder:
+    """Rebuild the training encoder from its config, loading a ``"tokens"`` tokenizer."""
+    name = encoding.get("tokenizer")
+    tokens = encoding.get("mode") == "tokens" and isinstance(name, str)
+    return TextEncoder.from_config(encoding, load_tokenizer(name) if tokens else None)
 
 
 def _stack_settings(settings: Any) -> dict[str, Any]:
@@ -270,7 +277,7 @@ class SB3Agent:
             >>> import gymnasium as gym, agent_envs
             >>> from stable_baselines3 import PPO
             >>> from baselines.sb3.agent import SB3Agent
-            >>> from baselines.sb3.env import stack_settings
+            >>> from baselines.sb3.env import load_tokenizer, stack_settings
             >>> from wrappers import DiscreteActions, EncodeObservation, TurnBudget
             >>> env = EncodeObservation(
             ...     DiscreteActions(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 10)),

@@ -33,7 +33,7 @@ from wrappers.budget import find_budget
 from wrappers.episode import TaskPool
 from wrappers.protocol import SUCCESS
 
-__all__ = ["TaskPool", "TrainConfig", "make_env", "stack_settings", "vec_envs"]
+__all__ = ["TaskPool", "TrainConfig", "load_tokenizer", "make_env", "stack_settings", "vec_envs"]
 
 
 # ---------------------------------------------------------------------- settings
@@ -176,10 +176,17 @@ class TrainConfig:
         return self.budget_mix if self.budget_mix is not None else (self.budget,)
 
     def encoder_arguments(self) -> dict[str, Any]:
-        """Return the :class:`TextEncoder` arguments, with the budget scale if any."""
+        """Return the :class:`wrappers.TextEncoder` arguments, with the budget scale if any.
+
+        A ``"tokens"`` encoding names its tokenizer; here it is loaded
+        (:func:`load_tokenizer`), as the encoder takes the object.
+        """
         arguments = dict(self.encoding)
         if "ngram_range" in arguments:
             arguments["ngram_range"] = tuple(arguments["ngram_range"])
+        name = arguments.get("tokenizer")
+        if arguments.get("mode") == "tokens" and isinstance(name, str):
+            arguments["tokenizer"] = load_tokenizer(name)
         if self.budget_feature:
             arguments["budget_scale"] = self.budget_scale or max(self.training_budgets())
         return arguments
@@ -189,6 +196,18 @@ class TrainConfig:
         if self.train_tasks is not None:
             return self.train_tasks
         return range(self.train_first, MAX_TASK_ID) if self.train_first else None
+
+
+def load_tokenizer(name: str) -> Any:
+    """Return the tokenizer of a ``"tokens"`` encoding, loaded from its name or local path.
+
+    :class:`wrappers.TextEncoder` takes the loaded object (the bottom layer
+    imports no transformers) and saves its name in its config; this is where
+    the SB3 baselines load it, with ``AutoTokenizer.from_pretrained(name)``.
+    """
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name)
 
 
 def stack_settings(env: gym.Env, action_masks: bool = False) -> dict[str, Any]:
