@@ -12,7 +12,7 @@ import numpy as np
 
 from agent_envs.core import TextEnv
 
-__all__ = ["CorridorEnv", "RandomPolicy"]
+__all__ = ["CorridorEnv", "RandomPolicy", "word_tokenizer"]
 
 _MOVES = {"left": -1, "right": 1, "l": -1, "r": 1}
 
@@ -98,3 +98,19 @@ class RandomPolicy:
         rng = np.random.default_rng([info["episode_seed"] % 2**63, info.get("turn", 0)])
         actions = info["admissible_actions"]
         return actions[int(rng.integers(len(actions)))]
+
+
+def word_tokenizer(folder: Any) -> tuple[str, int]:
+    """Save a tiny word-level tokenizer in ``folder``; return its path and vocabulary size.
+
+    It is a local ``"tokens"``-mode tokenizer: nothing is downloaded.  Needs transformers.
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    words = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.WordLevelTrainer(special_tokens=["[UNK]"])
+    words.train_from_iterator(["the secret is higher", "the secret is lower"], trainer)
+    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]").save_pretrained(folder)
+    return str(folder), len(words.get_vocab())

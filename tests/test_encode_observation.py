@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import ENV_IDS, make_unwrapped
+from tests.sb3_fixtures import word_tokenizer
 from wrappers.budget import TurnBudget
 from wrappers.observation import EncodeObservation, TextEncoder
 
@@ -181,23 +182,73 @@ def test_wrapper_defaults_to_the_env_charset_so_nothing_is_unknown():
 
 def test_tokens_mode_with_a_local_tokenizer(tmp_path):
     pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from baselines.sb3.env import load_tokenizer
 
-    words = Tokenizer(models.WordLevel(unk_token="[UNK]"))
-    words.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.WordLevelTrainer(special_tokens=["[UNK]"])
-    words.train_from_iterator(["the secret is higher", "the secret is lower"], trainer)
-    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]").save_pretrained(tmp_path)
-
-    encoder = TextEncoder("tokens", max_length=4, tokenizer=str(tmp_path))
-    assert encoder.space == gym.spaces.MultiDiscrete([len(words.get_vocab()) + 1] * 4)
+    folder, size = word_tokenizer(tmp_path)
+    encoder = TextEncoder("tokens", max_length=4, tokenizer=load_tokenizer(folder))
+    assert encoder.space == gym.spaces.MultiDiscrete([size + 1] * 4)
     array = encoder.encode("the secret is higher than that")
     assert encoder.space.contains(array)
     assert 0 not in array.tolist()  # six tokens cut to the last four: no padding
     short = encoder.encode("lower")
     assert short.tolist()[:3] == [0, 0, 0] and short[3] > 0
-    rebuilt = TextEncoder.from_config(encoder.config())
+    config = encoder.config()
+    assert config["tokenizer"] == folder  # the name it was loaded from, as before
+    rebuilt = TextEncoder.from_config(config, tokenizer=load_tokenizer(config["tokenizer"]))
+    assert rebuilt.config() == config
     assert np.array_equal(
         rebuilt.encode("the secret is lower"), encoder.encode("the secret is lower")
     )
+
+
+def test_tokens_mode_refuses_a_tokenizer_name_and_says_to_load_it():
+    with pytest.raises(ValueError, match=r"not the name 'gpt2': load it first.*load_tokenizer"):
+        TextEncoder("tokens", tokenizer="gpt2")
+    config = {"mode": "tokens", "max_length": 4, "keep": "tail", "view_only": False,
+              "tokenizer": "gpt2"}  # fmt: skip
+    for tokenizer in (None, "gpt2"):
+        with pytest.raises(ValueError, match=r"names the tokenizer 'gpt2': load it first"):
+            TextEncoder.from_config(config, tokenizer=tokenizer)
+
+
+_NO_TRANSFORMERS = """
+import sys
+
+import gymnasium as gym
+
+from wrappers import EncodeObservation, TextEncoder
+
+
+class Words:
+    name_or_path = "words"
+    ids = {"go": 0, "north": 1}
+
+    def encode(self, text, add_special_tokens=False):
+        return [self.ids.get(word, 2) for word in text.split()]
+
+    def __len__(self):
+        return 3
+
+
+class Echo(gym.Env):
+    observation_space = gym.spaces.Text(20)
+    action_space = gym.spaces.Discrete(1)
+
+    def reset(self, *, seed=None, options=None):
+        return "go north now", {}
+
+
+encoder = TextEncoder("tokens", max_length=4, tokenizer=Words())
+rebuilt = TextEncoder.from_config(encoder.config(), tokenizer=Words())
+env = EncodeObservation(Echo(), "tokens", max_length=4, tokenizer=Words())
+print(encoder.encode("go north now").tolist(), rebuilt.config()["tokenizer"])
+print(env.reset()[0].tolist(), "transformers" in sys.modules)
+"""
+
+
+def test_tokens_mode_with_a_tokenizer_object_never_imports_transformers():
+    """The bottom layer takes a tokenizer object and loads none (issue 45)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_TRANSFORMERS], check=True, capture_output=True, text=True
+    )
+    assert done.stdout.splitlines() == ["[0, 1, 2, 3] words", "[0, 1, 2, 3] False"]

@@ -10,7 +10,7 @@ pytest.importorskip("sb3_contrib")
 from sb3_contrib import MaskablePPO
 
 from baselines.sb3.agent import SB3Agent
-from baselines.sb3.env import StackSettings
+from baselines.sb3.env import stack_settings
 from tests.sb3_fixtures import CorridorEnv
 from wrappers import DiscreteActions, EncodeObservation, TurnBudget
 
@@ -24,15 +24,15 @@ def maskable_model():
     return model, env
 
 
-@pytest.mark.parametrize("settings", ["from_env", "dict"])
+@pytest.mark.parametrize("settings", ["env", "dict"])
 def test_from_model_on_a_maskable_model_acts_masked(maskable_model, settings):
-    """``StackSettings.from_env``'s default (no masks) must not switch a MaskablePPO's masks off."""
+    """``stack_settings``'s default (no masks) must not switch a MaskablePPO's masks off."""
     model, env = maskable_model
-    stack = StackSettings.from_env(env)
-    assert stack.action_masks is False  # the default the user fell into
-    agent = SB3Agent.from_model(model, stack if settings == "from_env" else stack.to_dict())
+    stack = stack_settings(env)
+    assert stack["action_masks"] is False  # the default the user fell into
+    agent = SB3Agent.from_model(model, env if settings == "env" else stack)
     assert agent.masked and agent.required_info == ("admissible_actions",)
-    assert agent.stack.action_masks and agent.settings["action_masks"] is True
+    assert agent.settings["action_masks"] is True
     text_env = CorridorEnv(length=8)
     for task_id in range(30):
         text, _ = text_env.reset(seed=0, options={"task_id": task_id})
@@ -43,7 +43,7 @@ def test_from_model_on_a_maskable_model_acts_masked(maskable_model, settings):
 
 def test_a_maskable_model_without_admissible_actions_refuses_in_one_line(maskable_model):
     model, env = maskable_model
-    agent = SB3Agent.from_model(model, StackSettings.from_env(env))
+    agent = SB3Agent.from_model(model, stack_settings(env))
     with pytest.raises(KeyError, match="trained with action masks") as caught:
         agent.act("#..@...G#", {})
     assert "\n" not in str(caught.value)

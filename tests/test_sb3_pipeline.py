@@ -20,9 +20,11 @@ pytest.importorskip("sb3_contrib")
 import agent_envs
 from agent_envs.evaluation import evaluate
 from baselines.sb3.agent import SB3Agent
-from baselines.sb3.env import StackSettings, TrainConfig, make_env, stack_settings
+from baselines.sb3.env import TrainConfig, make_env, stack_settings
+from baselines.sb3.sidecar import STACK_SETTINGS_KEYS, read_sidecar
 from baselines.sb3.train import default_eval_budgets, train
 from baselines.simple_agents import RandomAgent
+from tests.sb3_fixtures import word_tokenizer
 from wrappers import TaskPool, TextEncoder, TruncationIsTerminal, TurnBudget, action_mask
 
 gym.register_envs(agent_envs)
@@ -69,7 +71,7 @@ def test_the_agent_sees_the_maze_heading_exactly_as_the_training_stack(tmp_path)
                 "charset": "abcdefghijklmnopqrstuvwxyz", "feedback_length": 16}  # fmt: skip
     config = _lake_config(env_id="agent_envs/Maze-7x7-v0", budget=40, encoding=encoding)
     agent = SB3Agent(str(train(config, tmp_path)))
-    assert agent.stack.encoding["feedback_length"] == 16
+    assert agent.settings["encoding"]["feedback_length"] == 16
     stack = make_env(config)
     text_env = TurnBudget(gym.make(config.env_id), 40, visible=True)
     observation, _ = stack.reset(seed=0, options={"task_id": 5})
@@ -161,25 +163,68 @@ def test_the_agent_sees_and_masks_exactly_as_the_training_stack(cloned):
 def test_from_model_wraps_a_model_in_memory_and_acts_like_the_saved_one(cloned):
     config, path = cloned
     saved = SB3Agent(str(path))
-    in_memory = SB3Agent.from_model(saved.model, stack_settings(config))
-    same = SB3Agent.from_model(saved.model, saved.stack.to_dict())
+    stack = make_env(config)
+    in_memory = SB3Agent.from_model(saved.model, stack_settings(stack, action_masks=True))
+    from_env = SB3Agent.from_model(saved.model, stack)
+    sidecar = {key: saved.settings[key] for key in STACK_SETTINGS_KEYS}
+    same = SB3Agent.from_model(saved.model, sidecar)
     env = TurnBudget(gym.make(LAKE), 12, visible=True)
     text, info = env.reset(seed=0, options={"task_id": 2})
     info = {**info, "admissible_actions": env.unwrapped.admissible_actions()}
-    assert saved.act(text, info) == in_memory.act(text, info) == same.act(text, info)
+    actions = {agent.act(text, info) for agent in (saved, in_memory, from_env, same)}
+    assert len(actions) == 1
     assert in_memory.path is None and in_memory.algo == "maskable_ppo"
+    assert in_memory.settings == from_env.settings == same.settings
+    assert same.settings == {"algo": "maskable_ppo", **sidecar}
 
 
 def test_stack_settings_are_read_off_a_built_stack():
     config = _lake_config()
-    settings = StackSettings.from_env(make_env(config), action_masks=True)
-    assert settings.visible_budget and settings.action_masks
-    assert settings.action_vocabulary == ("left", "down", "right", "up")
-    assert settings.encoding["budget_scale"] == 12
+    settings = stack_settings(make_env(config), action_masks=True)
+    assert settings["visible_budget"] and settings["action_masks"]
+    assert settings["action_vocabulary"] == ["left", "down", "right", "up"]
+    assert settings["encoding"]["budget_scale"] == 12
+    assert stack_settings(make_env(config))["action_masks"] is False  # masks: default off
     with pytest.raises(ValueError, match="EncodeObservation over DiscreteActions"):
-        StackSettings.from_env(gym.make(LAKE))
+        stack_settings(gym.make(LAKE))
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"visible_budget": None}, ValueError, r"lack \['visible_budget'\]"),
+        ({"encoding": "chars"}, TypeError, "encoding must be a dict"),
+        ({"action_vocabulary": "left"}, TypeError, "action_vocabulary must be a list of str"),
+        ({"action_masks": 1}, TypeError, "action_masks must be a bool"),
+        ({"visible_budget": "yes"}, TypeError, "visible_budget must be a bool"),
+    ],
+)
+def test_bad_stack_settings_are_a_one_line_error(change, error, message):
+    settings = {**stack_settings(make_env(_lake_config())), **change}
+    settings = {key: value for key, value in settings.items() if value is not None}
+    with pytest.raises(error, match=message) as caught:
+        SB3Agent.from_model(object(), settings)
+    assert "\n" not in str(caught.value)
     with pytest.raises(TypeError, match="env_stack_settings must be"):
         SB3Agent.from_model(object(), 42)
+
+
+def test_a_tokens_encoding_is_loaded_by_name_for_training_and_for_the_agent(tmp_path):
+    """The tokenizer name travels in the config and the sidecar; baselines load it (issue 45)."""
+    pytest.importorskip("transformers")
+    folder, _ = word_tokenizer(tmp_path / "words")
+    encoding = {"mode": "tokens", "tokenizer": folder, "max_length": 8}
+    config = _lake_config(encoding=encoding, budget_feature=False, bc_episodes=0)
+    path = train(config, tmp_path / "run")
+    assert read_sidecar(path)["encoding"]["tokenizer"] == folder
+    assert read_sidecar(path)["config"]["encoding"]["tokenizer"] == folder
+    agent = SB3Agent(str(path))
+    stack = make_env(config)
+    observation, _ = stack.reset(seed=0, options={"task_id": 3})
+    text, _ = TurnBudget(gym.make(LAKE), 12, visible=True).reset(seed=0, options={"task_id": 3})
+    assert np.array_equal(agent._shared.encoder.encode(text), observation)
+    in_memory = SB3Agent.from_model(agent.model, stack)
+    assert in_memory.settings["encoding"] == agent.settings["encoding"]
 
 
 def test_model_zip_holds_no_optimizer_moments(cloned):

@@ -71,9 +71,12 @@ class TextEncoder:
             n-grams (``ngram_range``, inclusive), ``Box(0, 1, (dim,), float32)``:
             ``log1p`` counts, L2-normalised.  Hashing is ``crc32``, stable
             across processes.  It ignores positions, so it suits free text.
-        ``"tokens"``: ``max_length`` token ids from a transformers tokenizer
-            (a name or local path, loaded lazily), shifted by one so that 0 is
-            padding: ``MultiDiscrete([len(tokenizer) + 1] * max_length)``.
+        ``"tokens"``: ``max_length`` token ids from ``tokenizer``, an object
+            with ``encode(text, add_special_tokens=False)`` and ``len()`` (a
+            transformers tokenizer, say, loaded by the caller: this module
+            loads none), shifted by one so that 0 is padding:
+            ``MultiDiscrete([len(tokenizer) + 1] * max_length)``.  Its
+            ``name_or_path`` is what :meth:`config` saves.
             SB3's default extractor one-hot encodes this, which only suits a
             small vocabulary; with a large one, give the policy an embedding
             feature extractor.
@@ -205,20 +208,20 @@ class TextEncoder:
         self.space = spaces.Box(0.0, 1.0, shape=(self.dim,), dtype=np.float32)
 
     def _init_tokens(self, tokenizer: Any) -> None:
+        # The bottom layer loads no tokenizer: the caller does, and passes the object.
         if isinstance(tokenizer, str):
-            # Lazy: importing wrappers must never import transformers.
-            from transformers import AutoTokenizer
-
-            self.tokenizer_name = tokenizer
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
-        elif tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
             raise ValueError(
-                "mode='tokens' needs tokenizer: a transformers tokenizer, or its name or "
-                "local path."
+                f"mode='tokens' needs a tokenizer object, not the name {tokenizer!r}: load it "
+                f"first (the SB3 baselines' load_tokenizer({tokenizer!r}), in "
+                "baselines/sb3/env.py, does) and pass the object."
             )
-        else:
-            name = getattr(tokenizer, "name_or_path", None)
-            self.tokenizer_name = name if isinstance(name, str) and name else None
+        if not callable(getattr(tokenizer, "encode", None)) or not hasattr(tokenizer, "__len__"):
+            raise ValueError(
+                "mode='tokens' needs tokenizer: an object with encode(text, "
+                "add_special_tokens=False) and len(), such as a loaded Hugging Face tokenizer."
+            )
+        name = getattr(tokenizer, "name_or_path", None)
+        self.tokenizer_name = name if isinstance(name, str) and name else None
         self._tokenizer = tokenizer
         self.space = spaces.MultiDiscrete(
             np.full(self.max_length, len(tokenizer) + 1, dtype=np.int64)
@@ -358,7 +361,7 @@ class TextEncoder:
             if self.tokenizer_name is None:
                 raise ValueError(
                     "This tokenizer has no name_or_path, so the encoding cannot be saved; "
-                    "pass the tokenizer as a name or local path."
+                    "load it by name or local path, which it then records."
                 )
             config["tokenizer"] = self.tokenizer_name
         if self.budget_scale is not None:
@@ -368,8 +371,13 @@ class TextEncoder:
         return config
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> TextEncoder:
-        """Rebuild an encoder from :meth:`config` output (for example, a JSON sidecar)."""
+    def from_config(cls, config: dict[str, Any], tokenizer: Any = None) -> TextEncoder:
+        """Rebuild an encoder from :meth:`config` output (for example, a JSON sidecar).
+
+        A ``"tokens"`` config names its tokenizer; load that tokenizer and
+        pass the object as ``tokenizer`` (other modes ignore it).  The
+        rebuilt encoder's :meth:`config` names the tokenizer as ``config`` did.
+        """
         if not isinstance(config, dict) or "mode" not in config:
             raise ValueError(f"An encoder config is a dict with a 'mode', got {config!r:.80}.")
         known = {
@@ -380,9 +388,21 @@ class TextEncoder:
         if unknown:
             raise ValueError(f"Unknown encoder settings {sorted(unknown)}; known: {sorted(known)}.")
         settings = dict(config)
+        name = settings.pop("tokenizer", None)
         if "ngram_range" in settings:
             settings["ngram_range"] = tuple(settings["ngram_range"])
-        return cls(**settings)
+        if settings["mode"] != "tokens":
+            return cls(**settings)
+        if tokenizer is None or isinstance(tokenizer, str):
+            raise ValueError(
+                f"This 'tokens' config names the tokenizer {name!r}: load it first (the SB3 "
+                f"baselines' load_tokenizer({name!r}), in baselines/sb3/env.py, does) and "
+                "pass the object, TextEncoder.from_config(config, tokenizer=...)."
+            )
+        encoder = cls(**settings, tokenizer=tokenizer)
+        if isinstance(name, str) and name:
+            encoder.tokenizer_name = name
+        return encoder
 
 
 def _check_layout(layout: str, mode: str) -> None:

@@ -1,7 +1,7 @@
 """Stable-Baselines3 baselines (the ``[sb3]`` extra).
 
 - ``baselines.sb3.env``: the one training and evaluation stack (``TrainConfig``,
-  ``StackSettings``, ``make_env``);
+  ``stack_settings``, ``make_env``);
 - ``baselines.sb3.agent``: ``SB3Agent``, a saved model as a compliant policy;
 - ``baselines.sb3.sidecar``: the algorithms and a saved model's JSON sidecar;
 - ``baselines.sb3.bc``: the behaviour-cloning warm start from noisy-oracle play;

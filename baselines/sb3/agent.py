@@ -1,30 +1,32 @@
 """SB3Agent: a trained Stable-Baselines3 model as a compliant text policy.
 
 ``train-sb3`` saves a model as ``model/model.zip`` beside its JSON *sidecar*
-``model.json``: the algorithm, the encoder's settings, the action vocabulary,
-whether actions were masked and whether the budget was visible
-(:class:`baselines.sb3.env.StackSettings`).  :class:`SB3Agent` acts through the
-training stack's own encoder (:class:`wrappers.TextEncoder`) and mask function
-(:func:`wrappers.action_mask`), built from them, so the network sees the arrays
-it saw in training; :meth:`SB3Agent.from_model` wraps a model in memory.  Needs
-the ``[sb3]`` extra; torch is imported only when an agent is built.
+``model.json``: the algorithm and the stack settings
+(:func:`baselines.sb3.env.stack_settings`: the encoder's settings, the action
+vocabulary, whether actions were masked and whether the budget was visible).
+:class:`SB3Agent` acts through the training stack's own encoder
+(:class:`wrappers.TextEncoder`) and mask function (:func:`wrappers.action_mask`),
+built from them, so the network sees the arrays it saw in training;
+:meth:`SB3Agent.from_model` wraps a model in memory.  Needs the ``[sb3]``
+extra; torch is imported only when an agent is built.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from agent_envs.fingerprint import file_fingerprint
-from baselines.sb3.env import StackSettings
+from baselines.sb3.env import load_tokenizer, stack_settings
 from baselines.sb3.sidecar import (
     ALGORITHMS,
     SIDECAR_FORMAT,
+    STACK_SETTINGS_KEYS,
     algorithm_class,
     algorithm_name,
     read_sidecar,
@@ -33,9 +35,10 @@ from baselines.sb3.sidecar import (
 )
 from wrappers._core import seeding
 from wrappers._core.validators import check_bool, check_int
-from wrappers.action import action_mask
+from wrappers.action import action_key, action_mask
 from wrappers.budget import add_budget_line, strip_budget_line
 from wrappers.errors import InvalidType, InvalidValue
+from wrappers.observation import TextEncoder
 from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
 
 # The algorithms and the sidecar live in baselines.sb3.sidecar; importable from here too.
@@ -81,22 +84,21 @@ def _flatten_int_extractor() -> type:
 
 
 class _Model:
-    """The model, its encoder and action index: shared by every agent of a factory."""
+    """The model, its settings, encoder and action index: shared by every agent of a factory."""
 
-    def __init__(self, model: Any, stack: StackSettings, settings: dict[str, Any]) -> None:
-        if settings["algo"] == "maskable_ppo" and not stack.action_masks:
+    def __init__(self, model: Any, settings: dict[str, Any]) -> None:
+        """``settings``: the algorithm and the checked stack settings (:func:`_stack_settings`)."""
+        if settings["algo"] == "maskable_ppo" and not settings["action_masks"]:
             # MaskablePPO learned under masks and never had to rule out an
             # illegal action itself: unmasked it picks them (0.84 invalid in one
             # user's run).  So a maskable model always acts masked.
-            stack = dataclasses.replace(stack, action_masks=True)
             settings = {**settings, "action_masks": True}
         self.model = model
-        self.stack = stack
         self.settings = settings
         self.algo: str = settings["algo"]
-        self.encoder = stack.encoder()
-        self.vocabulary: tuple[str, ...] = stack.action_vocabulary
-        self.index = stack.action_index()
+        self.encoder = _encoder(settings["encoding"])
+        self.vocabulary: tuple[str, ...] = tuple(settings["action_vocabulary"])
+        self.index = {action_key(action): i for i, action in enumerate(self.vocabulary)}
         if self.model.action_space.n != len(self.vocabulary):
             raise InvalidValue(
                 f"The model has {self.model.action_space.n} actions but its settings list "
@@ -112,18 +114,52 @@ class _Model:
     def load(cls, path: str | Path, device: str) -> _Model:
         settings = read_sidecar(path)
         model = algorithm_class(settings["algo"]).load(str(path), device=device)
-        return cls(model, StackSettings.from_dict(settings), settings)
+        return cls(model, {**settings, **_stack_settings(settings)})
 
     @classmethod
-    def wrap(cls, model: Any, stack: StackSettings | dict[str, Any]) -> _Model:
-        if isinstance(stack, dict):
-            stack = StackSettings.from_dict(stack)
-        if not isinstance(stack, StackSettings):
-            kind = type(stack).__name__
-            raise InvalidType(
-                f"env_stack_settings must be a StackSettings or its dict, got {kind}."
-            )
-        return cls(model, stack, {"algo": algorithm_name(model), **stack.to_dict()})
+    def wrap(cls, model: Any, stack: dict[str, Any] | gym.Env) -> _Model:
+        if isinstance(stack, gym.Env):
+            stack = stack_settings(stack)
+        checked = _stack_settings(stack)
+        return cls(model, {"algo": algorithm_name(model), **checked})
+
+
+def _encoder(encoding: dict[str, Any]) -> TextEncoder:
+    """Rebuild the training encoder from its config, loading a ``"tokens"`` tokenizer."""
+    name = encoding.get("tokenizer")
+    tokens = encoding.get("mode") == "tokens" and isinstance(name, str)
+    return TextEncoder.from_config(encoding, load_tokenizer(name) if tokens else None)
+
+
+def _stack_settings(settings: Any) -> dict[str, Any]:
+    """Return a checked copy of the stack settings in ``settings`` (extra keys are left out).
+
+    They are the dict :func:`baselines.sb3.env.stack_settings` returns and
+    the sidecar stores; a missing key or a wrong type is a one-line error.
+    """
+    if not isinstance(settings, dict):
+        raise InvalidType(
+            "env_stack_settings must be the dict stack_settings(env) returns (as in the "
+            f"sidecar) or the built env, got {type(settings).__name__}."
+        )
+    missing = [key for key in STACK_SETTINGS_KEYS if key not in settings]
+    if missing:
+        raise InvalidValue(
+            f"The stack settings lack {missing}: give the dict stack_settings(env) returns."
+        )
+    encoding, vocabulary = settings["encoding"], settings["action_vocabulary"]
+    if not isinstance(encoding, dict):
+        raise InvalidType(
+            f"encoding must be a dict (TextEncoder.config()), got {type(encoding).__name__}."
+        )
+    if not isinstance(vocabulary, (list, tuple)) or not all(isinstance(a, str) for a in vocabulary):
+        raise InvalidType(f"action_vocabulary must be a list of str, got {vocabulary!r:.80}.")
+    return {
+        "encoding": dict(encoding),
+        "action_vocabulary": list(vocabulary),
+        "action_masks": check_bool(settings["action_masks"], "action_masks"),
+        "visible_budget": check_bool(settings["visible_budget"], "visible_budget"),
+    }
 
 
 class SB3Agent:
@@ -196,12 +232,12 @@ class SB3Agent:
         self.seed = seed
         self.device = device
         self._shared = _shared if _shared is not None else _Model.load(path, device)
-        stack = self._shared.stack
+        settings = self._shared.settings
         self.algo = self._shared.algo
-        self.masked = stack.action_masks
+        self.masked: bool = settings["action_masks"]
         self.recurrent = self.algo == "recurrent_ppo"
         # Trained with the turns-left line: the evaluator shows it, as training did.
-        self.visible_budget = stack.visible_budget
+        self.visible_budget: bool = settings["visible_budget"]
         self.required_info: tuple[str, ...] = (ADMISSIBLE_ACTIONS,) if self.masked else ()
         self._rng = seeding.stream(seeding.SB3_SAMPLING, seed)
         self._turns: dict[Any, int] = {}
@@ -221,30 +257,36 @@ class SB3Agent:
     def from_model(
         cls,
         model: Any,
-        env_stack_settings: StackSettings | dict[str, Any],
+        env_stack_settings: dict[str, Any] | gym.Env,
         deterministic: bool = True,
         seed: int = 0,
     ) -> SB3Agent:
         """Wrap an SB3 model in memory, e.g. one trained with your own script.
 
-        ``env_stack_settings`` is a :class:`baselines.sb3.env.StackSettings`
-        (``StackSettings.from_env(train_env)`` reads it off your training
-        stack) or its dict form, as in the sidecar.  A MaskablePPO model
-        acts masked even where the settings say ``action_masks=False``
-        (``from_env``'s default).
+        ``env_stack_settings`` is the stack-settings dict, as in the sidecar
+        (``encoding``, ``action_vocabulary``, ``action_masks``,
+        ``visible_budget``; extra keys are ignored), or, for convenience,
+        the built training stack itself (``EncodeObservation`` over
+        ``DiscreteActions``), whose dict
+        :func:`baselines.sb3.env.stack_settings` reads off it with
+        ``action_masks=False``.  The dict is checked once, here: a missing
+        key or a wrong type is a one-line error.  A MaskablePPO model acts
+        masked even where the settings say ``action_masks=False``.
 
         Example:
             >>> import gymnasium as gym, agent_envs
             >>> from stable_baselines3 import PPO
             >>> from baselines.sb3.agent import SB3Agent
-            >>> from baselines.sb3.env import StackSettings
+            >>> from baselines.sb3.env import load_tokenizer, stack_settings
             >>> from wrappers import DiscreteActions, EncodeObservation, TurnBudget
             >>> env = EncodeObservation(
             ...     DiscreteActions(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 10)),
             ...     "hashing", dim=64)
             >>> model = PPO("MlpPolicy", env, n_steps=16, batch_size=16, device="cpu")
-            >>> agent = SB3Agent.from_model(model, StackSettings.from_env(env))
+            >>> agent = SB3Agent.from_model(model, env)  # or stack_settings(env), the dict
             >>> agent.act("Guess a number.", {}) in env.get_wrapper_attr("vocabulary")
+            True
+            >>> agent.settings == {"algo": "ppo", **stack_settings(env)}
             True
         """
         shared = _Model.wrap(model, env_stack_settings)
@@ -270,13 +312,13 @@ class SB3Agent:
 
     @property
     def settings(self) -> dict[str, Any]:
-        """The training settings read from the sidecar (or given to :meth:`from_model`)."""
-        return dict(self._shared.settings)
+        """The training settings read from the sidecar (or given to :meth:`from_model`).
 
-    @property
-    def stack(self) -> StackSettings:
-        """How the policy sees and acts on the env."""
-        return self._shared.stack
+        They hold the stack settings, checked (``encoding``,
+        ``action_vocabulary``, ``action_masks``, ``visible_budget``), and
+        ``algo``; a sidecar's other keys (``config``, ``versions``, ...) too.
+        """
+        return dict(self._shared.settings)
 
     @property
     def model(self) -> Any:

@@ -8,11 +8,12 @@ ids) -> ``TurnBudget`` or ``BudgetMix`` -> ``ProcessReward`` (if
 :func:`agent_envs.env_stack.make_stack`; the vector env that training runs on
 holds ``n_envs`` of them, each inside SB3's ``Monitor``.
 
-:class:`StackSettings` is what a trained policy needs to see and act as it did
-in training: the encoder's settings, the action vocabulary, whether actions
-were masked, whether the budget line was visible.  :class:`baselines.SB3Agent`
-acts through the same :class:`wrappers.TextEncoder` and
-:func:`wrappers.action_mask` that the stack uses, built from these settings.
+:func:`stack_settings` reads off a built stack what a trained policy needs to
+see and act as it did in training, as the dict the sidecar stores: the
+encoder's settings, the action vocabulary, whether actions were masked,
+whether the budget line was visible.  :class:`baselines.SB3Agent` acts through
+the same :class:`wrappers.TextEncoder` and :func:`wrappers.action_mask` that
+the stack uses, built from these settings.
 
 Stable-Baselines3 is imported only when the vector env is built.
 """
@@ -28,13 +29,11 @@ import gymnasium as gym
 from agent_envs.arguments import flag, int_arg, int_list, number_arg
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from wrappers.action import action_key
 from wrappers.budget import find_budget
 from wrappers.episode import TaskPool
-from wrappers.observation import TextEncoder
 from wrappers.protocol import SUCCESS
 
-__all__ = ["StackSettings", "TaskPool", "TrainConfig", "make_env", "vec_envs"]
+__all__ = ["TaskPool", "TrainConfig", "load_tokenizer", "make_env", "stack_settings", "vec_envs"]
 
 
 # ---------------------------------------------------------------------- settings
@@ -177,10 +176,17 @@ class TrainConfig:
         return self.budget_mix if self.budget_mix is not None else (self.budget,)
 
     def encoder_arguments(self) -> dict[str, Any]:
-        """Return the :class:`TextEncoder` arguments, with the budget scale if any."""
+        """Return the :class:`wrappers.TextEncoder` arguments, with the budget scale if any.
+
+        A ``"tokens"`` encoding names its tokenizer; here it is loaded
+        (:func:`load_tokenizer`), as the encoder takes the object.
+        """
         arguments = dict(self.encoding)
         if "ngram_range" in arguments:
             arguments["ngram_range"] = tuple(arguments["ngram_range"])
+        name = arguments.get("tokenizer")
+        if arguments.get("mode") == "tokens" and isinstance(name, str):
+            arguments["tokenizer"] = load_tokenizer(name)
         if self.budget_feature:
             arguments["budget_scale"] = self.budget_scale or max(self.training_budgets())
         return arguments
@@ -192,67 +198,44 @@ class TrainConfig:
         return range(self.train_first, MAX_TASK_ID) if self.train_first else None
 
 
-@dataclass(frozen=True)
-class StackSettings:
-    """How a policy sees and acts on an env: what :class:`baselines.SB3Agent` needs.
+def load_tokenizer(name: str) -> Any:
+    """Return the tokenizer of a ``"tokens"`` encoding, loaded from its name or local path.
 
-    Attributes:
-        encoding: the :class:`wrappers.TextEncoder` settings (its ``config()``).
-        action_vocabulary: the actions, in the policy's index order.
-        action_masks: whether the policy was trained with action masks.
-        visible_budget: whether observations ended with the budget line.
+    :class:`wrappers.TextEncoder` takes the loaded object (the bottom layer
+    imports no transformers) and saves its name in its config; this is where
+    the SB3 baselines load it, with ``AutoTokenizer.from_pretrained(name)``.
     """
+    from transformers import AutoTokenizer
 
-    encoding: dict[str, Any]
-    action_vocabulary: tuple[str, ...]
-    action_masks: bool = False
-    visible_budget: bool = False
+    return AutoTokenizer.from_pretrained(name)
 
-    @classmethod
-    def from_env(cls, env: gym.Env, action_masks: bool = False) -> StackSettings:
-        """Read the settings off a built stack (``EncodeObservation`` over ``DiscreteActions``).
 
-        This is how a model trained with your own script gets its settings:
-        ``SB3Agent.from_model(model, StackSettings.from_env(train_env))``.
-        """
-        try:
-            encoding = env.get_wrapper_attr("encoder_config")()
-            vocabulary = tuple(env.get_wrapper_attr("vocabulary"))
-        except AttributeError:
-            raise ValueError(
-                "StackSettings.from_env needs a stack with EncodeObservation over "
-                "DiscreteActions (as baselines.sb3.env.make_env builds)."
-            ) from None
-        budget = find_budget(env)
-        visible_budget = budget is not None and budget.visible
-        return cls(encoding, vocabulary, action_masks=action_masks, visible_budget=visible_budget)
+def stack_settings(env: gym.Env, action_masks: bool = False) -> dict[str, Any]:
+    """Return how a policy sees and acts on a built stack: what :class:`baselines.SB3Agent` needs.
 
-    @classmethod
-    def from_dict(cls, settings: dict[str, Any]) -> StackSettings:
-        """Build from a sidecar-style dict (extra keys are ignored)."""
-        return cls(
-            encoding=dict(settings["encoding"]),
-            action_vocabulary=tuple(settings["action_vocabulary"]),
-            action_masks=bool(settings["action_masks"]),
-            visible_budget=bool(settings["visible_budget"]),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON-serialisable form (as stored in the sidecar)."""
-        return {
-            "encoding": dict(self.encoding),
-            "action_vocabulary": list(self.action_vocabulary),
-            "action_masks": self.action_masks,
-            "visible_budget": self.visible_budget,
-        }
-
-    def encoder(self) -> TextEncoder:
-        """Return the observation encoder of the stack."""
-        return TextEncoder.from_config(self.encoding)
-
-    def action_index(self) -> dict[str, int]:
-        """Return the :func:`wrappers.action_key` form of each action -> its index."""
-        return {action_key(action): i for i, action in enumerate(self.action_vocabulary)}
+    The stack is ``EncodeObservation`` over ``DiscreteActions`` (as
+    :func:`make_env` builds).  The dict is the one the sidecar stores:
+    ``encoding`` (the :class:`wrappers.TextEncoder` settings, its
+    ``config()``), ``action_vocabulary`` (the actions, in the policy's index
+    order), ``action_masks`` (whether the policy was trained with action
+    masks: say so, it cannot be read off the env) and ``visible_budget``
+    (whether observations end with the budget line).
+    """
+    try:
+        encoding = env.get_wrapper_attr("encoder_config")()
+        vocabulary = list(env.get_wrapper_attr("vocabulary"))
+    except AttributeError:
+        raise ValueError(
+            "stack_settings needs a stack with EncodeObservation over DiscreteActions "
+            "(as baselines.sb3.env.make_env builds)."
+        ) from None
+    budget = find_budget(env)
+    return {
+        "encoding": encoding,
+        "action_vocabulary": vocabulary,
+        "action_masks": action_masks,
+        "visible_budget": budget is not None and budget.visible,
+    }
 
 
 # --------------------------------------------------------------------- env stack
@@ -267,15 +250,6 @@ def make_env(config: TrainConfig) -> gym.Env:
         encoding=config.encoder_arguments(),
     )
     return make_stack(config.env_id, config.budget_regime(), options)
-
-
-def stack_settings(config: TrainConfig) -> StackSettings:
-    """Return the :class:`StackSettings` of the stack that ``config`` builds."""
-    env = make_env(config)
-    try:
-        return StackSettings.from_env(env, action_masks=config.algo == "maskable_ppo")
-    finally:
-        env.close()
 
 
 def vec_envs(config: TrainConfig) -> Any:

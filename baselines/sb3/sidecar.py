@@ -21,6 +21,7 @@ from wrappers.errors import InvalidValue
 __all__ = [
     "ALGORITHMS",
     "SIDECAR_FORMAT",
+    "STACK_SETTINGS_KEYS",
     "algorithm_class",
     "algorithm_name",
     "read_sidecar",
@@ -40,14 +41,10 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
 
 #: Version of the sidecar layout; bumped when its keys change meaning.
 SIDECAR_FORMAT = 1
-_SIDECAR_KEYS = (
-    "format",
-    "algo",
-    "encoding",
-    "action_vocabulary",
-    "action_masks",
-    "visible_budget",
-)
+#: The keys of the stack settings (:func:`baselines.sb3.env.stack_settings`): how the
+#: policy sees and acts on the env.
+STACK_SETTINGS_KEYS = ("encoding", "action_vocabulary", "action_masks", "visible_budget")
+_SIDECAR_KEYS = ("format", "algo", *STACK_SETTINGS_KEYS)
 
 
 def algorithm_class(name: str) -> type:

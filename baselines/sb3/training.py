@@ -78,7 +78,8 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
     torch.set_num_threads(config.threads)
     for line in describe(config):
         log(line)
-    stack = stack_settings(config)
+    with contextlib.closing(make_env(config)) as env:
+        stack = stack_settings(env, action_masks=config.algo == "maskable_ppo")
     kwargs, policy_kwargs = _hyperparameters(config)
     vec_env = vec_envs(config)
     try:
@@ -104,7 +105,7 @@ def train(config: TrainConfig, out: Path, log: Callable[[str], None] = lambda _:
         vec_env.close()
     sidecar = {
         "algo": config.algo,
-        **stack.to_dict(),
+        **stack,
         "behaviour_cloning": warm_start,
         "config": config_json(config),
         "hyperparameters": _jsonable(kwargs),
