@@ -123,7 +123,7 @@ def test_an_eval_stack_resolves_its_budget_once(monkeypatch):
     monkeypatch.setattr(wrappers.budget, "find_budget", lambda *a: calls.append(1) or find(*a))
     recipe, name = resolve_env(StackRecipe(ENV_ID, StackOptions(history=True)), None)
     recipe = replace(recipe, regime=BudgetRegime.fixed(8))
-    env = policy_stack(recipe, frozenset(), sees_budget=False).build()
+    env = policy_stack(recipe, frozenset(), visible=False).build()
     assert len(calls) == 1 and name == ENV_ID
     assert isinstance(env, ChatHistory) and isinstance(env.env, TurnBudget)
     assert not env.env.report_budget

@@ -74,14 +74,14 @@ def resolve_env(env: Any, env_name: str | None) -> tuple[StackRecipe, str | None
 _GRID = "the evaluator's T grid (budgets=...)"
 
 
-def policy_stack(recipe: StackRecipe, wants: frozenset[str], sees_budget: bool) -> StackRecipe:
+def policy_stack(recipe: StackRecipe, wants: frozenset[str], visible: bool) -> StackRecipe:
     """Return ``recipe`` as a policy plays it: ``ActionHints`` for its ``wants``.
 
-    ``info`` carries ``budget`` and ``turns_left`` only when the policy
-    ``sees_budget``: hidden, episodes run at max(T), a budget it must not see.
+    ``info`` carries ``budget`` and ``turns_left`` only when the budget is
+    ``visible``: hidden, episodes run at max(T), a budget the policy must not see.
     """
     hints = frozenset(recipe.options.hints) | wants
-    return replace(recipe, options=replace(recipe.options, hints=hints, report_budget=sees_budget))
+    return replace(recipe, options=replace(recipe.options, hints=hints, report_budget=visible))
 
 
 def _env_name(base: gym.Env) -> str:
@@ -208,13 +208,13 @@ class RunSetup:
         adapter = adapt_policy(policy)
         recipe, name = resolve_env(env, settings.env_name)
         max_budget = max(settings.budgets)
-        visible = settings.visible_budget or adapter.visible_budget
-        stack = replace(recipe, regime=BudgetRegime.fixed(max_budget, visible))
-        probe = policy_stack(stack, adapter.required_info, visible).build(_GRID)
+        asked = settings.visible_budget or adapter.visible_budget
+        stack = replace(recipe, regime=BudgetRegime.fixed(max_budget, asked))
+        probe = policy_stack(stack, adapter.required_info, asked).build(_GRID)
         budget = find_budget(probe)
-        sees_budget = visible or budget.visible
-        budget.report_budget = sees_budget
-        play = policy_stack(stack, adapter.required_info, sees_budget)
+        visible = asked or budget.visible
+        budget.report_budget = visible
+        play = policy_stack(stack, adapter.required_info, visible)
         name = name or _env_name(probe.unwrapped)
         has_oracle = _probe(probe, settings.tasks[0], max_budget, name)
         if adapter.check_tasks is not None:
@@ -227,8 +227,8 @@ class RunSetup:
             env_name=name,
             agent_name=adapter.recorded_name(settings.agent_name),
             wrappers=describe_wrappers(probe),
-            mode=VISIBLE if sees_budget else HIDDEN,
-            visible_budget=visible,
+            mode=VISIBLE if visible else HIDDEN,
+            visible_budget=asked,
             diagnostics=settings.diagnostics and has_oracle,
             batch_size=batch,
         )

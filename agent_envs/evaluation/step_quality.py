@@ -185,7 +185,7 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
         raise ValueError(f"step quality needs an env with an oracle; {settings.env_name} has none.")
     # A noisy default reference, so that the states include some just after mistakes.
     guide = adapt_policy(NoisyOracleAgent(epsilon=0.3) if reference is None else reference)
-    guide_env = policy_stack(setup.stack, guide.required_info, sees_budget=False).build()
+    guide_env = policy_stack(setup.stack, guide.required_info, visible=False).build()
     states = [
         (task, *state)
         for task in settings.tasks
@@ -193,9 +193,7 @@ def judge_steps(setup: RunSetup, reference: Any = None) -> dict[str, Any]:
     ]
     slots = settings.batch_size
     envs = [setup.probe] + [setup.play.build() for _ in range(slots - 1)]
-    options = RunOptions(
-        diagnose=True, hidden_budget=None if settings.mode == VISIBLE else set()
-    )
+    options = RunOptions(diagnose=True, hidden_budget=None if settings.mode == VISIBLE else set())
     max_budget = max(settings.budgets)
     outcomes: list[tuple[bool, bool] | None] = []
     for start in range(0, len(states), slots):
