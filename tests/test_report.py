@@ -90,6 +90,16 @@ def test_the_bench_page_shows_the_score_the_suite_table_and_each_difference():
         _check_difference(page, env_id, difference)
 
 
+def test_the_score_table_says_its_cpu_is_the_bench_process_s_own():
+    """A served model's CPU is not in a bench result: the page must not pass it off as one."""
+    page = Page(build_report([BENCH / "random.json"]))
+    [table] = page.find(data_kind="score")
+    seconds = json.loads((BENCH / "random.json").read_text())["seconds"].values()
+    cpu = sum(float(s["cpu"]) for s in seconds)
+    assert "bench CPU seconds" in table["text"] and f"{cpu:.1f}" in table["text"]
+    assert "a model served by another process" in table["text"]
+
+
 def _check_difference(page: Page, env_id: str, difference) -> None:
     [table] = page.find(data_kind="difference", data_env=env_id)
     cells = _cells(page, table, difference.diff.size)

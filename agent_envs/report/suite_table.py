@@ -57,7 +57,7 @@ def _suite_table(suite: str, benches: list[dict[str, Any]]) -> str:
 
 def _score_table(suite: str, benches: list[dict[str, Any]]) -> str:
     head = "".join(f'<th scope="col">{label}</th>' for _, label in _SCORES)
-    rows = [f'<tr><th scope="col">agent</th>{head}<th scope="col">CPU seconds</th></tr>']
+    rows = [f'<tr><th scope="col">agent</th>{head}<th scope="col">bench CPU seconds</th></tr>']
     for bench in benches:
         cells = ""
         for key, _ in _SCORES:
@@ -78,7 +78,8 @@ def _score_table(suite: str, benches: list[dict[str, Any]]) -> str:
         )
     caption = (
         f"Suite {text(suite)} score: mean Pass@(1,T) over families, 95% bootstrap interval over "
-        "tasks; budget gap = generous - tight"
+        "tasks; budget gap = generous - tight. Bench CPU seconds are the bench process's "
+        "own: a model served by another process (a llama.cpp or vLLM server) is not in them"
     )
     return (
         f'<table class="score"{attrs(data_kind="score", data_suite=suite)}>'
