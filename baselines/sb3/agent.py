@@ -277,7 +277,7 @@ class SB3Agent:
             >>> import gymnasium as gym, agent_envs
             >>> from stable_baselines3 import PPO
             >>> from baselines.sb3.agent import SB3Agent
-            >>> from baselines.sb3.env import load_tokenizer, stack_settings
+            >>> from baselines.sb3.env import stack_settings
             >>> from wrappers import DiscreteActions, EncodeObservation, TurnBudget
             >>> env = EncodeObservation(
             ...     DiscreteActions(TurnBudget(gym.make("agent_envs/GuessNumber-v0"), 10)),
