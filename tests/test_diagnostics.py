@@ -330,10 +330,10 @@ def test_the_hidden_info_pickles_as_a_plain_dict():
     import pickle
     import warnings
 
-    from agent_envs.evaluation.hidden_budget import HiddenBudgetInfo
+    from agent_envs.evaluation.hidden_budget import hide_budget
 
     reads = set()
-    info = HiddenBudgetInfo({"turn": 1, "budget": 9, "turns_left": 8}, reads)
+    info = hide_budget({"turn": 1, "budget": 9, "turns_left": 8}, reads)
     assert dict(info) == {"turn": 1}
     with pytest.warns(UserWarning, match="budget is hidden"):
         assert info.get("budget") is None

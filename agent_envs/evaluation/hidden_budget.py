@@ -5,10 +5,9 @@ it, so the policy must not learn the budget: the budget's one owner
 (``wrappers.budget``) then leaves ``budget`` and ``turns_left`` out of
 ``info`` (``turn`` stays: it reveals no budget).  A policy that reads them
 anyway would silently get nothing and be measured as if it had no budget
-sense at all; the evaluator hands it a :class:`HiddenBudgetInfo`, which tells
-it so, once per run, with the fix.  This is the evaluator's private guard,
-not a budget type: users set visibility on ``BudgetRegime`` or the budget
-wrapper.
+sense at all; :func:`hide_budget` hands it an ``info`` that tells it so, once
+per run, with the fix.  This is the evaluator's own check, not a budget type:
+users set visibility on ``BudgetRegime`` or the budget wrapper.
 
 The check costs nothing on the hot path of a policy that never asks: plain
 lookups of present keys go through ``dict`` itself, and only a miss
@@ -22,7 +21,7 @@ from typing import Any
 
 from wrappers.protocol import BUDGET, TURNS_LEFT
 
-__all__ = ["HIDDEN_BUDGET_KEYS", "HiddenBudgetInfo"]
+__all__ = ["HIDDEN_BUDGET_KEYS", "hide_budget"]
 
 #: The ``info`` keys that reveal the budget; removed in hidden mode.
 HIDDEN_BUDGET_KEYS = (BUDGET, TURNS_LEFT)
@@ -43,12 +42,18 @@ def _note_read(reads: set[str], key: str) -> None:
     reads.add(key)
 
 
-class HiddenBudgetInfo(dict):
-    """A policy's ``info`` without the budget keys; asking for one notes it in ``reads``.
+def hide_budget(info: dict[str, Any], reads: set[str]) -> dict[str, Any]:
+    """Return ``info`` without the budget keys; a policy asking for one is noted in ``reads``.
 
     ``reads`` is the run's set of the hidden keys its policy asked for, shared
-    by every episode's info, so the warning comes once per run.
+    by every episode's info, so the warning comes once per run.  The result is
+    a ``dict`` and pickles (e.g. to a Ray worker) as the plain dict it stands for.
     """
+    return _WatchedInfo(info, reads)
+
+
+class _WatchedInfo(dict):
+    """A dict that notes every read of a hidden budget key (see :func:`hide_budget`)."""
 
     __slots__ = ("reads",)
 
@@ -74,5 +79,4 @@ class HiddenBudgetInfo(dict):
         return dict.__contains__(self, key)
 
     def __reduce__(self) -> Any:
-        # Pickles (e.g. to a Ray worker) as the plain dict it stands for.
         return (dict, (dict(self),))

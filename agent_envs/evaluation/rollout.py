@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.core import normalize_action
-from agent_envs.evaluation.hidden_budget import HiddenBudgetInfo
+from agent_envs.evaluation.hidden_budget import hide_budget
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import (
     POLICY_ERRORS,
@@ -278,7 +278,7 @@ class EpisodeRun:
         info[EPISODE_SEED] = self.key.seed
         if self.budget_reads is None:
             return info
-        return HiddenBudgetInfo(info, self.budget_reads)
+        return hide_budget(info, self.budget_reads)
 
     def reset(self, env: gym.Env) -> tuple[str, dict[str, Any]]:
         """Reset ``env`` to this episode and return the first observation and the policy's info."""
