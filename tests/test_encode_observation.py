@@ -247,7 +247,7 @@ print(env.reset()[0].tolist(), "transformers" in sys.modules)
 
 
 def test_tokens_mode_with_a_tokenizer_object_never_imports_transformers():
-    """The bottom layer takes a tokenizer object and loads none (issue 45)."""
+    """The bottom layer takes a tokenizer object and loads none."""
     done = subprocess.run(
         [sys.executable, "-c", _NO_TRANSFORMERS], check=True, capture_output=True, text=True
     )

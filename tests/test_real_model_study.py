@@ -1,4 +1,4 @@
-"""The real-model study (issue 30): its design in code, its split, and its --quick miniature.
+"""The real-model study: its design in code, its split, and its --quick miniature.
 
 ``--quick`` runs the study's own code end to end on the tiny model built from
 config (a few CPU seconds, deterministic); ``results.json`` holds every

@@ -1,6 +1,6 @@
 """Recovery, step quality and decision quality separate four synthetic policies on GuessNumber-20.
 
-The policies (issue 29) read only the interval the env states, and draw from
+The policies read only the interval the env states, and draw from
 (episode seed, turn), so every figure is reproducible:
 
 * A bisects with probability 0.8; its first error is another guess inside the

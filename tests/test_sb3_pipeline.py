@@ -210,7 +210,7 @@ def test_bad_stack_settings_are_a_one_line_error(change, error, message):
 
 
 def test_a_tokens_encoding_is_loaded_by_name_for_training_and_for_the_agent(tmp_path):
-    """The tokenizer name travels in the config and the sidecar; baselines load it (issue 45)."""
+    """The tokenizer name travels in the config and the sidecar; baselines load it."""
     pytest.importorskip("transformers")
     folder, _ = word_tokenizer(tmp_path / "words")
     encoding = {"mode": "tokens", "tokenizer": folder, "max_length": 8}
