@@ -248,7 +248,7 @@ def test_bring_your_own_agent_with_chat_history(tmp_path, capsys):
     settings = result["settings"]
     assert settings["env_name"] == GUESS and settings["agent_name"] == "tests.test_cli:NeedsHistory"
     capsys.readouterr()
-    # Issue 9, item 12: without --history the agent fails on every episode, and
+    # Without --history the agent fails on every episode, and
     # a run in which every episode failed exits non-zero, saying what failed.
     assert cli.main(args) == 2
     printed = capsys.readouterr()
@@ -297,7 +297,7 @@ def _hello(argv: list[str]) -> int:
 
 
 def test_a_third_party_agent_and_command_plug_in_through_entry_points(monkeypatch, capsys):
-    """Issue 10: agents and commands are found by entry points, as a third party registers."""
+    """Agents and commands are found by entry points, as a third party registers."""
     import importlib.metadata
 
     real = importlib.metadata.entry_points

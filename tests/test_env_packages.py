@@ -6,7 +6,7 @@ A small env package (``waterpkg``: the guide's DialLock family under
 ``agent_envs.envs`` entry-point group, exactly as ``pip install`` of a
 package with that entry point would.  The CLI is run on it in a fresh
 process, and ``agent_envs.conformance`` is run on it from the package's own
-pytest file (issue 32, item 3).
+pytest file.
 """
 
 from __future__ import annotations

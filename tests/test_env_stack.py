@@ -132,7 +132,7 @@ def test_an_eval_stack_resolves_its_budget_once(monkeypatch):
 
 
 def test_budget_mix_and_chat_stack_are_built_only_by_the_builder():
-    """Issue 28: BudgetMix( and chat_stack( are called only in agent_envs/env_stack.py."""
+    """BudgetMix( and chat_stack( are called only in agent_envs/env_stack.py."""
     call = re.compile(r"(?<![\w.`])(?:\w+\.)?(BudgetMix|chat_stack)\(")
     found = []
     for package in ("agent_envs", "baselines"):

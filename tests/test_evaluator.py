@@ -742,7 +742,7 @@ def test_asking_for_more_tasks_than_the_env_has_warns():
 
 
 def test_a_policy_that_reads_the_turns_left_gets_them_shown_by_the_budget():
-    """Issue 10: the TurnBudget writes the line (as in training); the policy re-adds nothing."""
+    """The TurnBudget writes the line (as in training); the policy re-adds nothing."""
     seen = []
 
     class ReadsTheLine:

@@ -1,4 +1,4 @@
-"""Atomic writes give files the permissions a plain ``open()`` would (issue 32, item 6)."""
+"""Atomic writes give files the permissions a plain ``open()`` would."""
 
 from __future__ import annotations
 

@@ -168,7 +168,7 @@ def test_grpo_trains_through_the_tool_and_the_budget_holds(tmp_path, monkeypatch
 def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
     tmp_path, monkeypatch, one_torch_thread
 ):
-    """Issue 32, item 5: the documented recipe, end to end on CPU.
+    """The documented recipe, end to end on CPU.
 
     A tiny model that has never seen a tool call is warm-started on the oracle
     played through the tool (``baselines.llm.tool_warm_start``); one GRPO step

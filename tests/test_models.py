@@ -218,7 +218,7 @@ def test_the_shipped_smollm2_file_is_found_and_readable():
 
 
 def test_the_first_conversion_says_what_it_does_and_how_long_it_took(gguf_path, cache, caplog):
-    """Issue 32, item 4: the slow first load is announced, the cached ones are quiet."""
+    """The slow first load is announced, the cached ones are quiet."""
     with caplog.at_level("INFO", logger="agent_envs.progress"):
         folder = resolve_model(gguf_path)
     notes = [record.getMessage() for record in caplog.records]

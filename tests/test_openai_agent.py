@@ -301,7 +301,7 @@ def test_chat_completions_url():
         ({"model": ""}, ValueError),
         ({"concurrency": 0}, ValueError),
         ({"timeout": 0}, ValueError),
-        # Issue 9, item 7: a timeout that is not a finite, sane number fails now.
+        # A timeout that is not a finite, sane number fails now.
         ({"timeout": float("nan")}, ValueError),
         ({"timeout": float("inf")}, ValueError),
         ({"timeout": 1e30}, ValueError),
@@ -320,7 +320,7 @@ def test_bad_arguments_fail_clearly(kwargs, error):
 
 
 def test_credentials_in_base_url_are_refused_without_echoing_them():
-    """Issue 9, item 3: a user name and password in base_url never print."""
+    """A user name and password in base_url never print."""
     with pytest.raises(ValueError) as failure:
         OpenAIChatAgent("http://bob:hunter2@127.0.0.1:9/v1", "m")
     assert "hunter2" not in str(failure.value) and "bob" not in str(failure.value)
@@ -330,7 +330,7 @@ def test_credentials_in_base_url_are_refused_without_echoing_them():
 
 
 def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(server, backend):
-    """Issue 9, item 2: the bearer token is never sent to another origin."""
+    """The bearer token is never sent to another origin."""
     elsewhere = ChatServer(backend)
     try:
         server.redirect_to = elsewhere.base_url + "/chat/completions"
@@ -345,7 +345,7 @@ def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(server, backend):
 
 
 def test_timeout_is_a_deadline_for_the_whole_request(server):
-    """Issue 9, item 5: a server that drips its reply cannot hold a request past timeout.
+    """A server that drips its reply cannot hold a request past timeout.
 
     The drip sends a byte every 20 ms (about 4 s for the whole reply), so no
     single read waits anywhere near the timeout; only a deadline over the
@@ -365,7 +365,7 @@ def test_timeout_is_a_deadline_for_the_whole_request(server):
 
 
 def test_a_reply_larger_than_max_reply_bytes_is_an_error(server):
-    """Issue 9, item 6: the bytes read per reply are capped."""
+    """The bytes read per reply are capped."""
     server.script.append("huge")
     agent = make_agent(server, max_retries=0, max_reply_bytes=20_000)
     with pytest.raises(ChatCompletionError, match="larger than max_reply_bytes=20000"):
@@ -463,7 +463,7 @@ def test_the_wrap_an_existing_agent_example_runs(capsys):
 
 
 def test_the_api_key_appears_nowhere_in_a_cli_run(server, capsys, tmp_path):
-    """Issue 9, item 1: not in stdout, stderr, the result, the log, transcripts or plots."""
+    """Not in stdout, stderr, the result, the log, transcripts or plots."""
     kwargs = {"base_url": server.base_url, "model": "tiny", "max_new_tokens": 4, "backoff": 0}
     files = {name: tmp_path / name for name in ("r.json", "run.jsonl", "r.png")}
     common = ["eval", "GuessNumber-v0", "--agent", "openai", "--k", "1", "--t", "2"]
@@ -506,7 +506,7 @@ def test_the_api_key_appears_nowhere_in_a_cli_run(server, capsys, tmp_path):
 
 
 def test_a_rotated_key_resumes_the_run_and_another_model_does_not(server, capsys, tmp_path):
-    """Issue 9, item 1: the resume check tells agents apart without the secret."""
+    """The resume check tells agents apart without the secret."""
     log = tmp_path / "run.jsonl"
 
     def run(**changes):
@@ -525,7 +525,7 @@ def test_a_rotated_key_resumes_the_run_and_another_model_does_not(server, capsys
 
 
 def test_a_run_against_an_unreachable_server_exits_non_zero(backend, capsys, tmp_path):
-    """Issue 9, item 12: every episode failed, so the run fails and says why."""
+    """Every episode failed, so the run fails and says why."""
     chat = ChatServer(backend)
     url = chat.base_url
     chat.close()  # nothing listens there now

@@ -1,4 +1,4 @@
-"""Long runs are never silent: one-line records where no bar can be drawn (issue 32, item 4)."""
+"""Long runs are never silent: one-line records where no bar can be drawn."""
 
 from __future__ import annotations
 

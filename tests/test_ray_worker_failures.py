@@ -84,7 +84,7 @@ def test_a_chunk_that_keeps_killing_workers_stops_in_one_line(ray_logs):
 
 
 class PrintsItsTokenEscaped(NoisyOracleAgent):
-    """Prints its token as a JSON encoder that escapes every character would (issue 31 item 15)."""
+    """Prints its token as a JSON encoder that escapes every character would."""
 
     def act(self, observation, info):
         token = os.environ.get(SECRET_VARIABLE, "")
@@ -94,7 +94,7 @@ class PrintsItsTokenEscaped(NoisyOracleAgent):
 
 
 def test_a_json_escaped_secret_never_reaches_the_ray_worker_logs(ray_logs):
-    """Issue 31 item 15: a \\uXXXX-escaped key reached the Ray worker logs whole."""
+    """A \\uXXXX-escaped key reached the Ray worker logs whole."""
     result = evaluate(PrintsItsTokenEscaped(), "agent_envs/GuessNumber-v0", **GRID)
     assert result.errors == 0
     written = "".join(

@@ -19,7 +19,7 @@ def _load(name: str) -> EvalResult:
 
 
 def test_the_first_run_gives_the_audits_holm_p_at_t12_back():
-    # The audit of issue 29: over 10 tasks and 24 cells, only (K=1, T=12) survives Holm, p 0.047.
+    # The audit: over 10 tasks and 24 cells, only (K=1, T=12) survives Holm, p 0.047.
     cells = analyse(_load("after-tgrid.json"), _load("before-tgrid.json"))["sets"]["all tasks"]
     p_holm = np.array(cells["cells"]["p_holm"])
     assert p_holm[0, -1] == pytest.approx(24 * 2 / 2**10)

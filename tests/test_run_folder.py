@@ -1,4 +1,4 @@
-"""A training command's run folder (issue 31, items 5, 6, 7 and 16).
+"""A training command's run folder.
 
 The folder is marked (``agent_envs_run.json``) with what the command wrote;
 ``--resume`` and ``--overwrite`` refuse a non-empty folder without that
@@ -187,7 +187,7 @@ def test_quick_fills_in_only_the_flags_not_given():
 
 
 def test_train_llm_quick_fills_in_only_the_flags_not_given():
-    """train-llm's --quick follows train-sb3's rule (issue 31, item 16)."""
+    """train-llm's --quick follows train-sb3's rule."""
     from baselines.llm.train import COMMAND
 
     argv = [GUESS, "--quick", "--steps", "5", "--group-size", "4", "--tasks", "0:6"]

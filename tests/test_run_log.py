@@ -288,7 +288,7 @@ def test_a_log_of_an_older_format_is_refused_by_name(tmp_path):
 
 
 def test_a_transcript_entry_is_bounded(tmp_path):
-    """Issue 9, item 6: a huge agent reply cannot make a huge log line."""
+    """A huge agent reply cannot make a huge log line."""
     from agent_envs.evaluation.rollout import TRANSCRIPT_TEXT_LIMIT
 
     def chatty(observation):
@@ -305,7 +305,7 @@ def test_a_transcript_entry_is_bounded(tmp_path):
 
 
 def test_a_second_run_on_a_locked_log_fails_at_once_and_resume_works_after(tmp_path):
-    """Issue 9, item 8: one run owns its log; the second fails naming it, redoing nothing."""
+    """One run owns its log; the second fails naming it, redoing nothing."""
     from agent_envs.evaluation.run_log import RunLogLocked
 
     log = tmp_path / "run.jsonl"

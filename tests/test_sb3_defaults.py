@@ -111,7 +111,7 @@ def test_the_compact_view_keeps_every_state_character_of_the_view(env_id):
 
 # ---------------------------------------------------------------- learning
 def test_the_python_defaults_learn_the_deterministic_lake(tmp_path):
-    """Issue 24: the tuned defaults beat random by 0.2 Pass@(1,12) on 30 tasks, greedily."""
+    """The tuned defaults beat random by 0.2 Pass@(1,12) on 30 tasks, greedily."""
     config = TrainConfig(LAKE, algo="maskable_ppo", timesteps=12_000, budget=12, seed=0, n_envs=4)
     agent = SB3Agent(str(train(config, tmp_path)), deterministic=True)
     grid = {"ks": [1], "budgets": [12], "tasks": 30, "samples": 1, "diagnostics": False}

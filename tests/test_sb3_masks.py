@@ -1,4 +1,4 @@
-"""A maskable model is never silently unmasked (issue 32, item 2)."""
+"""A maskable model is never silently unmasked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``agent-envs serve``'s own flags (issue 31, item 13): one line and exit 2, the real port."""
+"""``agent-envs serve``'s own flags: one line and exit 2, the real port."""
 
 from __future__ import annotations
 

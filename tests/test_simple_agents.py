@@ -186,7 +186,7 @@ def test_agent_kwargs_parsing():
 
 
 def test_describe_agent_masks_secrets_but_keeps_what_changes_behaviour():
-    """Issue 9, item 1: the recorded agent name holds no secret, yet tells agents apart."""
+    """The recorded agent name holds no secret, yet tells agents apart."""
     from agent_envs.plugins import describe_agent
 
     def name(model, key, password):
@@ -204,7 +204,7 @@ def test_describe_agent_masks_secrets_but_keeps_what_changes_behaviour():
 
 
 def test_sb3_docs_warn_that_loading_a_model_runs_code():
-    """Issue 9, item 4: SB3 model files are cloudpickle; load only models you trust."""
+    """SB3 model files are cloudpickle; load only models you trust."""
     from pathlib import Path
 
     from baselines.sb3.agent import SB3Agent

@@ -203,7 +203,7 @@ def test_the_llm_studys_report_code_gives_its_committed_figures_back(run):
 
 
 def test_each_training_seed_of_the_llm_study_trains_its_own_warm_start(tmp_path, monkeypatch):
-    """Issue 29: the warm start's variance belongs inside the seed-level intervals."""
+    """The warm start's variance belongs inside the seed-level intervals."""
     import baselines.llm.train
     from studies.llm_budgetmix.design import PLAN, regimes
     from studies.llm_budgetmix.jobs import declare_jobs, warm_start_job, warm_start_jobs
