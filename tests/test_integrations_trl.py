@@ -121,7 +121,7 @@ def _tool_calling_model(tmp_path):
     return model, tokenizer
 
 
-def test_grpo_trains_through_the_tool_and_the_budget_holds(tmp_path, monkeypatch):
+def test_grpo_trains_through_the_tool_and_the_budget_holds(tmp_path, monkeypatch, one_torch_thread):
     pytest.importorskip("trl")
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
