@@ -126,6 +126,8 @@ def test_grpo_trains_through_the_tool_and_the_budget_holds(tmp_path, monkeypatch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
+    from baselines.llm.grpo import no_checkpointing
+
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = _tool_calling_model(tmp_path)
     made = []
@@ -136,7 +138,7 @@ def test_grpo_trains_through_the_tool_and_the_budget_holds(tmp_path, monkeypatch
         return made[-1]
 
     args = GRPOConfig(
-        output_dir=str(tmp_path / "out"), bf16=False, gradient_checkpointing=False,
+        output_dir=str(tmp_path / "out"), bf16=False, **no_checkpointing(),
         disable_dropout=True, report_to="none", use_cpu=True, seed=0, max_steps=1,
         per_device_train_batch_size=4, num_generations=2, max_completion_length=256,
         max_tool_calling_iterations=4, temperature=0.1, logging_steps=1,
@@ -182,6 +184,7 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
     from transformers import GPT2LMHeadModel
     from trl import GRPOConfig, GRPOTrainer
 
+    from baselines.llm.grpo import no_checkpointing
     from baselines.llm.tool_warm_start import tool_chat_template, warm_start_tool_calls
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -195,7 +198,7 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
     losses = warm_start_tool_calls(model, tokenizer, env_id, tasks, steps=150, regime=4)
     assert sum(losses[-10:]) < sum(losses[:10]) / 10
     args = GRPOConfig(
-        output_dir=str(tmp_path / "out"), bf16=False, gradient_checkpointing=False,
+        output_dir=str(tmp_path / "out"), bf16=False, **no_checkpointing(),
         disable_dropout=True, report_to="none", use_cpu=True, seed=0, max_steps=1,
         per_device_train_batch_size=8, num_generations=4, max_completion_length=256,
         max_tool_calling_iterations=6, temperature=0.7, logging_steps=1,

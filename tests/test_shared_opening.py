@@ -114,11 +114,13 @@ def test_the_opening_runs_once_and_the_rows_run_only_their_rest(tiny_llama_path,
     shapes = []
     backbone = model.get_base_model().base_model
     forward = backbone.forward
-    monkeypatch.setattr(
-        backbone,
-        "forward",
-        lambda **kw: shapes.append(tuple(kw["input_ids"].shape)) or forward(**kw),
-    )
+
+    @functools.wraps(forward)  # keeps forward's signature, which names its cache argument
+    def counting(**kw):
+        shapes.append(tuple(kw["input_ids"].shape))
+        return forward(**kw)
+
+    monkeypatch.setattr(backbone, "forward", counting)
     shared_opening_logps(model, ids, mask, keep)
     # 40 shared tokens once; each row then runs its 1-6 prompt tokens after the
     # opening and its completion, padded to the longest rest (6 + 9).

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerCallback
+from transformers import TrainerCallback, TrainingArguments
 
 from agent_envs.files import save_folder
 from baselines.llm.train_config import COLLAPSE_WINDOW, GRPOSettings, LLMTrainConfig
@@ -30,25 +30,38 @@ __all__ = [
     "GRPOLog",
     "grpo_config",
     "make_rollout",
+    "no_checkpointing",
     "save_folder",
     "train_grpo",
 ]
 
-#: TRL's defaults that break CPU runs (bf16, gradient checkpointing), skew the
-#: recomputed log-probs (dropout) or report to a remote tracker.
+#: TRL's defaults that break CPU runs (bf16, and activation checkpointing:
+#: :func:`no_checkpointing`), skew the recomputed log-probs (dropout) or report
+#: to a remote tracker.
 CPU_SAFE_GRPO = {
     "bf16": False,
-    "gradient_checkpointing": False,
     "disable_dropout": True,
     "report_to": "none",
 }
+
+
+def no_checkpointing() -> dict[str, bool]:
+    """Return the training argument that turns TRL's default activation checkpointing off.
+
+    transformers 5.23 renamed ``gradient_checkpointing`` to
+    ``activation_checkpointing`` and warns on the old name; older releases
+    know only the old one.
+    """
+    renamed = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
+    return {"activation_checkpointing" if renamed else "gradient_checkpointing": False}
 
 
 def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
     """Return a ``trl.GRPOConfig`` with :data:`CPU_SAFE_GRPO` under ``settings``."""
     from trl import GRPOConfig
 
-    return GRPOConfig(output_dir=str(output_dir), **{**CPU_SAFE_GRPO, **settings})
+    safe = {**CPU_SAFE_GRPO, **no_checkpointing()}
+    return GRPOConfig(output_dir=str(output_dir), **{**safe, **settings})
 
 
 def make_rollout(config: LLMTrainConfig) -> Any:

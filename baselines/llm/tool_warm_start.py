@@ -130,5 +130,5 @@ def warm_start_tool_calls(
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return losses

@@ -118,11 +118,13 @@ def warm_start(
 
     The loss covers the assistant tokens only (``assistant_masks``).  The
     config overrides TRL's defaults that break CPU runs (``bf16`` and
-    ``gradient_checkpointing`` default to True) and saves nothing.
+    activation checkpointing default to True) and saves nothing.
     """
     from datasets import Dataset
     from transformers import PrinterCallback
     from trl import SFTConfig, SFTTrainer
+
+    from baselines.llm.grpo import no_checkpointing
 
     if steps < 1:
         return model
@@ -134,7 +136,7 @@ def warm_start(
         lr_scheduler_type="cosine",
         warmup_steps=max(steps // 20, 1),
         bf16=False,
-        gradient_checkpointing=False,
+        **no_checkpointing(),
         report_to="none",
         save_strategy="no",
         logging_steps=log_every,
