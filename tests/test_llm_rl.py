@@ -26,7 +26,7 @@ from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
 from agent_envs.instances import instance_key  # noqa: E402
 from baselines.llm.few_shot import FIRST_EXAMPLE_ID, oracle_episodes  # noqa: E402
 from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
-from baselines.llm.grpo import make_rollout  # noqa: E402
+from baselines.llm.grpo import grpo_config, make_rollout, no_checkpointing  # noqa: E402
 from baselines.llm.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
@@ -99,6 +99,20 @@ def segments(episode):
 
 
 # ------------------------------------------------------------------ prompts
+def test_the_cpu_safe_grpo_config_passes_no_deprecated_argument(tmp_path):
+    """TRL's default checkpointing goes off by the name the installed transformers has."""
+    import warnings
+
+    from transformers import TrainingArguments
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        args = grpo_config(tmp_path)
+    assert not args.gradient_checkpointing and not args.bf16
+    [name] = no_checkpointing()
+    assert name in TrainingArguments.__dataclass_fields__
+
+
 def test_task_prompts_round_trip_and_bad_prompts_are_refused():
     assert task_of(task_prompt(42)) == 42
     with pytest.raises(ValueError, match="task_prompt"):
