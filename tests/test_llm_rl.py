@@ -108,7 +108,7 @@ def test_the_cpu_safe_grpo_config_passes_no_deprecated_argument(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         args = grpo_config(tmp_path)
-    assert not args.gradient_checkpointing and not args.bf16
+    assert not (args.gradient_checkpointing or args.bf16 or args.dataloader_pin_memory)
     [name] = no_checkpointing()
     assert name in TrainingArguments.__dataclass_fields__
 

@@ -36,12 +36,13 @@ __all__ = [
 ]
 
 #: TRL's defaults that break CPU runs (bf16, and activation checkpointing:
-#: :func:`no_checkpointing`), skew the recomputed log-probs (dropout) or report
-#: to a remote tracker.
+#: :func:`no_checkpointing`), skew the recomputed log-probs (dropout), report
+#: to a remote tracker or warn on every CPU run (pinned memory needs a GPU).
 CPU_SAFE_GRPO = {
     "bf16": False,
     "disable_dropout": True,
     "report_to": "none",
+    "dataloader_pin_memory": False,
 }
 
 

@@ -138,6 +138,7 @@ def warm_start(
         bf16=False,
         **no_checkpointing(),
         report_to="none",
+        dataloader_pin_memory=False,  # a CPU has no pinned memory; True only warns
         save_strategy="no",
         logging_steps=log_every,
         seed=seed,
