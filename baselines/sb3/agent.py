@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from agent_envs.fingerprint import file_fingerprint
-from baselines.sb3.env import load_tokenizer, stack_settings
+from baselines.sb3.env import encoding_tokenizer, stack_settings
 from baselines.sb3.sidecar import (
     ALGORITHMS,
     SIDECAR_FORMAT,
@@ -126,9 +126,7 @@ class _Model:
 
 def _encoder(encoding: dict[str, Any]) -> TextEncoder:
     """Rebuild the training encoder from its config, loading a ``"tokens"`` tokenizer."""
-    name = encoding.get("tokenizer")
-    tokens = encoding.get("mode") == "tokens" and isinstance(name, str)
-    return TextEncoder.from_config(encoding, load_tokenizer(name) if tokens else None)
+    return TextEncoder.from_config(encoding, encoding_tokenizer(encoding))
 
 
 def _stack_settings(settings: Any) -> dict[str, Any]:

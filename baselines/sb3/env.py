@@ -33,7 +33,15 @@ from wrappers.budget import find_budget
 from wrappers.episode import TaskPool
 from wrappers.protocol import SUCCESS
 
-__all__ = ["TaskPool", "TrainConfig", "load_tokenizer", "make_env", "stack_settings", "vec_envs"]
+__all__ = [
+    "TaskPool",
+    "TrainConfig",
+    "encoding_tokenizer",
+    "load_tokenizer",
+    "make_env",
+    "stack_settings",
+    "vec_envs",
+]
 
 
 # ---------------------------------------------------------------------- settings
@@ -184,9 +192,9 @@ class TrainConfig:
         arguments = dict(self.encoding)
         if "ngram_range" in arguments:
             arguments["ngram_range"] = tuple(arguments["ngram_range"])
-        name = arguments.get("tokenizer")
-        if arguments.get("mode") == "tokens" and isinstance(name, str):
-            arguments["tokenizer"] = load_tokenizer(name)
+        tokenizer = encoding_tokenizer(arguments)
+        if tokenizer is not None:
+            arguments["tokenizer"] = tokenizer
         if self.budget_feature:
             arguments["budget_scale"] = self.budget_scale or max(self.training_budgets())
         return arguments
@@ -196,6 +204,13 @@ class TrainConfig:
         if self.train_tasks is not None:
             return self.train_tasks
         return range(self.train_first, MAX_TASK_ID) if self.train_first else None
+
+
+def encoding_tokenizer(encoding: dict[str, Any]) -> Any:
+    """Return the loaded tokenizer a ``"tokens"`` encoding names, else ``None``."""
+    name = encoding.get("tokenizer")
+    named = encoding.get("mode") == "tokens" and isinstance(name, str)
+    return load_tokenizer(name) if named else None
 
 
 def load_tokenizer(name: str) -> Any:
