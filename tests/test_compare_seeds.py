@@ -141,10 +141,19 @@ def test_a_cell_significant_alone_is_not_after_holm_over_its_family():
     assert family[0].p_adjusted[0, 0] == pytest.approx(2 * 2 / 64)
     assert family[0].wins().tolist() == [[""]]
     assert family[0].to_dict()["family"] == "secondary"
-    assert "Holm-adjusted p-values (family 'secondary', 2 tests" in family[0].table()
+    # 6 seeds cannot reach 0.05 in a family of two, and the table says so.
+    assert not family[0].can_be_significant and not family[0].to_dict()["can_be_significant"]
+    table = family[0].table()
+    assert "Holm-adjusted p-values (family 'secondary', 2 tests" in table
+    assert "in a Holm family of 2 tests no adjusted p goes below 0.0625" in table
+    # 8 seeds can: the family's floor is 2 x 2/256.
+    wide = [compare(seeds([4, 3] * 4, "A"), seeds([0, 1] * 4, "B")) for _ in range(2)]
+    holm_family(wide, "secondary")
+    assert wide[0].can_be_significant and wide[0].wins().tolist() == [["A"]]
     # Rows outside the family's K are untested: null in JSON, never marked.
     assert holm_family([alone], "primary", ks=[2]) == 0
     assert alone.to_dict()["p_adjusted"] == [[None]] and alone.wins().tolist() == [[""]]
+    assert not alone.can_be_significant
 
 
 def test_unequal_seed_counts_use_the_unpaired_test_and_json_round_trips():

@@ -92,10 +92,23 @@ class CompareResult:
 
     @property
     def can_be_significant(self) -> bool:
-        """Whether any cell could be significant with this many seeds (always, over tasks)."""
+        """Whether any cell could be significant with these seeds (always, over tasks).
+
+        In a Holm family of m tests the smallest adjusted p is m times the
+        smallest p the test can give, so a family too large for its seeds
+        can mark nothing.
+        """
         if self.unit == "task":
             return True
-        return min(self.seeds) >= MIN_SEEDS and (self.min_p_value or 1.0) <= 1 - self.confidence
+        return min(self.seeds) >= MIN_SEEDS and self._smallest_p() <= 1 - self.confidence
+
+    def _smallest_p(self) -> float:
+        """The smallest p (Holm-adjusted in a family) any cell could reach."""
+        smallest = self.min_p_value or 1.0
+        if self.p_adjusted is not None and self.family_size is not None:
+            # A family of none of this comparison's cells tests nothing here.
+            smallest = min(1.0, smallest * self.family_size) if self.family_size else 1.0
+        return smallest
 
     def wins(self) -> np.ndarray:
         """Return a ``(K, T)`` array: ``"A"`` where A is better, ``"B"`` where B is, else ``""``."""
@@ -215,6 +228,11 @@ class CompareResult:
                 f"with {self.seeds[0]} vs {self.seeds[1]} seeds the {self.test} cannot go below "
                 f"p = {self.min_p_value:.3g}"
             )
+            if self.p_adjusted is not None and self.family_size:
+                reason += (
+                    f", so in a Holm family of {self.family_size} tests no adjusted p goes "
+                    f"below {self._smallest_p():.3g}"
+                )
         return f"No cell can be significant: {reason}; train more seeds."
 
     def plot(self, path: str | os.PathLike[str], scale: float = 1.0) -> Path:
