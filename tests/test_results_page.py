@@ -2,8 +2,10 @@
 
 The post-hoc statistics (the classic study's per-seed growth of the gain with
 T and the real-model design's claim-2 statistic on the maze), the leak-free
-GRPO run's declared tests without the two secrets the examples solve, and
-the `--full` LLM study's per-seed warm-start calibration.
+GRPO run's declared tests without the two secrets the examples solve, the
+`--full` LLM study's per-seed warm-start calibration, and the real-model
+study's post-hoc readings (the room below the oracle, what recovery tracks,
+which runs did not learn).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -19,6 +22,9 @@ from agent_envs.evaluation.seed_stats import paired_permutation_test
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 RESULTS = (DOCS / "results.md").read_text()
+REAL_MODEL = DOCS / "real_model_study"
+# The study's own page, whitespace folded so that a figure may wrap.
+REAL_MODEL_PAGE = " ".join((REAL_MODEL / "README.md").read_text().split())
 
 
 def _classic(env: str) -> dict[str, list[EvalResult]]:
@@ -88,3 +94,74 @@ def test_the_full_runs_warm_starts_per_seed():
     assert ", ".join(f"{v:g}" for v in at12) in " ".join(RESULTS.split())
     assert f"{at3.mean():.3f}" == "0.311" and int((at3 > 0.3).sum()) == 8
     assert f"{at12.mean():.3f}" == "0.658" and int((at12 > 0.7).sum()) == 2
+
+
+def _real_model_runs() -> tuple[dict, list[dict]]:
+    record = json.loads((REAL_MODEL / "results.json").read_text())
+    jobs = [json.loads(path.read_text()) for path in sorted(REAL_MODEL.glob("runs/*/job.json"))]
+    assert len(jobs) == 32
+    return record, jobs
+
+
+def _pass_at_1_last_t(job: dict) -> float:
+    settings = job["result"]["settings"]
+    return job["result"]["surface"][settings["ks"].index(1)][-1]
+
+
+def test_the_real_model_gain_as_a_share_of_the_room_below_the_oracle():
+    record, _ = _real_model_runs()
+    settings = record["results"]["base"][0]["settings"]
+    env = gym.make(settings["env_name"]).unwrapped
+    turns = []
+    for task in settings["tasks"]:
+        env.reset(seed=0, options={"task_id": task})
+        turns.append(env.oracle_turns())
+    # The oracle bisects, so it solves a task within T exactly when its turns fit.
+    oracle = np.array([np.mean([t <= budget for t in turns]) for budget in settings["budgets"]])
+    assert oracle.tolist() == [2 / 16, 14 / 16, 1.0, 1.0]
+    base, long_ = (np.array(record["surfaces"][name]["mean"][0]) for name in ("base", "long"))
+    share = " / ".join(f"{x:.2f}" for x in (long_ - base) / (oracle - base))
+    assert share == "0.45 / 0.24 / 0.25 / 0.39"
+    assert f"is {share} at T = 2 / 5 / 8 / 12" in " ".join(RESULTS.split())
+    assert "0.45, 0.24, 0.25 and 0.39 at T = 2, 5, 8 and 12" in REAL_MODEL_PAGE
+
+
+def test_the_real_model_recovery_and_success_track_the_invalid_share():
+    _, jobs = _real_model_runs()
+    invalid = [job["moves"]["invalid"] for job in jobs]
+    recovery = []
+    for job in jobs:
+        last_t = job["result"]["diagnostics"]["error_recovery"][-1]
+        recovery.append(last_t["recovered"] / last_t["recoverable"])
+    r_recovery = np.corrcoef(recovery, invalid)[0, 1]
+    r_success = np.corrcoef([_pass_at_1_last_t(job) for job in jobs], invalid)[0, 1]
+    assert (round(r_recovery, 2), round(r_success, 2)) == (-0.89, -0.94)
+    assert "(r = -0.89)" in RESULTS
+    assert "(Pearson r = -0.89), and so does Pass@(1,12) (r = -0.94)" in REAL_MODEL_PAGE
+
+
+def test_the_real_model_runs_that_did_not_learn():
+    _, jobs = _real_model_runs()
+    trained = [job for job in jobs if job["regime"] != "base"]
+    stuck = [job for job in trained if job["moves"]["invalid"] > 0.4]
+    assert sorted((job["regime"], job["seed"]) for job in stuck) == [
+        ("mix", 6),
+        ("short", 1),
+        ("short", 4),
+        ("short", 7),
+    ]
+    shares = [job["moves"]["invalid"] for job in stuck]
+    assert f"{min(shares):.0%}-{max(shares):.0%}" == "47%-58%"
+    passes = [_pass_at_1_last_t(job) for job in stuck]
+    long_ = [_pass_at_1_last_t(job) for job in jobs if job["regime"] == "long"]
+    figure = f"{min(passes):.2f}-{max(passes):.2f} against long's {min(long_):.2f}-{max(long_):.2f}"
+    assert figure == "0.16-0.35 against long's 0.48-0.60"
+    assert f"47-58% invalid moves, as the base model has, and their Pass@(1,12) is {figure}" in (
+        REAL_MODEL_PAGE
+    )
+    # Short's groups without reward variance: mean over each run's GRPO steps.
+    short = [
+        np.mean([s["zero_std"] for s in j["train_log"]]) for j in trained if j["regime"] == "short"
+    ]
+    assert f"{min(short):.0%}-{max(short):.0%}" == "70%-88%"
+    assert "70-88% of its training groups had no reward variance" in REAL_MODEL_PAGE
