@@ -34,6 +34,7 @@ from transformers import (
     StoppingCriteriaList,
 )
 
+from baselines.llm.precision import autocast_for
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.replies import reply_with_end
 from wrappers._core.validators import check_int
@@ -178,7 +179,7 @@ def generate_replies(
         pad_token_id=pad_id,
         eos_token_id=list(eos_ids),
     )
-    with torch.inference_mode():
+    with torch.inference_mode(), autocast_for(model):
         output = model.generate(
             input_ids=input_ids.to(model.device),
             attention_mask=attention_mask.to(model.device),

@@ -122,9 +122,12 @@ class HFAgent(LLMPolicy):
             :class:`~baselines.llm.policy.LLMPolicy` describes them.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; by default CUDA when
             available (a loaded model stays where it is).
-        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` (the
-            checkpoint's) or a ``torch.dtype``; by default float32 on CPU and
-            ``"auto"`` elsewhere.
+        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` or a
+            ``torch.dtype``; by default float32 on CPU and ``"auto"``
+            elsewhere.  ``"auto"`` is, on a CPU, bfloat16 where the CPU
+            computes it natively and float32 where not; on a GPU, the
+            checkpoint's own.  A bfloat16 model on a CPU runs under bfloat16
+            autocast (:mod:`baselines.llm.precision`), as training does.
         batch_size: the most episodes per ``generate`` call.
         max_context: the context length in tokens; by default read from the
             model config.

@@ -19,6 +19,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from baselines.llm.models import resolve_model
+from baselines.llm.precision import resolve_dtype
 from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = ["load_for_inference"]
@@ -79,9 +80,16 @@ def load_for_inference(
 
 
 def _dtype(dtype: Any, device: str) -> Any:
-    """Return the torch dtype ``dtype`` names on ``device`` (``"auto"``: the checkpoint's)."""
+    """Return the torch dtype ``dtype`` names on ``device``.
+
+    ``"auto"`` is, on a CPU, bfloat16 where it is native and float32 where
+    not (:func:`~baselines.llm.precision.resolve_dtype`); elsewhere the
+    checkpoint's own.
+    """
     if dtype is None:
         return torch.float32 if device == "cpu" else "auto"
+    if dtype == "auto" and device == "cpu":
+        return _DTYPES[resolve_dtype("auto", device)]
     if isinstance(dtype, torch.dtype) or dtype == "auto":
         return dtype
     if isinstance(dtype, str) and dtype in _DTYPES:

@@ -115,12 +115,16 @@ def apply_lora(model: Any, spec: LoRASpec) -> Any:
 def save_model(model: Any, out: Path) -> Any:
     """Save ``model`` in ``out`` as a plain model folder; return what was saved.
 
-    A LoRA model is merged first (its adapters alone go to ``out/adapter``).
+    A LoRA model is merged first, in float32 (its adapters alone go to
+    ``out/adapter``).
     """
+    import torch
     from peft import PeftModel
 
     if isinstance(model, PeftModel):
         model.save_pretrained(out / ADAPTER_FOLDER)
-        model = model.merge_and_unload()
+        # A bfloat16 base (precision.py) is merged in float32, so the saved
+        # model keeps the adapters' float32 update whatever it is loaded in.
+        model = model.to(torch.float32).merge_and_unload()
     model.save_pretrained(out)
     return model

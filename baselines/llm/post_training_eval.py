@@ -29,6 +29,8 @@ def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str
     100 tasks from 10000, K 1,2,4, 4 attempts and the training budgets.
     """
     kwargs: dict[str, Any] = {"model": str(out), "prefix_cache": True}
+    if config.dtype != "float32":  # evaluated in the format it trained in
+        kwargs["dtype"] = config.compute_dtype()
     # The settings the run's policies took; HFAgent's defaults are left out of the line.
     defaults = {"system_prompt": FORMAT_PROMPT, "few_shot": 0, "reply_format": None}
     for name, value in config.policy.keywords().items():
@@ -72,6 +74,7 @@ def training_agent(
         seed=seed,
         device="cpu",
         prefix_cache=True,  # the same samples, several times faster on long histories
+        dtype=config.compute_dtype(),
         **config.policy.keywords(),
     )
 

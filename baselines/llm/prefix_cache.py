@@ -45,6 +45,8 @@ from typing import Any
 import torch
 from transformers import AttentionInterface
 
+from baselines.llm.precision import autocast_for
+
 __all__ = ["PrefixCacheDecoder", "cache_argument"]
 
 #: ``sample(scores, rows) -> tokens``: one token per batch row from its last position's
@@ -126,7 +128,8 @@ class PrefixCacheDecoder:
         replies: list[list[int]] = [[] for _ in prompts]
         live = list(range(len(prompts)))  # the prompt of each batch row, in order
         for step in range(room):
-            logits = self._forward(rows, new)
+            with autocast_for(self.model):
+                logits = self._forward(rows, new)
             self.row_steps += len(live)
             tokens = sample(logits, live).tolist()
             going = []

@@ -45,6 +45,7 @@ import torch
 from transformers import DynamicCache
 from trl import GRPOTrainer
 
+from baselines.llm.precision import autocast_for
 from baselines.llm.prefix_cache import cache_argument
 
 __all__ = ["MIN_SHARED_TOKENS", "SharedOpeningGRPOTrainer", "shared_opening_logps"]
@@ -243,6 +244,29 @@ class SharedOpeningGRPOTrainer(GRPOTrainer):
         batch_size=None,
         compute_entropy=False,
         compute_aux_loss=False,
+        **extra,
+    ):
+        with autocast_for(model):  # a bfloat16 base computes in bfloat16 (precision.py)
+            return self._logps_and_entropies(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size,
+                compute_entropy,
+                compute_aux_loss,
+                **extra,
+            )
+
+    def _logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size,
+        compute_entropy,
+        compute_aux_loss,
         **extra,
     ):
         parent = super()._get_per_token_logps_and_entropies

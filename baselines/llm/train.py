@@ -97,6 +97,8 @@ def train_llm(
     try:
         set_seed(config.seed)
         model, tokenizer = config.source.load(out)
+        if config.compute_dtype() == "bfloat16":
+            model = model.to(torch.bfloat16)  # the frozen base; peft adds float32 adapters
         if config.lora is not None:
             model = apply_lora(model, config.lora)
         started = time.perf_counter()
@@ -118,6 +120,7 @@ def train_llm(
     sidecar = {
         "config": config.to_json(),
         "eval_command": eval_command(config, out),
+        "compute_dtype": config.compute_dtype(),
         "timings": timings,
         "stopped": progress.stopped or None,
         "log": progress.history,

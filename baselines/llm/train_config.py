@@ -25,6 +25,7 @@ from agent_envs.evaluation.settings import check_tasks
 from baselines.llm.few_shot import EXAMPLE_POOL
 from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
+from baselines.llm.precision import DTYPES, check_dtype, resolve_dtype
 from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
 from wrappers._core.validators import check_int, check_number, check_probability
 from wrappers.errors import InvalidType, InvalidValue
@@ -251,6 +252,13 @@ class LLMTrainConfig:
         beta: the KL penalty to the model GRPO starts from (the warm start),
             TRL's ``beta``.  At 0 the policy may drift anywhere: at lr 1e-3,
             2 of 3 regimes collapsed to 100% invalid replies within 150 steps.
+        dtype: the number format of the model's compute
+            (:mod:`baselines.llm.precision`): ``float32``; ``bfloat16``, the
+            frozen base stored in bfloat16 and every forward under bfloat16
+            autocast, the LoRA adapters, their gradients and the optimizer
+            state float32 (needs ``lora``); or ``auto``, bfloat16 where the
+            CPU computes it natively and the run trains LoRA, else float32.
+            The evaluation after training computes in the same format.
         collapse_invalid: the collapse guard.  GRPO stops, and the sidecar
             says so under ``stopped``, once the invalid-reply rate averaged over
             the last ``COLLAPSE_WINDOW`` steps exceeds this (1 turns it off).
@@ -331,6 +339,15 @@ class LLMTrainConfig:
     beta: float = field(
         default=0.04, metadata=flag("KL penalty to the warm start (0.04)", type=number_arg(0))
     )
+    dtype: str = field(
+        default="float32",
+        metadata=flag(
+            "the number format: float32, bfloat16 (the frozen base in bfloat16, the LoRA "
+            "adapters float32; needs --lora) or auto (bfloat16 where the CPU has it natively "
+            "and the run trains LoRA, else float32) (float32)",
+            choices=DTYPES,
+        ),
+    )
     collapse_invalid: float = field(
         default=0.5,
         metadata=flag(
@@ -348,6 +365,9 @@ class LLMTrainConfig:
 
     def __post_init__(self) -> None:
         """Build (and so check) each phase's settings once, by name."""
+        check_dtype(self.dtype)
+        if self.dtype == "bfloat16" and self.lora is None:
+            resolve_dtype(self.dtype, frozen_base=False)  # raises: says how to fix it
         policy = PolicySettings(
             system_prompt=self.system_prompt,
             few_shot=self.few_shot,
@@ -390,6 +410,10 @@ class LLMTrainConfig:
         }
         for name, settings in phases.items():
             object.__setattr__(self, name, settings)
+
+    def compute_dtype(self, device: str = "cpu") -> str:
+        """Return the dtype this run computes in on ``device``: ``auto`` resolved."""
+        return resolve_dtype(self.dtype, device, frozen_base=self.lora is not None)
 
     def to_json(self) -> dict[str, Any]:
         """Return the record's settings (its fields, not the phases built from them) as JSON."""

@@ -56,6 +56,8 @@ def train_config(job: Job, budget: Any) -> Any:
         lora=None if quick else lora_spec(s.get("lora_layers", design.LORA_LAYERS)),
         micro_batch=design.MICRO_BATCH,
         collapse_invalid=design.COLLAPSE_INVALID,
+        # float32 unless the settings name another (the v3 study ran float32).
+        dtype=s.get("dtype", "float32"),
     )
 
 
