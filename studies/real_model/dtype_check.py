@@ -139,8 +139,7 @@ def lines(record: dict[str, Any]) -> list[str]:
             else "bfloat16 learned measurably less: the next study stays in float32."
         ),
         "",
-        "Two seeds detect a large loss only; they cannot show that the two dtypes learn "
-        "equally.",
+        "Two seeds detect a large loss only; they cannot show that the two dtypes learn equally.",
         "",
     ]
 
