@@ -79,6 +79,12 @@ _family(
             "GuessNumber-Range in the fewest words ('Guess the integer.', 'Lower.', '16-25'): "
             "the same tasks at a third of the tokens, for small models on a CPU.",
         ),
+        "agent_envs/GuessNumber-Wide-Terse-v0": (
+            "agent_envs.envs.guess_number:GuessNumberRangeEnv",
+            {"max_low": 1, "min_width": 64, "max_width": 99, "terse": True},
+            "GuessNumber-Range-Terse over wide ranges (1-64 to 1-99; 2 934 distinct tasks): "
+            "bisection needs about 7 guesses, a one-step walk several times that.",
+        ),
     },
 )
 

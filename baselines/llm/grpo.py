@@ -88,12 +88,12 @@ def train_grpo(
     from datasets import Dataset
     from transformers import PrinterCallback, ProgressCallback
 
-    from baselines.llm.rewards import outcome_reward, process_reward
+    from baselines.llm.rewards import REWARDS, process_reward
     from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
     from baselines.llm.tasks import task_prompt
 
     args = _trainer_args(settings, work)
-    rewards: list[Any] = [outcome_reward]
+    rewards: list[Any] = [REWARDS[settings.reward]]
     if settings.process_reward > 0:
         rewards.append(process_reward(settings.process_reward))
     trainer = SharedOpeningGRPOTrainer(

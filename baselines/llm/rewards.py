@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["outcome_reward", "process_reward"]
+__all__ = ["REWARDS", "outcome_reward", "process_reward", "validity_reward"]
 
 
 def outcome_reward(completions: list, success: list[bool], **_: Any) -> list[float]:
@@ -19,6 +19,20 @@ def outcome_reward(completions: list, success: list[bool], **_: Any) -> list[flo
     group-normalised advantage of this reward.
     """
     return [1.0 if ok else 0.0 for ok in success]
+
+
+def validity_reward(completions: list, turns: list[int], invalid_actions: list[int], **_: Any):
+    """The validity reward: the share of the episode's replies that were valid actions.
+
+    It rewards the format alone, never success: a control that separates
+    what the task's outcome reward teaches from what any reward for valid
+    replies teaches (an episode of no turns scores 0).
+    """
+    return [(n - bad) / n if n else 0.0 for n, bad in zip(turns, invalid_actions, strict=True)]
+
+
+#: The rewards ``train-llm --reward`` names: the episode's outcome, or valid replies only.
+REWARDS = {"outcome": outcome_reward, "validity": validity_reward}
 
 
 def process_reward(coef: float) -> Callable[..., list[float]]:

@@ -27,6 +27,7 @@ from baselines.llm.lora import LoRASpec
 from baselines.llm.model_source import ModelSource
 from baselines.llm.precision import DTYPES, check_dtype, resolve_dtype
 from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
+from baselines.llm.rewards import REWARDS
 from wrappers._core.validators import check_int, check_number, check_probability
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import BUDGET
@@ -161,6 +162,7 @@ class GRPOSettings:
         collapse_invalid: the collapse guard's invalid-reply limit.
         tasks: the training task ids.
         seed: the trainer's seed.
+        reward: the episode reward (:data:`~baselines.llm.rewards.REWARDS`).
     """
 
     steps: int
@@ -175,8 +177,11 @@ class GRPOSettings:
     collapse_invalid: float
     tasks: tuple[int, ...]
     seed: int
+    reward: str = "outcome"
 
     def __post_init__(self) -> None:
+        if self.reward not in tuple(REWARDS):
+            raise InvalidValue(f"reward must be one of {tuple(REWARDS)}, got {self.reward!r}.")
         for name in ("k", "tasks_per_step"):
             check_int(getattr(self, name), name, 1)
         if self.k < 2:
@@ -252,6 +257,9 @@ class LLMTrainConfig:
         beta: the KL penalty to the model GRPO starts from (the warm start),
             TRL's ``beta``.  At 0 the policy may drift anywhere: at lr 1e-3,
             2 of 3 regimes collapsed to 100% invalid replies within 150 steps.
+        reward: the episode reward GRPO optimises: ``outcome`` (1.0 on
+            success) or ``validity`` (the share of the episode's replies that
+            were valid actions: a control that rewards the format alone).
         dtype: the number format of the model's compute
             (:mod:`baselines.llm.precision`): ``float32``; ``bfloat16``, the
             frozen base stored in bfloat16 and every forward under bfloat16
@@ -339,6 +347,14 @@ class LLMTrainConfig:
     beta: float = field(
         default=0.04, metadata=flag("KL penalty to the warm start (0.04)", type=number_arg(0))
     )
+    reward: str = field(
+        default="outcome",
+        metadata=flag(
+            "the episode reward: outcome (1 on success) or validity (the share of valid "
+            "replies, a format-only control) (outcome)",
+            choices=tuple(REWARDS),
+        ),
+    )
     dtype: str = field(
         default="float32",
         metadata=flag(
@@ -406,6 +422,7 @@ class LLMTrainConfig:
                 collapse_invalid=self.collapse_invalid,
                 tasks=self.tasks,
                 seed=self.seed,
+                reward=self.reward,
             ),
         }
         for name, settings in phases.items():

@@ -31,41 +31,51 @@ def setup_process(device: str, threads: int) -> None:
 
 
 def train_config(job: Job, budget: Any) -> Any:
-    """Return the ``LLMTrainConfig`` of one job (the base model's, with 0 steps, for ``base``)."""
+    """Return the ``LLMTrainConfig`` of one job (the base model's, with 0 steps, for ``base``).
+
+    A setting the job's settings leave out takes the v3 design's value, so a
+    later version (``studies.real_model_v4``) runs the same jobs with its own.
+    """
     from agent_envs.env_stack import BudgetRegime
     from baselines.llm.train import LLMTrainConfig
 
     s = job.settings
     quick = s["quick"]  # the tiny model, built and warm-started first
+    lora = s.get("lora", {"rank": design.LORA_RANK, "targets": list(design.LORA_TARGETS)})
     return LLMTrainConfig(
         s["env_id"],
-        budget or BudgetRegime.fixed(design.LONG),
+        budget or BudgetRegime.fixed(s.get("t_grid", design.T_GRID)[-1]),
         model=s["base_model"],
         tasks=tuple(s["train_tasks"]),
         k=s["k"],
         tasks_per_step=s["tasks_per_step"],
         steps=s["steps"] if budget else 0,
-        learning_rate=design.LEARNING_RATE,
+        learning_rate=s.get("learning_rate", design.LEARNING_RATE),
         warm_start=0,
         process_reward=s.get("process_reward", 0.0),
         seed=job.seed,
         few_shot=s["few_shot"],
-        temperature=design.TEMPERATURE,
-        max_new_tokens=design.MAX_NEW_TOKENS,
-        beta=design.BETA,
-        lora=None if quick else lora_spec(s.get("lora_layers", design.LORA_LAYERS)),
-        micro_batch=design.MICRO_BATCH,
-        collapse_invalid=design.COLLAPSE_INVALID,
+        temperature=s.get("temperature", design.TEMPERATURE),
+        max_new_tokens=s.get("max_new_tokens", design.MAX_NEW_TOKENS),
+        beta=s.get("beta", design.BETA),
+        lora=None
+        if quick
+        else lora_spec(s.get("lora_layers", design.LORA_LAYERS), lora["rank"], lora["targets"]),
+        micro_batch=s.get("micro_batch", design.MICRO_BATCH),
+        collapse_invalid=s.get("collapse_invalid", design.COLLAPSE_INVALID),
+        reward=s.get("reward", "outcome"),
         # float32 unless the settings name another (the v3 study ran float32).
         dtype=s.get("dtype", "float32"),
     )
 
 
-def lora_spec(layers: int | None) -> Any:
+def lora_spec(
+    layers: int | None, rank: int = design.LORA_RANK, targets: Any = design.LORA_TARGETS
+) -> Any:
     """Return the study's LoRA adapters on the top ``layers`` layers (``None``: every layer)."""
     from baselines.llm.lora import LoRASpec
 
-    return LoRASpec(design.LORA_RANK, targets=design.LORA_TARGETS, layers=layers)
+    return LoRASpec(rank, targets=tuple(targets), layers=layers)
 
 
 def model_hash(folder: Path) -> str:
@@ -129,11 +139,11 @@ def run_job(job: Job) -> dict[str, Any]:
         budgets=s["t_grid"],
         tasks=s["eval_tasks"],
         samples=s["samples"],
-        ks=[k for k in design.KS if k <= s["samples"]],
+        ks=[k for k in s.get("ks", design.KS) if k <= s["samples"]],
         seed=job.seed,
         log_path=run / "episodes.jsonl",
         step_quality=s["step_quality"],
-        step_quality_seed=design.STEP_QUALITY_SEED,
+        step_quality_seed=s.get("step_quality_seed", design.STEP_QUALITY_SEED),
         transcripts=True,
     )
     cpu = time.process_time() - cpu  # this process's CPU, every thread, for this job alone
@@ -164,7 +174,8 @@ def _stopped(run: Path) -> dict | None:
 
 
 def pilot_job(job: Job) -> dict[str, Any]:
-    """The calibration pilot on some training tasks: the base model, ``PILOT_T_GRID``, K=1."""
+    """The calibration pilot on some training tasks: the base model, K=1, on the settings'
+    ``pilot_t_grid`` (v3's ``PILOT_T_GRID`` by default)."""
     from baselines.llm.train import evaluate_model
 
     s, cpu = job.settings, time.process_time()
@@ -173,7 +184,7 @@ def pilot_job(job: Job) -> dict[str, Any]:
     result = evaluate_model(
         s["base_path"],
         config,
-        budgets=design.PILOT_T_GRID,
+        budgets=s.get("pilot_t_grid", design.PILOT_T_GRID),
         tasks=s["tasks"],
         samples=s["pilot_samples"],
         ks=[1],
