@@ -114,10 +114,10 @@ def test_the_three_primary_tests_recompute_without_the_report_code(study):
         assert cell["holm_p"] == pytest.approx(q, abs=1e-12)
         smallest = min(part["diff"] for part in cell["parts"])
         if q <= 0.05:
-            expected = "supports" if smallest > 0 else "reverses"
+            expected = "passes" if smallest > 0 else "reverses"
         else:
-            expected = "consistent with" if smallest > 0 else "does not support"
-        assert cell["verdict"] == expected
+            expected = "fails"
+        assert cell["test"] == expected
 
 
 def test_every_other_figure_recomputes_exactly_through_the_report_code(study):

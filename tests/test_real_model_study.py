@@ -88,13 +88,7 @@ def test_quick_runs_every_regime_and_seed_and_writes_the_three_primary_tests(qui
     assert list(tests) == list(design.PRIMARY_TESTS)
     for cell in tests.values():
         assert 0.0 <= cell["p"] <= cell["holm_p"] <= 1.0
-        assert cell["verdict"] in {
-            "supports",
-            "consistent with",
-            "does not support",
-            "reverses",
-            "not measured",
-        }
+        assert cell["test"] in {"passes", "fails", "reverses", "not measured"}
     assert len(tests[list(tests)[2]]["parts"]) == 2  # claim 3: mean over T and long's worst T
     report = (root / "out" / "results.md").read_text()
     assert report.index("Primary tests") < report.index("Pass@(K,T) per regime")
@@ -218,7 +212,7 @@ def test_the_primary_tests_are_exact_sign_flip_tests_over_seeds_with_holm_over_t
     # Holm over the three: the smallest p times 3, the next times 2 (monotone).
     assert claim_1["holm_p"] == pytest.approx(3 * 2 / 256)
     assert claim_2["holm_p"] == pytest.approx(3 * 2 / 256)
-    assert (claim_1["verdict"], claim_3["verdict"]) == ("supports", "does not support")
+    assert (claim_1["test"], claim_3["test"]) == ("passes", "fails")
     # With 3 seeds no sign-flip test reaches 0.05 (2 / 2^3 = 0.25): the reason for 8.
     few = primary_tests(_results([0.25] * 3, [0.3] * 3, [0.1] * 3))
     assert next(iter(few.values()))["p"] == 0.25
@@ -232,7 +226,7 @@ def test_a_claim_no_seed_can_measure_is_not_measured_and_keeps_the_family_at_thr
         result.diagnostics["error_recovery"] = [{"rate": None}]  # no error made, none recovered
     cells = primary_tests(runs)
     claim_2 = cells[list(cells)[1]]
-    assert (claim_2["p"], claim_2["verdict"], claim_2["parts"][0]["diff"]) == (
+    assert (claim_2["p"], claim_2["test"], claim_2["parts"][0]["diff"]) == (
         1.0,
         "not measured",
         None,

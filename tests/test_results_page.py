@@ -162,3 +162,39 @@ def test_the_real_model_runs_that_did_not_learn():
     ]
     assert f"{min(short):.0%}-{max(short):.0%}" == "70%-88%"
     assert "70-88% of its training groups had no reward variance" in REAL_MODEL_PAGE
+
+
+def _pass_at_k(job: dict, k: int, column: int) -> float:
+    """A run's Pass@(k,T) at one budget column, read off its committed surface."""
+    settings = job["result"]["settings"]
+    return job["result"]["surface"][settings["ks"].index(k)][column]
+
+
+def test_the_real_model_k8_surfaces_short_beats_long_and_long_falls_below_base_at_t2():
+    _, jobs = _real_model_runs()
+    by_regime: dict[str, list[dict]] = {}
+    for job in sorted(jobs, key=lambda job: job["seed"]):
+        by_regime.setdefault(job["regime"], []).append(job)
+
+    def mean(regime: str, column: int) -> float:
+        return float(np.mean([_pass_at_k(job, 8, column) for job in by_regime[regime]]))
+
+    figures = [
+        f"{mean(r, c):.3f}" for r, c in (("short", 0), ("long", 0), ("short", 3), ("long", 3))
+    ]
+    assert figures == ["0.203", "0.109", "0.680", "0.625"]
+    assert "Pass@(8,2) 0.203 against 0.109 and Pass@(8,12) 0.680 against 0.625" in REAL_MODEL_PAGE
+    assert "Pass@(8,2) 0.203 against 0.109, Pass@(8,12) 0.680 against 0.625" in " ".join(
+        RESULTS.split()
+    )
+    base = [_pass_at_k(job, 8, 0) for job in by_regime["base"]]
+    long_ = [_pass_at_k(job, 8, 0) for job in by_regime["long"]]
+    lower = sum(a < b for a, b in zip(long_, base, strict=True))
+    equal = sum(a == b for a, b in zip(long_, base, strict=True))
+    assert (f"{np.mean(long_):.3f}", f"{np.mean(base):.3f}", lower, equal) == (
+        "0.109",
+        "0.219",
+        7,
+        1,
+    )
+    assert "0.109 against 0.219, lower in 7 of the 8 seeds and equal in one" in REAL_MODEL_PAGE

@@ -20,12 +20,17 @@ from studies.families import diagnostic_family, family_table, interval
 from studies.real_model import design
 
 
-def _verdict(diff: float | None, holm_p: float) -> str:
+def _outcome(diff: float | None, holm_p: float) -> str:
+    """The declared test's outcome: ``passes``, ``reverses`` or ``fails``.
+
+    Not the claim's verdict: a test that passes leaves a claim *not supported*
+    where the data explain the effect another way (``docs/results.md``).
+    """
     if diff is None:
         return "not measured"
     if holm_p <= 0.05:
-        return "supports" if diff > 0 else "reverses"
-    return "consistent with" if diff > 0 else "does not support"
+        return "passes" if diff > 0 else "reverses"
+    return "fails"
 
 
 def _part(values: list[np.ndarray]) -> dict[str, Any]:
@@ -61,7 +66,7 @@ def primary_tests(runs: Mapping[str, Sequence[EvalResult]]) -> dict[str, dict[st
     ):
         cell["holm_p"] = float(q)
         diffs = [part["diff"] for part in cell["parts"]]
-        cell["verdict"] = _verdict(None if None in diffs else min(diffs), float(q))
+        cell["test"] = _outcome(None if None in diffs else min(diffs), float(q))
     return cells
 
 
@@ -78,11 +83,11 @@ def primary_lines(cells: Mapping[str, Mapping[str, Any]]) -> list[str]:
             ),
             cell["seeds"],
             f"{cell['holm_p']:.3f}",
-            cell["verdict"],
+            cell["test"],
         )
         for name, cell in cells.items()
     ]
-    header = ["primary test", "difference [95% interval] (p)", "seeds", "Holm p", "the data"]
+    header = ["primary test", "difference [95% interval] (p)", "seeds", "Holm p", "the test"]
     return ["### Primary tests (Holm over the three)", "", *kit.table(header, rows), ""]
 
 
