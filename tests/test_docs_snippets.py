@@ -226,6 +226,9 @@ SKIP = {
         "tests/test_report.py checks the committed page is what report makes of its files",
     ("docs/real_model_study/README.md", "python -m studies.real_model.pinned"):
         "CPU-hours: the real-model study itself",
+    ("docs/real_model_study/v4/README.md", "python -m studies.real_model_v4 --calibrate"):
+        "CPU-hours: the v4 study's pilot, launch and runs (tests/test_preregistration.py "
+        "checks each step's refusals)",
 }  # fmt: skip
 
 
