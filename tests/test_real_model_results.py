@@ -113,10 +113,7 @@ def test_the_three_primary_tests_recompute_without_the_report_code(study):
     for cell, q in zip(cells, holm_by_hand(p), strict=True):
         assert cell["holm_p"] == pytest.approx(q, abs=1e-12)
         smallest = min(part["diff"] for part in cell["parts"])
-        if q <= 0.05:
-            expected = "passes" if smallest > 0 else "reverses"
-        else:
-            expected = "fails"
+        expected = ("passes" if smallest > 0 else "reverses") if q <= 0.05 else "fails"
         assert cell["test"] == expected
 
 
