@@ -97,10 +97,8 @@ def train_llm(
     try:
         set_seed(config.seed)
         model, tokenizer = config.source.load(out)
-        if config.compute_dtype() == "bfloat16":
-            model = model.to(torch.bfloat16)  # the frozen base; peft adds float32 adapters
-        if config.lora is not None:
-            model = apply_lora(model, config.lora)
+        if config.lora is not None:  # the frozen base in its dtype; the adapters float32
+            model = apply_lora(model.to(getattr(torch, config.compute_dtype())), config.lora)
         started = time.perf_counter()
         if warm.steps:  # each phase plays a rollout of its own, from the same seeds
             rollout = EpisodeRollout.from_settings(config.rollout)
