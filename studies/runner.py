@@ -41,6 +41,7 @@ __all__ = [
     "RECORD",
     "Job",
     "add_backend_arguments",
+    "backend_of",
     "code_commit",
     "finished",
     "run_jobs",
@@ -214,3 +215,8 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         dest="address",
         help="--backend ray: 'auto' or 'ray://HEAD:10001' joins a cluster (default: local Ray)",
     )
+
+
+def backend_of(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the ``run_jobs`` keywords that :func:`add_backend_arguments`' flags set."""
+    return {"backend": args.backend, "address": args.address}
