@@ -29,6 +29,7 @@ __all__ = [
     "jsonable",
     "load_average",
     "p_text",
+    "ran_on",
     "reference_results",
     "regime_surface",
     "seed_surface",
@@ -40,6 +41,15 @@ __all__ = [
 def load_average() -> str:
     """Return the 1-, 5- and 15-minute load averages: how much else shared the CPUs."""
     return "/".join(f"{value:.1f}" for value in os.getloadavg())
+
+
+def ran_on(backend: str, workers: int) -> str:
+    """Say where a study's runs ran, for its report's timing line.
+
+    >>> ran_on("local", 2), ran_on("ray", 2)
+    ('on 2 worker process(es)', 'as Ray tasks, one per run')
+    """
+    return "as Ray tasks, one per run" if backend == "ray" else f"on {workers} worker process(es)"
 
 
 def cell(mean: float, low: float, high: float, signed: bool = False) -> str:

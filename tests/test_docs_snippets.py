@@ -158,6 +158,11 @@ SKIP = {
         "starts Ray (a minute): tests/test_ray_backend.py runs the Ray backend",
     ("docs/distributed.md", "# on the head node"):
         "a cluster of machines",
+    ("docs/distributed.md", "python -m studies.real_model --quick --backend ray"):
+        "starts Ray (a minute), and a cluster on its second line: tests/test_real_model_study.py "
+        "runs the --quick study on Ray",
+    ("docs/distributed.md", "# the head node: in the shared checkout"):
+        "a cluster of machines",
     ("docs/evaluation.md", "difference = compare([a_seed0, a_seed1, ...]"):
         "a fragment (a_seed0, ... stand for trained agents' results): "
         "tests/test_compare_seeds.py",

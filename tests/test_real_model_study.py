@@ -3,12 +3,16 @@
 ``--quick`` runs the study's own code end to end on the tiny model built from
 config (a few CPU seconds, deterministic); ``results.json`` holds every
 seed's whole result, and the report code recomputes every figure from it.
+``--backend ray`` runs the same miniature as Ray tasks, to the same records.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -147,6 +151,42 @@ def test_a_run_is_deterministic(quick, tmp_path):
     assert again["model_sha256"] == first["model_sha256"]
     assert again["result"]["success_counts"] == first["result"]["success_counts"]
     assert again["train_log"][0]["reward"] == first["train_log"][0]["reward"]
+
+
+def _without_timings(path: Path, root: Path) -> dict:
+    """A run's record, its folders under ``root`` renamed, without what says how fast it ran."""
+    record = json.loads(path.read_text().replace(str(root), "ROOT"))
+    del record["seconds"]
+    record.get("result", {}).pop("timing", None)
+    for step in record.get("train_log", []):
+        del step["seconds"]
+    return record
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None,
+    reason="the [ray] extra is not installed (pip install -e '.[ray]')",
+)
+def test_the_quick_study_on_ray_writes_the_local_runners_records(quick, tmp_path, monkeypatch):
+    import ray
+
+    from studies.real_model.cli import main
+
+    root, _ = quick
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.chdir(tmp_path)  # Ray puts its start folder on its workers' path
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        folders = ["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")]
+        assert main(["--quick", "--no-plots", *folders, "--backend", "ray"]) == 0
+    finally:
+        ray.shutdown()
+    local = sorted((root / "out" / "runs").glob("*/job.json"))
+    assert len(local) == 9  # the base model's warm start, and 2 seeds x 4 regimes
+    for path in local:
+        on_ray = tmp_path / "out" / "runs" / path.parent.name / "job.json"
+        # The same model, training log, evaluation and moves: only the timings differ.
+        assert _without_timings(on_ray, tmp_path) == _without_timings(path, root)
 
 
 def test_a_rerun_redoes_no_finished_run_and_max_runs_bounds_a_sitting(quick, tmp_path, capsys):

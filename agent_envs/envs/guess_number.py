@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,6 +28,94 @@ TERSE = {
     "outside": "Out of range.",
     "invalid": "Invalid.",
 }
+
+
+class _Verbose:
+    """The default format's texts, each a function of the numbers it shows."""
+
+    @staticmethod
+    def interval(low: int, high: int) -> str:
+        return f"The secret is between {low} and {high}."
+
+    @staticmethod
+    def correct(move: int) -> str:
+        return f"{move} is correct!"
+
+    @staticmethod
+    def higher(move: int) -> str:
+        return f"{move} is too low: the secret is higher."
+
+    @staticmethod
+    def lower(move: int) -> str:
+        return f"{move} is too high: the secret is lower."
+
+
+class _Terse:
+    """The terse format's texts (:data:`TERSE`), with the same arguments as :class:`_Verbose`'s."""
+
+    @staticmethod
+    def interval(low: int, high: int) -> str:
+        return f"{low}-{high}"
+
+    @staticmethod
+    def correct(move: int) -> str:
+        return TERSE["correct"]
+
+    @staticmethod
+    def higher(move: int) -> str:
+        return TERSE["higher"]
+
+    @staticmethod
+    def lower(move: int) -> str:
+        return TERSE["lower"]
+
+
+#: A range of at most this many numbers gets the feedback on every legal guess
+#: built with its first env (260 kB at this size, shared by the envs of one
+#: format and size); a larger one builds each text when the guess is made.
+TABULATED = 1000
+
+
+class _OnDemand:
+    """A feedback table of a range too large to build in advance: each text built when read."""
+
+    __slots__ = ("_say",)
+
+    def __init__(self, say: Callable[[int], str]) -> None:
+        self._say = say
+
+    def __getitem__(self, guess: int) -> str:
+        return self._say(guess)
+
+
+class _Texts:
+    """One format's texts for the range ``1..max_number``, built once (:func:`_texts`).
+
+    ``interval(low, high)`` is the view.  ``correct``, ``higher`` and ``lower``
+    hold the feedback on each legal guess, indexed by the guess.  ``outside``
+    is the terse format's one text for every guess outside the range, or
+    ``""`` for the default format, whose text names the guess and the range.
+    """
+
+    __slots__ = ("correct", "higher", "interval", "lower", "outside")
+
+    def __init__(self, terse: bool, max_number: int) -> None:
+        words = _Terse if terse else _Verbose
+        self.interval = words.interval
+        self.outside = TERSE["outside"] if terse else ""
+        says = (words.correct, words.higher, words.lower)
+        tables: tuple[Sequence[str], ...]
+        if max_number > TABULATED:
+            tables = tuple(_OnDemand(say) for say in says)
+        else:
+            tables = tuple(tuple(say(guess) for guess in range(max_number + 1)) for say in says)
+        self.correct, self.higher, self.lower = tables
+
+
+@functools.lru_cache(maxsize=16)
+def _texts(terse: bool, max_number: int) -> _Texts:
+    """Return one format's texts for ``1..max_number``, shared by the envs that use them."""
+    return _Texts(terse, max_number)
 
 
 def bisection_guesses(low: int, high: int, secret: int) -> int:
@@ -107,6 +197,12 @@ class GuessNumberEnv(TextEnv[int]):
         if not isinstance(terse, bool):
             raise TypeError(f"terse must be a bool, got {terse!r}.")
         self.terse = terse
+        # The format is fixed for the env's life, so its texts are chosen here,
+        # once, with the feedback on each legal guess built in advance: a step
+        # reads the text it needs, without testing ``terse`` or formatting a
+        # number.  They sit in one attribute: an instance with a few more would
+        # lose CPython's fastest attribute lookups, on every step and reset.
+        self._texts = _texts(terse, self.max_number)
         self.task_supply = self.max_number
         # One canonical action per guess, so discrete-action libraries can play.
         self.action_vocabulary = tuple(str(number) for number in range(1, max_number + 1))
@@ -123,8 +219,10 @@ class GuessNumberEnv(TextEnv[int]):
         # The task's range: the first interval, and the only legal guesses.
         self._first, self._last = self._range(task)
         self._low, self._high = self._first, self._last
+        # Read once an episode: every step compares a guess with it.
+        self._goal = self._secret()
         self._last_guess: int | None = None
-        self._shown = self._interval_line()
+        self._shown = self._texts.interval(self._low, self._high)
 
     def _range(self, task: int) -> tuple[int, int]:
         """Return the lowest and highest possible secret of ``task``."""
@@ -133,11 +231,6 @@ class GuessNumberEnv(TextEnv[int]):
     def _secret(self) -> int:
         """Return the current task's secret."""
         return self._task
-
-    def _interval_line(self) -> str:
-        if self.terse:
-            return f"{self._low}-{self._high}"
-        return f"The secret is between {self._low} and {self._high}."
 
     def _intro(self) -> str:
         if self.terse:
@@ -174,38 +267,29 @@ class GuessNumberEnv(TextEnv[int]):
 
     def _apply(self, move: int) -> tuple[str, bool]:
         if not self._first <= move <= self._last:
-            if self.terse:
-                return TERSE["outside"], False
-            bounds = f"between {self._first} and {self._last}"
-            return f"Invalid guess {move}: it must be {bounds}.", False
+            feedback = (
+                self._texts.outside
+                or f"Invalid guess {move}: it must be between {self._first} and {self._last}."
+            )
+            return feedback, False
         self._last_guess = move
-        secret = self._secret()
+        secret = self._goal
         if move == secret:
             self._low = self._high = move
-            self._shown = self._interval_line()
-            return self._feedback("correct", move), True
+            self._shown = self._texts.interval(move, move)
+            return self._texts.correct[move], True
         if move < secret:
             if move >= self._low:
                 self._low = move + 1
-                self._shown = self._interval_line()
-            return self._feedback("higher", move), True
+                self._shown = self._texts.interval(self._low, self._high)
+            return self._texts.higher[move], True
         if move <= self._high:
             self._high = move - 1
-            self._shown = self._interval_line()
-        return self._feedback("lower", move), True
-
-    def _feedback(self, verdict: str, move: int) -> str:
-        """Return the feedback on a legal guess: ``correct``, ``higher`` or ``lower``."""
-        if self.terse:
-            return TERSE[verdict]
-        return {
-            "correct": f"{move} is correct!",
-            "higher": f"{move} is too low: the secret is higher.",
-            "lower": f"{move} is too high: the secret is lower.",
-        }[verdict]
+            self._shown = self._texts.interval(self._low, self._high)
+        return self._texts.lower[move], True
 
     def _is_success(self) -> bool:
-        return self._last_guess == self._secret()
+        return self._last_guess == self._goal
 
     def admissible_actions(self) -> list[str]:
         """Every guess in ``1..N``: one outside the consistent interval is legal, only wasteful."""

@@ -30,7 +30,8 @@ import logging
 import math
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,14 @@ from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.redaction import ScrubbingStream, remember, scrub
 from wrappers.errors import InvalidType, InvalidValue
 
-__all__ = ["MAX_CHUNK_ATTEMPTS", "EpisodeWorker", "RayExecutor", "chunk_size"]
+__all__ = [
+    "MAX_CHUNK_ATTEMPTS",
+    "EpisodeWorker",
+    "RayExecutor",
+    "chunk_size",
+    "import_ray",
+    "ray_session",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +75,8 @@ _POLICY_HINT = (
 _ENV_HINT = "pass a registered env id, or a module-level function that builds the env"
 
 
-def _import_ray() -> Any:
+def import_ray() -> Any:
+    """Return the ``ray`` module, or say how to install it (the ``[ray]`` extra)."""
     try:
         import ray
     except ImportError:
@@ -75,6 +84,29 @@ def _import_ray() -> Any:
             f"backend='ray' needs Ray, which is not installed: {install_hint('ray')}."
         ) from None
     return ray
+
+
+@contextmanager
+def ray_session(address: str | None) -> Iterator[Any]:
+    """Yield ``ray``, connected for the length of the ``with`` block.
+
+    If this process has called ``ray.init`` already, that instance is used and
+    left running.  Otherwise ``address`` ``None`` starts a local instance sized
+    to this machine, and ``"auto"`` or ``"ray://host:10001"`` joins a cluster;
+    either is shut down when the block ends.
+    """
+    ray = import_ray()
+    started = not ray.is_initialized()
+    if started:
+        if address is None:
+            ray.init(include_dashboard=False, logging_level=logging.WARNING)
+        else:
+            ray.init(address=address, logging_level=logging.WARNING)
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
 
 
 @dataclass(frozen=True)
@@ -161,7 +193,7 @@ class RayExecutor:
         options: RunOptions,
         batched: bool,
     ) -> None:
-        ray = _import_ray()
+        ray = import_ray()
         _pickle_check(ray, policy, f"the policy {type(policy).__name__}", _POLICY_HINT)
         _pickle_check(ray, stack, "the env factory", _ENV_HINT)
         self.settings = settings
@@ -174,22 +206,8 @@ class RayExecutor:
         """Play ``keys`` on Ray actors; call ``finish`` for each episode as its chunk arrives."""
         if not keys:
             return
-        ray = _import_ray()
-        started = not ray.is_initialized()
-        if started:
-            self._connect(ray)
-        try:
+        with ray_session(self.settings.ray_address) as ray:
             self._play(ray, list(keys), finish)
-        finally:
-            if started:
-                ray.shutdown()
-
-    def _connect(self, ray: Any) -> None:
-        address = self.settings.ray_address
-        if address is None:  # a local instance, sized to this machine
-            ray.init(include_dashboard=False, logging_level=logging.WARNING)
-        else:
-            ray.init(address=address, logging_level=logging.WARNING)
 
     def _worker_count(self, ray: Any) -> int:
         """Return the workers asked for (default: as many as the cluster's CPUs hold)."""

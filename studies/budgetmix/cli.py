@@ -30,7 +30,7 @@ from studies.budgetmix.design import (
 )
 from studies.budgetmix.jobs import declare_jobs, run_job
 from studies.report import table
-from studies.runner import run_jobs
+from studies.runner import add_backend_arguments, backend_of, run_jobs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, default=SEEDS, help="number of seeds")
     parser.add_argument("--timesteps", type=int, help="PPO steps per regime (default: the plan's)")
     parser.add_argument("--workers", type=int, default=WORKERS, help="parallel runs")
+    add_backend_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("docs/budgetmix"))
     parser.add_argument("--work", type=Path, default=Path("runs/budgetmix"))
     parser.add_argument("--no-plots", action="store_true", help="skip the difference plots")
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     jobs = declare_jobs(chosen, size["seeds"], size["samples"], size["sizes"], args.work)
     print(f"{len(jobs)} runs on {args.workers} worker(s); load average {load_before}", flush=True)
-    summaries = run_jobs(jobs, run_job, args.workers, lambda line: print(line, flush=True))
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    summaries = run_jobs(jobs, run_job, args.workers, log, **backend_of(args))
     command = "python -m studies.budgetmix " + " ".join(argv or sys.argv[1:])
     report.write(
         args, chosen, summaries, size, {"command": command, "started": started, "load": load_before}

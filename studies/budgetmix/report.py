@@ -306,7 +306,7 @@ def write(args: Any, chosen: dict, summaries: list, size: dict, run: dict) -> No
         f"{TRAIN_FIRST}); evaluation {size['held_out']} held-out tasks x {size['samples']} "
         f"attempts per T, acting {'greedily' if GREEDY else 'by sampling'} (oracle and random: "
         f"{size['oracle_samples']} attempts).",
-        f"Wall time {wall / 60:.1f} min on {args.workers} worker process(es), one torch thread "
+        f"Wall time {wall / 60:.1f} min {kit.ran_on(args.backend, args.workers)}, one torch "
         f"each; load average at start {tuple(round(x, 2) for x in load)}, at end "
         f"{tuple(round(x, 2) for x in os.getloadavg())} on {os.cpu_count()} CPUs shared with "
         "other jobs.",

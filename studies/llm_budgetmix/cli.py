@@ -43,7 +43,7 @@ from studies.llm_budgetmix.design import (
     split_tasks,
 )
 from studies.llm_budgetmix.jobs import declare_jobs, run_job, warm_start_job, warm_start_jobs
-from studies.runner import Job, run_jobs
+from studies.runner import Job, add_backend_arguments, backend_of, run_jobs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,14 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=None, help="(docs/llm_budgetmix)")
     parser.add_argument("--work", type=Path, default=Path("runs/llm_budgetmix"))
     parser.add_argument("--workers", type=int, default=WORKERS)
+    add_backend_arguments(parser)
     parser.add_argument("--seeds", type=int, default=None, help=f"seeds per regime ({SEEDS})")
     parser.add_argument("--steps", type=int, default=GRPO_STEPS, help=f"GRPO steps ({GRPO_STEPS})")
     return parser
 
 
-def _run(jobs: list[Job], workers: int) -> list[dict]:
+def _run(jobs: list[Job], args: argparse.Namespace) -> list[dict]:
     """Run the (regime, seed) jobs, one fresh process each (the model's memory goes back)."""
-    return run_jobs(jobs, run_job, workers, lambda line: print(line, flush=True), True)
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    return run_jobs(jobs, run_job, args.workers, log, True, **backend_of(args))
 
 
 def calibrate(args: argparse.Namespace, common: dict) -> int:
@@ -73,7 +75,7 @@ def calibrate(args: argparse.Namespace, common: dict) -> int:
     started = time.perf_counter()
     probe = args.work / "probe"
     jobs = declare_jobs(regimes(PLAN), [0], {**common, "steps": args.probe_steps}, probe)
-    _run(jobs, args.workers)
+    _run(jobs, args)
     references = report.reference_results(common["eval_tasks"], common["samples"])
     lines = [
         f"# Calibration ({ENV_ID}, {time.perf_counter() - started:.0f} s, load "
@@ -126,7 +128,7 @@ def _header(args: argparse.Namespace, s: dict, run: dict, done: list[dict]) -> l
         "",
         f"Command: `{run['command'].strip()}`",
         "",
-        f"Wall time: {run['total'] / 60:.1f} min with {args.workers} worker processes, 1 torch "
+        f"Wall time: {run['total'] / 60:.1f} min {kit.ran_on(args.backend, args.workers)}, 1 torch "
         f"thread each, on {os.cpu_count()} CPUs; load average at start {run['load']}, at end "
         f"{kit.load_average()} (a rerun skips finished runs).  Warm starts (one per seed) "
         f"{run['warm']} s.",
@@ -149,7 +151,7 @@ def _header(args: argparse.Namespace, s: dict, run: dict, done: list[dict]) -> l
 def study(args: argparse.Namespace, s: dict, common: dict, run: dict) -> int:
     """Run every (regime, seed) job, then write ``results.md`` and ``results.json``."""
     names = list(regimes(PLAN))
-    done = _run(declare_jobs(regimes(PLAN), s["seeds"], common, args.work), args.workers)
+    done = _run(declare_jobs(regimes(PLAN), s["seeds"], common, args.work), args)
     results: dict[str, list[Any]] = {name: [] for name in names}
     for job in sorted(done, key=lambda job: job["seed"]):
         results[job["regime"]].append(EvalResult.load(Path(job["folder"]) / "result.json"))
@@ -180,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     # One warm start per training seed (the calibration probes seed 0's), in parallel.
     seeds = [0] if args.calibrate else s["seeds"]
     warm = warm_start_jobs(seeds, s["train_tasks"], s["warm_steps"], args.work)
-    run["warm"] = [job["seconds"] for job in run_jobs(warm, warm_start_job, args.workers)]
+    warmed = run_jobs(warm, warm_start_job, args.workers, **backend_of(args))
+    run["warm"] = [job["seconds"] for job in warmed]
     common = {
         "warm_root": str(args.work),
         "tasks": s["train_tasks"],

@@ -29,7 +29,7 @@ from studies import report as kit
 from studies.real_model import design, report
 from studies.real_model.gate import gate_jobs, gate_lines, learning_gate
 from studies.real_model.jobs import run_job, setup_process, warm_start_job
-from studies.runner import Job, finished, run_jobs
+from studies.runner import Job, add_backend_arguments, backend_of, finished, run_jobs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--device", choices=("cpu", "cuda"), default="cpu", help="cuda: the GPU path (untested)"
     )
     parser.add_argument("--workers", type=int, default=design.WORKERS, help="parallel runs")
+    add_backend_arguments(parser)
     parser.add_argument(
         "--threads", type=int, help=f"torch threads a run ({design.THREADS}; --quick: 1)"
     )
@@ -133,7 +134,8 @@ def calibrate(args: argparse.Namespace, s: dict) -> int:
     """
     from studies.real_model.jobs import pilot_job
 
-    done = run_jobs(pilot_jobs(s, args.out), pilot_job, log=lambda line: print(line, flush=True))
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    done = run_jobs(pilot_jobs(s, args.out), pilot_job, log=log, **backend_of(args))
     results = [EvalResult.from_dict(job["result"]) for job in done]
     cpu = sum(job["seconds"]["process_cpu"] for job in done)
     lines, record = report.calibration_lines(results, args.env, cpu, kit.load_average())
@@ -189,7 +191,7 @@ def run_gate(args: argparse.Namespace, jobs: list[Job], log: Any) -> None:
     Raises:
         StudyStop: the gate failed (not under ``--quick``).
     """
-    done = run_jobs(jobs, run_job, args.workers, log, fresh_process=True)
+    done = run_jobs(jobs, run_job, args.workers, log, fresh_process=True, **backend_of(args))
     if len(done) < len(jobs):
         return
     runs: dict[str, list[EvalResult]] = {}
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             str(args.out / "runs" / "base-model"),
             {**s, "run": s["base_path"], "warm_start": design.QUICK["warm_start"]},
         )
-        run_jobs([base], warm_start_job)
+        run_jobs([base], warm_start_job, **backend_of(args))
     if args.calibrate:
         return calibrate(args, s)
     setup_process(args.device, s["threads"])
@@ -248,9 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     if any(finished(job) is None for job in gate):
         print("the learning gate has not finished; the same command continues it")
         return 0
-    done = run_jobs(
-        [job for job in study if job in sitting], run_job, args.workers, log, fresh_process=True
-    )
+    to_run = [job for job in study if job in sitting]
+    done = run_jobs(to_run, run_job, args.workers, log, fresh_process=True, **backend_of(args))
     if len(done) < len(study):
         print(f"{len(done)} of {len(study)} runs finished; the same command continues the study")
         return 0
