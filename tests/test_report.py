@@ -16,7 +16,7 @@ import pytest
 from report_fixtures import ACTION, AGENT, ENV, REPLY, Page, hostile_run
 
 from agent_envs import cli
-from agent_envs.cli.outputs import written_here
+from agent_envs.cli.outputs import REPORT, output_kind
 from agent_envs.evaluation import EvalResult, compare
 from agent_envs.report import GENERATOR, build_report
 from agent_envs.report.transcripts import end_reason
@@ -162,7 +162,7 @@ def test_the_page_loads_nothing_from_any_server_and_is_marked_as_ours(tmp_path):
         assert page.find(name="generator", content=GENERATOR)
         out = tmp_path / "page.html"
         out.write_text(html)
-        assert written_here(out, "--out")
+        assert output_kind(out) == REPORT
 
 
 def test_transcripts_are_found_beside_a_result_and_carry_what_the_filters_use(tmp_path):

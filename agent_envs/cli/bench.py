@@ -15,6 +15,7 @@ RESULT = "bench.json"
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from agent_envs.bench import run_bench, score_table, write_result
+    from agent_envs.cli.outputs import BENCH, check_replaceable
     from agent_envs.files import check_output_path
     from agent_envs.plugins import AgentSpec, describe_agent, make_agent, parse_agent_kwargs
     from agent_envs.redaction import remember, secret_values
@@ -26,6 +27,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; bench writes a folder (its logs and {RESULT}).")
     check_output_path(out / RESULT, "--out")
+    # bench has no --overwrite: a bench.json it did not write is never replaced.
+    check_replaceable(out / RESULT, "--out", BENCH, overwrite=None)
     suite = load_suite(args.suite)
     if args.only is not None:
         suite = select(suite, [env_id.strip() for env_id in args.only.split(",") if env_id.strip()])

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from agent_envs.arguments import UsageError
-from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outputs
+from agent_envs.cli.outputs import COMPARISON, add_overwrite_flag, check_outputs, write_outputs
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -20,7 +20,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"compare: {which} names no result file (got {files!r}); give a result JSON, "
                 "or a,b,c for one per training seed."
             )
-    paths = check_outputs(args, inputs=names[0] + names[1])
+    paths = check_outputs(args, COMPARISON, inputs=names[0] + names[1])
     sides = []
     for files, side in zip((args.a, args.b), names, strict=True):
         results = [EvalResult.load(name) for name in side]

@@ -6,7 +6,7 @@ and the only scripts allowed are the page's own two, by their SHA-256 hashes (so
 injected ``<script>`` and no ``onerror=`` attribute could run even if some
 text escaped :func:`html.escape`, which it must not).  The ``generator``
 meta tag, in the first bytes of the file, tells ``--out`` checks that
-agent-envs wrote it (:func:`agent_envs.cli.outputs.written_here`).
+agent-envs wrote it (:func:`agent_envs.cli.outputs.output_kind`).
 """
 
 from __future__ import annotations
