@@ -15,6 +15,7 @@ The CLI runs in process (``cli.main``), on the cheapest evals.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -99,3 +100,94 @@ def test_bench_never_replaces_a_bench_json_it_did_not_write(tmp_path, capsys):
     line = one_error_line(capsys)
     assert "did not write" in line and "another --out" in line and "--overwrite" not in line
     assert mine.read_text() == '{"mine":1}' and not (mine.parent / "logs").exists()
+
+
+# ----------------------------------------------------------- compare seeds
+@pytest.mark.parametrize("copy", [False, True], ids=["same-path", "same-content"])
+def test_compare_refuses_one_result_given_as_several_seeds(tmp_path, capsys, results, copy):
+    """`compare or.json,or.json,... ra.json,...` printed "6 vs 6 seeds" from one run a side."""
+    oracle, random = str(results["oracle"]), str(results["random"])
+    twin = str(tmp_path / "again.json") if copy else oracle
+    if copy:
+        _copy(results["oracle"], Path(twin))
+    seeds_a = ",".join([oracle, twin, *[oracle] * 4] if not copy else [oracle, twin])
+    assert cli.main(["compare", seeds_a, ",".join([random] * 2)]) == 2
+    line = one_error_line(capsys)
+    assert f"A gives {oracle} and {twin}" in line
+    assert ("same file" if not copy else "same result") in line
+
+
+# ------------------------------------------------------------ bounded input
+def _sparse(path: Path, size: int) -> str:
+    """A file of ``size`` bytes that takes no room on disk."""
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        lambda r, bad: ["report", bad, "--out", str(r["oracle"].parent / "x.html")],
+        lambda r, bad: [
+            "report",
+            str(r["oracle"]),
+            "--log",
+            bad,
+            "--out",
+            str(r["oracle"].parent / "x.html"),
+        ],
+        lambda r, bad: ["compare", bad, str(r["oracle"])],
+    ],
+    ids=["report", "report-log", "compare"],
+)
+@pytest.mark.parametrize("kind", ["device", "fifo", "huge"])
+def test_inputs_are_regular_files_of_bounded_size(tmp_path, capsys, results, command, kind):
+    """`report /dev/zero` raised MemoryError; `report ... --log /dev/zero` grew to 24 GB."""
+    if kind == "device":
+        bad, expected = "/dev/zero", "is not a regular file"
+    elif kind == "fifo":  # opened without blocking: no writer never hangs the command
+        bad, expected = str(tmp_path / "pipe"), "is not a regular file"
+        os.mkfifo(bad)
+    else:  # larger than any result or log: refused by its size, never read
+        bad, expected = _sparse(tmp_path / "big", 5 << 30), "bytes read at most"
+    assert cli.main(command(results, bad)) == 2
+    line = one_error_line(capsys)
+    assert bad in line and expected in line
+    assert not (results["oracle"].parent / "x.html").exists()
+
+
+def test_eval_log_is_a_regular_file_of_bounded_size(tmp_path, capsys):
+    """The run log an eval resumes from is read by the same reader."""
+    log = _sparse(tmp_path / "big.jsonl", 5 << 30)
+    assert eval_cli("--log", log) == 2
+    line = one_error_line(capsys)
+    assert log in line and "bytes read at most" in line
+
+
+# ------------------------------------------------------------- bad values
+@pytest.mark.parametrize("command", ["eval", "bench"])
+def test_a_huge_integer_in_agent_kwargs_is_one_line(tmp_path, capsys, command):
+    """A 5000-digit seed in --agent-kwargs raised ValueError with a traceback (exit 1)."""
+    kwargs = '{"seed": ' + "9" * 5000 + "}"
+    target = [GUESS] if command == "eval" else ["v1", "--out", str(tmp_path / "b")]
+    assert cli.main([command, *target, "--agent-kwargs", kwargs]) == 2
+    line = one_error_line(capsys)
+    assert "--agent-kwargs holds a number too long" in line and "9999" not in line
+
+
+def test_an_only_error_never_echoes_the_whole_argument(tmp_path, capsys):
+    """An --only of 104 KB was echoed whole in its one error line."""
+    only = ",".join(f"no/Such{index}-v0" for index in range(10_000))
+    assert len(only) > 100_000
+    assert cli.main(["bench", "v1", "--out", str(tmp_path / "b"), "--only", only]) == 2
+    line = one_error_line(capsys)
+    assert len(line) < 1_000 and "and 9997 more" in line and "its rows:" in line
+
+
+def test_a_module_agent_that_is_not_found_says_how_to_make_it_found(tmp_path, capsys):
+    """`--agent mymod:Class` failed with "No module named" and no hint about PYTHONPATH."""
+    assert eval_cli("--agent", "mymod_not_on_path:Agent") == 2
+    line = one_error_line(capsys)
+    assert "No module named 'mymod_not_on_path'" in line
+    assert "PYTHONPATH=." in line and "mymod_not_on_path.py" in line

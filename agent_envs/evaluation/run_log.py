@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.files import MAX_LOG_BYTES, read_input
 from agent_envs.redaction import scrub
 from wrappers.errors import InvalidValue
 
@@ -162,10 +163,7 @@ class RunLog:
 
     @staticmethod
     def _load(path: Path, settings: EvalSettings) -> dict[tuple, EpisodeRecord]:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise OSError(f"cannot read run log {path}: {exc.strerror or exc}") from None
+        data = read_input(path, "run log", MAX_LOG_BYTES)
         lines = data.split(b"\n")
         # A final piece without a newline is a write cut short by a crash.
         keep = len(data) - len(lines[-1])
