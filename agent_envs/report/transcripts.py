@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.files import MAX_LOG_BYTES, open_input
+from agent_envs.report.cells import plain
 from wrappers.errors import InvalidValue
 from wrappers.protocol import BUDGET, SUCCESS
 
@@ -87,7 +88,8 @@ def read_episodes(path: Path, limit: int = MAX_EPISODES) -> tuple[list[dict[str,
 
 
 def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+    # The browser shows these as text; a bidi control is shown as its code point there too.
+    return "" if value is None else plain(value)
 
 
 def _episode(data: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
