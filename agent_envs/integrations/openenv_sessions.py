@@ -6,11 +6,12 @@ limit, 63 such calls held 63 of 64 slots, and WebSocket clients got
 ``CAPACITY_REACHED`` for the whole idle timeout.  :func:`guarded_server`
 returns OpenEnv's server with two rules for these anonymous sessions:
 
-- **a cap of their own**, below ``--max-sessions`` (:func:`http_session_cap`),
-  so that WebSocket clients always keep slots;
+- **a cap of their own**, a quarter of ``--max-sessions`` and never all of
+  them (:func:`http_session_cap`), so that WebSocket clients always keep a slot;
 - **a grace period**: a session that no request uses within ``grace``
   seconds of its creation is closed.  A used one lives under the idle
-  timeout like any other session.
+  timeout like any other session.  A call the env cannot answer (an MCP
+  call to an env that speaks no MCP, as every env served here) is no use.
 
 A request is known to come over HTTP by :data:`OVER_HTTP`, which
 :class:`~agent_envs.integrations.openenv_guard.ServeGuard` sets for HTTP
@@ -37,12 +38,16 @@ DEFAULT_HTTP_GRACE = 30.0
 
 
 def http_session_cap(max_sessions: int) -> int:
-    """Return how many HTTP-created sessions may be open: a quarter of the slots, at least 1.
+    """Return how many HTTP-created sessions may be open.
 
-    >>> http_session_cap(64), http_session_cap(3), http_session_cap(1)
-    (16, 1, 1)
+    A quarter of the slots, at least one, but never every slot: one slot is
+    always left to WebSocket clients, so a server of one slot takes no
+    HTTP-created session at all.
+
+    >>> [http_session_cap(n) for n in (64, 8, 4, 3, 2, 1)]
+    [16, 2, 1, 1, 1, 0]
     """
-    return max(1, max_sessions // 4)
+    return min(max_sessions - 1, max(1, max_sessions // 4))
 
 
 def guarded_server(
@@ -78,6 +83,18 @@ def guarded_server(
             self.loop = asyncio.get_running_loop()
             self.loop.call_later(self.grace, lambda: asyncio.ensure_future(self.close_unused()))
             return session_id, env
+
+        def _update_session_activity(self, session_id: str, increment_step: bool = False) -> None:
+            # OpenEnv stamps a session after every /mcp call, even one it answered with
+            # "Environment does not support MCP".  An HTTP-created session of an env that
+            # speaks no MCP can do nothing else, so no call on it is a use.
+            env = self._sessions.get(session_id)
+            unsupported = not any(
+                getattr(env, attr, None) is not None for attr in ("mcp_client", "mcp_server")
+            )
+            if session_id in self.http_sessions and unsupported:
+                return
+            super()._update_session_activity(session_id, increment_step)
 
         def _activity(self, session_id: str) -> float | None:
             info = self._session_info.get(session_id)
