@@ -191,3 +191,16 @@ def test_a_module_agent_that_is_not_found_says_how_to_make_it_found(tmp_path, ca
     line = one_error_line(capsys)
     assert "No module named 'mymod_not_on_path'" in line
     assert "PYTHONPATH=." in line and "mymod_not_on_path.py" in line
+
+
+@pytest.mark.parametrize("content", ["my own notes\n", '{"format": "agent-envs-runlog/1"}\n'])
+def test_bench_log_errors_name_bench_s_own_remedy(tmp_path, capsys, content):
+    """bench's run-log errors said "pass another --log path", a flag bench does not have."""
+    out = tmp_path / "b"
+    log = out / "logs" / "agent_envs__GuessNumber-v0.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text(content)
+    assert cli.main(["bench", "v1", "--out", str(out), "--only", GUESS]) == 2
+    line = one_error_line(capsys)
+    assert str(log) in line and "another --out" in line and "--log" not in line
+    assert log.read_text() == content

@@ -8,6 +8,7 @@ from pathlib import Path
 from agent_envs.arguments import UsageError, int_arg
 from agent_envs.suites import SUITES
 from wrappers._core.validators import MAX_COUNT
+from wrappers.errors import UserInputError
 
 #: The bench result's file name in ``--out``.
 RESULT = "bench.json"
@@ -16,6 +17,7 @@ RESULT = "bench.json"
 def _cmd_bench(args: argparse.Namespace) -> int:
     from agent_envs.bench import run_bench, score_table, write_result
     from agent_envs.cli.outputs import BENCH, check_replaceable
+    from agent_envs.evaluation.run_log import RunLogLocked, another_log
     from agent_envs.files import check_output_path
     from agent_envs.plugins import AgentSpec, describe_agent, make_agent, parse_agent_kwargs
     from agent_envs.redaction import remember, secret_values
@@ -47,7 +49,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     }
     if args.workers is not None:
         settings["workers"] = args.workers
-    result = run_bench(suite, make_policy, name, out, history=args.history, **settings)
+    try:
+        result = run_bench(suite, make_policy, name, out, history=args.history, **settings)
+    except (UserInputError, RunLogLocked) as error:  # a run log of --out refused
+        instead = f"another --out (each id's run log is in {out / 'logs'})"
+        raise UsageError(another_log(str(error), instead)) from None
     print(score_table(result))
     write_result(result, out / RESULT)
     print(f"wrote {out / RESULT}")
