@@ -301,8 +301,7 @@ def create_app(
     HTTP-created sessions have their own cap and are closed when unused after
     ``http_grace`` seconds (:mod:`~agent_envs.integrations.openenv_sessions`).
     """
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+    from fastapi import FastAPI
     from openenv.core.env_server.http_server import HTTPEnvServer
     from openenv.core.env_server.types import ConcurrencyConfig
 
@@ -327,20 +326,19 @@ def create_app(
     )
     server.register_routes(app)
     app.state.openenv = server
-
-    async def refused(request: Request, error: Exception) -> JSONResponse:
-        logger.warning("refused %s %s: %s", request.method, request.url.path, error)
-        return JSONResponse({"detail": str(error)}, status_code=422)
-
-    app.add_exception_handler(ClientError, refused)
-    app.add_middleware(
-        ServeGuard,
-        max_body=max_body,
-        idle_timeout=idle_timeout,
-        allowed_origins=allowed_origins,
-        check_reset=functools.partial(check_reset, client_budgets=client_budgets),
-    )
+    app.add_exception_handler(ClientError, _refused)
+    check = functools.partial(check_reset, client_budgets=client_budgets)
+    app.add_middleware(ServeGuard, max_body=max_body, idle_timeout=idle_timeout,
+                       allowed_origins=allowed_origins, check_reset=check)  # fmt: skip
     return app
+
+
+async def _refused(request: Any, error: Exception) -> Any:
+    """Answer a :class:`ClientError` with HTTP 422 and its message, and log one line."""
+    from fastapi.responses import JSONResponse
+
+    logger.warning("refused %s %s: %s", request.method, request.url.path, error)
+    return JSONResponse({"detail": str(error)}, status_code=422)
 
 
 # ----------------------------------------------------------------------- CLI

@@ -60,7 +60,7 @@ def guarded_server(
     sets the clock and calls ``close_unused`` instead of waiting.
     """
 
-    class HttpGuardedServer(base):  # type: ignore[misc, valid-type]
+    class HttpGuardedServer(_HttpSessionUse, base):  # type: ignore[misc, valid-type]
         """OpenEnv's server with a cap and a grace period on HTTP-created sessions."""
 
         def __init__(self) -> None:
@@ -84,41 +84,53 @@ def guarded_server(
             self.loop.call_later(self.grace, lambda: asyncio.ensure_future(self.close_unused()))
             return session_id, env
 
-        def _update_session_activity(self, session_id: str, increment_step: bool = False) -> None:
-            # OpenEnv stamps a session after every /mcp call, even one it answered with
-            # "Environment does not support MCP".  An HTTP-created session of an env that
-            # speaks no MCP can do nothing else, so no call on it is a use.
-            env = self._sessions.get(session_id)
-            unsupported = not any(
-                getattr(env, attr, None) is not None for attr in ("mcp_client", "mcp_server")
-            )
-            if session_id in self.http_sessions and unsupported:
-                return
-            super()._update_session_activity(session_id, increment_step)
-
-        def _activity(self, session_id: str) -> float | None:
-            info = self._session_info.get(session_id)
-            return None if info is None else info.last_activity_at
-
-        def _forget_closed(self) -> None:
-            """Drop HTTP sessions closed by a client or the idle timeout."""
-            for session_id in [sid for sid in self.http_sessions if sid not in self._sessions]:
-                del self.http_sessions[session_id]
-
-        async def close_unused(self) -> list[str]:
-            """Close the HTTP-created sessions unused ``grace`` seconds after creation."""
-            self._forget_closed()
-            now, closed = self.clock(), []
-            for session_id, (created, stamp) in list(self.http_sessions.items()):
-                if now - created < self.grace or self._activity(session_id) != stamp:
-                    continue  # too young, or used: the idle timeout governs it
-                await self._destroy_session(session_id)
-                self.http_sessions.pop(session_id, None)
-                closed.append(session_id)
-            if closed:
-                logger.warning(
-                    "closed %d HTTP-created sessions unused for %gs.", len(closed), grace
-                )
-            return closed
-
     return HttpGuardedServer()
+
+
+class _HttpSessionUse:
+    """What counts as a use of an HTTP-created session, and closing the unused ones.
+
+    Mixed in before OpenEnv's server class, whose session tables it reads.
+    """
+
+    http_sessions: dict[str, tuple]
+    grace: float
+    clock: Callable[[], float]
+    _sessions: dict[str, Any]
+    _session_info: dict[str, Any]
+
+    def _update_session_activity(self, session_id: str, increment_step: bool = False) -> None:
+        # OpenEnv stamps a session after every /mcp call, even one it answered with
+        # "Environment does not support MCP".  An HTTP-created session of an env that
+        # speaks no MCP can do nothing else, so no call on it is a use.
+        env = self._sessions.get(session_id)
+        speaks_mcp = any(
+            getattr(env, name, None) is not None for name in ("mcp_client", "mcp_server")
+        )
+        if session_id not in self.http_sessions or speaks_mcp:
+            super()._update_session_activity(session_id, increment_step)  # type: ignore[misc]
+
+    def _activity(self, session_id: str) -> float | None:
+        info = self._session_info.get(session_id)
+        return None if info is None else info.last_activity_at
+
+    def _forget_closed(self) -> None:
+        """Drop HTTP sessions closed by a client or the idle timeout."""
+        for session_id in [sid for sid in self.http_sessions if sid not in self._sessions]:
+            del self.http_sessions[session_id]
+
+    async def close_unused(self) -> list[str]:
+        """Close the HTTP-created sessions unused ``grace`` seconds after creation."""
+        self._forget_closed()
+        now, closed = self.clock(), []
+        for session_id, (created, stamp) in list(self.http_sessions.items()):
+            if now - created < self.grace or self._activity(session_id) != stamp:
+                continue  # too young, or used: the idle timeout governs it
+            await self._destroy_session(session_id)  # type: ignore[attr-defined]
+            self.http_sessions.pop(session_id, None)
+            closed.append(session_id)
+        if closed:
+            logger.warning(
+                "closed %d HTTP-created sessions unused for %gs.", len(closed), self.grace
+            )
+        return closed
