@@ -33,7 +33,13 @@ from agent_envs.arguments import (
     explicit_flags,
     run_command,
 )
-from agent_envs.files import atomic_write_text, check_inside, check_output_path, remove_inside
+from agent_envs.files import (
+    atomic_write_text,
+    check_inside,
+    check_output_path,
+    read_json_input,
+    remove_inside,
+)
 from wrappers.errors import InvalidValue
 
 __all__ = [
@@ -189,7 +195,7 @@ def _checked_folder(folder: str | os.PathLike[str], outputs: Sequence[str]) -> P
 def _read_marker(path: Path, command: str) -> list[str]:
     """Return what the marker in ``path`` lists; refuse another command's or a broken one."""
     try:
-        marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
+        marker = read_json_input(path / MARKER, "run marker")
         written = [str(name) for name in marker["written"]]
         owner = marker["command"]
     except (OSError, ValueError, KeyError, TypeError):
