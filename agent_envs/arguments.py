@@ -213,8 +213,10 @@ def json_object(text: str) -> dict[str, Any]:
     """``type=`` for a JSON object such as ``'{"learning_rate": 0.001}'``."""
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as error:
-        reason = getattr(error, "msg", "nested too deeply")
+    except (ValueError, RecursionError) as error:  # an integer too long to convert, too
+        reason = getattr(error, "msg", None) or (
+            "nested too deeply" if isinstance(error, RecursionError) else "a number too long"
+        )
         raise argparse.ArgumentTypeError(f"not valid JSON ({reason}): {text!r:.80}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r:.80}")

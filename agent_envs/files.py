@@ -11,6 +11,14 @@ A folder of several files (a saved model) goes through :func:`save_folder`,
 which replaces each file whole in the same way.
 Every ``OSError`` raised here names the path it was about.
 
+Two more rules hold for every command:
+
+* a file a user gives as input (a result, a comparison, a bench result, a run
+  log) is read by :func:`read_input`, which takes regular files only (never
+  ``/dev/zero`` or a pipe) and at most a bounded number of bytes;
+* a file or folder a command deletes in its own run folder is deleted by
+  :func:`remove_inside`, which never follows a symbolic link out of it.
+
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> atomic_write_text(folder / "a" / "b.txt", "hello").read_text()
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -28,18 +37,34 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 from wrappers.errors import InvalidValue
 
 __all__ = [
+    "MAX_LOG_BYTES",
+    "MAX_RESULT_BYTES",
     "add_run_folder_flags",
     "atomic_write",
     "atomic_write_text",
+    "check_inside",
     "check_output_path",
+    "open_input",
     "path_error",
     "prepare_run_folder",
+    "read_input",
+    "read_json_input",
+    "remove_inside",
     "save_folder",
 ]
+
+#: The largest result, comparison or bench result JSON read (256 MiB).  Design
+#: decision: a result of the largest run allowed (a million episodes) is tens
+#: of MiB, and the file is parsed whole, so a bigger file is not one of ours.
+MAX_RESULT_BYTES = 256 << 20
+#: The largest run log read (4 GiB): a million episodes, each with a clipped
+#: transcript, fit; a log is read to resume a run or to show its transcripts.
+MAX_LOG_BYTES = 4 << 30
 
 
 def path_error(exc: OSError, path: str | os.PathLike[str], doing: str = "write") -> OSError:
@@ -168,6 +193,123 @@ def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
     return target
 
 
+def open_input(path: str | os.PathLike[str], what: str, limit: int = MAX_RESULT_BYTES) -> IO[bytes]:
+    """Open the input file ``path`` (``what`` names it in messages) for reading bytes.
+
+    Only a regular file of at most ``limit`` bytes is opened: a device such as
+    ``/dev/zero`` never ends and a pipe may never answer, so reading either
+    whole would exhaust memory or hang.  The file is opened without blocking
+    and checked on the open descriptor, so that what is checked is what is read.
+
+    Raises:
+        InvalidValue: one line naming ``path``: missing, unreadable, not a
+            regular file, or larger than ``limit``.
+    """
+    try:
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise InvalidValue(f"cannot read {what} {os.fspath(path)}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidValue(f"{what} {os.fspath(path)} is not a regular file; give a file.")
+        if info.st_size > limit:
+            raise InvalidValue(
+                f"{what} {os.fspath(path)} is {info.st_size:,} bytes, more than the "
+                f"{limit:,} bytes read at most; give a file agent-envs wrote."
+            )
+        os.set_blocking(handle, True)
+        return os.fdopen(handle, "rb")
+    except BaseException:
+        os.close(handle)
+        raise
+
+
+def read_input(path: str | os.PathLike[str], what: str, limit: int = MAX_RESULT_BYTES) -> bytes:
+    """Return the bytes of the input file ``path``, checked by :func:`open_input`.
+
+    At most ``limit`` bytes are read, even from a file that grows meanwhile.
+    """
+    with open_input(path, what, limit) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise InvalidValue(
+                f"cannot read {what} {os.fspath(path)}: {exc.strerror or exc}"
+            ) from None
+    if len(data) > limit:
+        raise InvalidValue(f"{what} {os.fspath(path)} is larger than {limit:,} bytes.")
+    return data
+
+
+def read_json_input(path: str | os.PathLike[str], what: str, hint: str = "") -> Any:
+    """Return the JSON in the input file ``path`` (:func:`read_input`), with one-line errors.
+
+    ``hint`` ends the message for a file that is not JSON (what to give instead).
+    """
+    data = read_input(path, what)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidValue(f"{what} {os.fspath(path)} is not UTF-8 text.{hint}") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidValue(
+            f"{os.fspath(path)} is not JSON ({exc.msg} at line {exc.lineno}).{hint}"
+        ) from None
+    except RecursionError:
+        raise InvalidValue(
+            f"{os.fspath(path)} is not a {what}: its JSON is nested too deeply."
+        ) from None
+    except ValueError as exc:  # an integer too long to convert, say
+        raise InvalidValue(f"{os.fspath(path)} is not a {what}: {exc}.") from None
+
+
+def check_inside(folder: str | os.PathLike[str], name: str) -> Path:
+    """Return the real path of ``name`` in ``folder``, refusing one that lies outside it.
+
+    ``name`` is relative (a folder name may end with ``/``); an absolute name,
+    a ``..`` part or a symbolic link on the way that leads out of the real
+    folder is refused.  ``name`` itself may be a symbolic link: the path
+    returned is the link, not where it points.
+
+    Raises:
+        InvalidValue: ``name`` lies outside ``folder``.
+    """
+    root = Path(folder).resolve()
+    relative = Path(name)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise InvalidValue(f"{name!r} is not a path inside {os.fspath(folder)}.")
+    parent = (root / relative).parent.resolve()
+    if parent != root and root not in parent.parents:
+        raise InvalidValue(
+            f"{name!r} leads out of {os.fspath(folder)} through a symbolic link (to {parent})."
+        )
+    return parent / relative.name
+
+
+def remove_inside(folder: str | os.PathLike[str], name: str) -> None:
+    """Delete the file or folder ``name`` in ``folder``, never anything outside it.
+
+    The path is checked by :func:`check_inside`; a symbolic link is removed
+    itself, never what it points to, and a folder is removed with the links
+    in it (not their targets).  A missing one is no error.
+
+    Raises:
+        InvalidValue: ``name`` lies outside ``folder``; nothing is deleted.
+        OSError: naming the path, when it cannot be deleted.
+    """
+    target = check_inside(folder, name)
+    try:
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise path_error(exc, target, "delete") from None
+
+
 def prepare_run_folder(
     folder: str | os.PathLike[str],
     outputs: tuple[str, ...],
@@ -204,8 +346,7 @@ def prepare_run_folder(
         )
     if overwrite:
         for name in outputs:
-            with contextlib.suppress(FileNotFoundError):
-                (target / name).unlink()
+            remove_inside(target, name)
     return target
 
 

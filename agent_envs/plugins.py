@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,7 +103,12 @@ def _load(target: str, kind: str, name: str) -> Any:
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if module_name == missing or module_name.startswith(missing + "."):
-            raise InvalidValue(f"cannot import {kind} module {module_name!r} ({exc}).") from None
+            top = module_name.partition(".")[0]
+            raise InvalidValue(
+                f"cannot import {kind} module {module_name!r} ({exc}); the agent-envs command "
+                f"does not look in the current folder: run it with PYTHONPATH=. from the "
+                f"folder that holds {top}.py (or the {top}/ package), or install that package."
+            ) from None
         extra = _EXTRAS.get(name)
         hint = f": {install_hint(extra)}" if extra else ""
         raise InvalidValue(
@@ -165,6 +171,11 @@ def parse_agent_kwargs(text: str | None) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise InvalidValue("--agent-kwargs is nested too deeply to be agent arguments.") from None
+    except ValueError:  # an integer longer than Python converts (4,300 digits)
+        raise InvalidValue(
+            "--agent-kwargs holds a number too long to read (more than "
+            f"{sys.get_int_max_str_digits():,} digits); pass numbers an agent can use."
+        ) from None
     if not isinstance(kwargs, dict):
         raise InvalidValue(
             '--agent-kwargs must be a JSON object such as {"epsilon": 0.1}, '

@@ -19,10 +19,8 @@ the skeleton does the rest, the same way for both:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +33,14 @@ from agent_envs.arguments import (
     explicit_flags,
     run_command,
 )
-from agent_envs.files import atomic_write_text, check_output_path
+from agent_envs.files import (
+    atomic_write_text,
+    check_inside,
+    check_output_path,
+    read_json_input,
+    remove_inside,
+)
+from wrappers.errors import InvalidValue
 
 __all__ = [
     "MARKER",
@@ -161,14 +166,16 @@ class RunFolder:
         atomic_write_text(self.path / MARKER, json.dumps(marker, indent=2) + "\n")
 
     def remove_written(self) -> None:
-        """Delete every file and folder the marker lists, and nothing else."""
+        """Delete every file and folder the marker lists, and nothing else.
+
+        Each is checked first, so that a marker naming a path out of the folder
+        (through a symbolic link put there since) deletes nothing at all; a
+        symbolic link the marker names is removed, never what it points to.
+        """
         for name in self.written:
-            target = self.path / name
-            if name.endswith("/"):
-                shutil.rmtree(target, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
+            _inside(self.path, name)
+        for name in self.written:
+            remove_inside(self.path, name)
         self.written = []
 
 
@@ -188,7 +195,7 @@ def _checked_folder(folder: str | os.PathLike[str], outputs: Sequence[str]) -> P
 def _read_marker(path: Path, command: str) -> list[str]:
     """Return what the marker in ``path`` lists; refuse another command's or a broken one."""
     try:
-        marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
+        marker = read_json_input(path / MARKER, "run marker")
         written = [str(name) for name in marker["written"]]
         owner = marker["command"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -198,9 +205,19 @@ def _read_marker(path: Path, command: str) -> list[str]:
             f"--out {path} holds a {owner} run, not a {command} one; use another --out."
         )
     for name in written:  # a marker names only what lies inside its folder
-        if Path(name).is_absolute() or ".." in Path(name).parts:
-            raise UsageError(f"--out {path}: {MARKER} lists {name!r}, outside the folder.")
+        _inside(path, name)
     return written
+
+
+def _inside(path: Path, name: str) -> None:
+    """Refuse a marker's ``name`` that lies outside the run folder ``path``."""
+    try:
+        check_inside(path, name)
+    except InvalidValue as exc:
+        raise UsageError(
+            f"--out {path}: {MARKER} lists {name!r}, outside the folder ({exc}); nothing was "
+            "deleted. Give another --out."
+        ) from None
 
 
 class TrainingCommand:

@@ -181,7 +181,8 @@ def test_a_single_result_per_side_keeps_the_task_level_comparison():
 
 def test_the_cli_takes_one_file_per_seed(tmp_path, capsys):
     paths = {}
-    for side, levels in (("a", [4, 4, 4]), ("b", [0, 0, 0])):
+    # Each seed's result differs: the CLI refuses one result repeated as several seeds.
+    for side, levels in (("a", [4, 3, 2]), ("b", [0, 1, 2])):
         names = []
         for index, result in enumerate(seeds(levels, side.upper())):
             path = tmp_path / f"{side}{index}.json"

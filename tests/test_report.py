@@ -16,7 +16,7 @@ import pytest
 from report_fixtures import ACTION, AGENT, ENV, REPLY, Page, hostile_run
 
 from agent_envs import cli
-from agent_envs.cli.outputs import written_here
+from agent_envs.cli.outputs import REPORT, output_kind
 from agent_envs.evaluation import EvalResult, compare
 from agent_envs.report import GENERATOR, build_report
 from agent_envs.report.transcripts import end_reason
@@ -148,6 +148,28 @@ def test_hostile_agent_text_shows_as_text_and_never_as_markup(tmp_path):
     assert steps and all(s["raw"] == REPLY and s["action"] == ACTION for s in steps)
 
 
+def test_bidi_controls_in_a_name_or_reply_cannot_reorder_the_page(tmp_path):
+    """An agent name holding U+202E reversed the rest of its caption in Chromium."""
+    from agent_envs.evaluation import evaluate
+
+    name = "rtl\u202eevil\u2066x"
+    log = tmp_path / "bidi.jsonl"
+    grid = {"ks": [1], "budgets": [2], "tasks": 2, "n_bootstrap": 10}
+    result = evaluate(lambda observation: "\u202e50", ENV, **grid, log_path=str(log),
+                      transcripts=True, agent_name=name)  # fmt: skip
+    result.save(tmp_path / "bidi.json")
+    html = build_report([tmp_path / "bidi.json"], [log])
+    assert not re.search("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", html)
+    shown = "rtl&lt;U+202E&gt;evil&lt;U+2066&gt;x"
+    page = Page(html)
+    [caption] = [e for e in page.elements if e["tag"] == "caption" and "rtl" in e["text"]]
+    assert f"<caption><bdi>{shown}</bdi>: Pass@(K,T)" in html  # isolated from the sentence
+    assert caption["text"].startswith("rtl<U+202E>evil<U+2066>x: ")
+    episodes = page.episodes()["episodes"]
+    assert episodes and all(e["agent"] == "rtl<U+202E>evil<U+2066>x" for e in episodes)
+    assert all(step["action"] == "<U+202E>50" for e in episodes for step in e["steps"])
+
+
 def test_the_page_loads_nothing_from_any_server_and_is_marked_as_ours(tmp_path):
     path, log = hostile_run(tmp_path)
     for html in (build_report([path], [log]), build_report([BENCH / "oracle.json"])):
@@ -162,7 +184,7 @@ def test_the_page_loads_nothing_from_any_server_and_is_marked_as_ours(tmp_path):
         assert page.find(name="generator", content=GENERATOR)
         out = tmp_path / "page.html"
         out.write_text(html)
-        assert written_here(out, "--out")
+        assert output_kind(out) == REPORT
 
 
 def test_transcripts_are_found_beside_a_result_and_carry_what_the_filters_use(tmp_path):

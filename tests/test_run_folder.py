@@ -65,6 +65,29 @@ def test_a_marker_of_another_command_or_outside_the_folder_is_refused(tmp_path):
         RunFolder.open(tmp_path / "b", "train-sb3", {}, [], overwrite=True)
 
 
+def test_overwrite_never_deletes_through_a_symlink_out_of_the_run_folder(tmp_path):
+    """A marker listing paths under symlinks to a user's folders deletes nothing out there."""
+    run = RunFolder.open(tmp_path / "run", "train-llm", {}, [])
+    elsewhere = _user_files(tmp_path / "elsewhere", "precious.txt", "sub/keep.txt")
+    (run.path / "link").symlink_to(tmp_path / "elsewhere")
+    (run.path / "link2").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    run.wrote("link/precious.txt", "link2/sub/")
+    with pytest.raises(UsageError, match=r"outside the folder.*nothing was deleted"):
+        RunFolder.open(run.path, "train-llm", {}, [], overwrite=True)
+    assert _unchanged(tmp_path / "elsewhere", elsewhere)
+
+
+def test_overwrite_removes_a_listed_symlink_itself_never_its_target(tmp_path):
+    run = RunFolder.open(tmp_path / "run", "train-llm", {}, [])
+    elsewhere = _user_files(tmp_path / "elsewhere", "precious.txt", "sub/keep.txt")
+    (run.path / "model").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (run.path / "result.json").symlink_to(tmp_path / "elsewhere" / "precious.txt")
+    run.wrote("model/", "result.json")
+    RunFolder.open(run.path, "train-llm", {}, [], overwrite=True)
+    assert not (run.path / "model").is_symlink() and not (run.path / "result.json").is_symlink()
+    assert _unchanged(tmp_path / "elsewhere", elsewhere)
+
+
 # ----------------------------------------------------------- the two commands
 def _sb3(*args: str) -> int:
     from baselines.sb3 import train as sb3_train

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -137,6 +139,32 @@ def test_a_corrupt_line_before_the_end_is_refused(tmp_path):
     log.write_text("\n".join(text) + "\n")
     with pytest.raises(ValueError, match=r"run.jsonl:4 is corrupt"):
         evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ({"turns": 12}, "12 turns under a budget"),
+        ({"turns": 2, "first_success_turn": 5}, "valid"),
+        ({"success": False}, "first_success_turn"),
+        ({"first_success_turn": None}, "first_success_turn None"),
+        ({"valid": -1, "invalid": 1}, "valid is -1"),
+    ],
+)
+def test_a_line_edited_by_hand_into_an_impossible_episode_is_refused(tmp_path, edit, says):
+    """A line edited to `turns` 12 with `first_success_turn` 1 was accepted and counted."""
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.0), GUESS, log_path=log, **GRID)
+    text = log.read_text().splitlines()
+    episode = json.loads(text[3])
+    assert episode["success"]  # a won episode
+    text[3] = json.dumps({**episode, **edit})
+    log.write_text("\n".join(text) + "\n")
+    with pytest.raises(
+        ValueError, match=r"run.jsonl:4 is corrupt \(the episode contradicts"
+    ) as info:
+        evaluate(NoisyOracleAgent(epsilon=0.0), GUESS, log_path=log, **GRID)
+    assert says in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -276,7 +304,9 @@ def test_numpy_oracle_turns_are_logged_as_json(tmp_path):
 def test_a_log_of_an_older_format_is_refused_by_name(tmp_path):
     log = tmp_path / "old.jsonl"
     log.write_text(json.dumps({"type": "header", "format": "agent-envs-runlog/1"}) + "\n")
-    with pytest.raises(ValueError, match=r"older run log \(agent-envs-runlog/1.*new --log path"):
+    with pytest.raises(
+        ValueError, match=r"older run log \(agent-envs-runlog/1.*another --log path"
+    ):
         evaluate(
             NoisyOracleAgent(0.4),
             "agent_envs/GuessNumber-v0",
@@ -325,3 +355,20 @@ def test_a_second_run_on_a_locked_log_fails_at_once_and_resume_works_after(tmp_p
     assert len(lines) == 3  # header + 2 episodes: nothing duplicated
     again = evaluate(policy, GUESS, **grid)  # the lock went with the first run
     assert again.timing["episodes_run"] == 0 and again.timing["episodes_resumed"] == 2
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_names_the_log_it_could_not_write(tmp_path):
+    """The disk-full message ("No space left on device") did not say which file."""
+    from agent_envs.evaluation.run_log import RunLog
+    from agent_envs.evaluation.settings import EvalSettings
+
+    log = tmp_path / "run.jsonl"
+    run = RunLog.open(log, EvalSettings(ks=[1], budgets=[3], tasks=1), "test")
+    run.close()
+    run._handle = open("/dev/full", "a", encoding="utf-8")  # noqa: SIM115 (every write: ENOSPC)
+    record = EpisodeRecord(task_id=0, sample=0, seed=0, budget=3)
+    with pytest.raises(OSError, match=f"cannot write {log}: No space left on device"):
+        run.append(record)
+    with contextlib.suppress(OSError):  # closing flushes the unwritten line again
+        run.close()

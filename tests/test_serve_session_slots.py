@@ -47,24 +47,42 @@ def test_a_flood_of_http_sessions_leaves_slots_for_websocket_clients():
 
 
 def test_unused_http_sessions_are_closed_after_the_grace_and_used_ones_are_not():
-    """Item 5: a session no request uses within the grace period is closed; a used one stays."""
-    app = create_app(ENV_ID, max_concurrent_envs=8, regime=3, http_grace=1e6)
+    """Item 5: a session no request uses within the grace period is closed; a used one stays.
+
+    A `tools/list` call answered "Environment does not support MCP" is no use:
+    it kept a session past the grace, holding a slot.
+    """
+    app = create_app(ENV_ID, max_concurrent_envs=12, regime=3, http_grace=1e6)
     server = app.state.openenv
     now = [0.0]
     server.clock = lambda: now[0]
     with _Server(app) as url:
-        unused, used = (create_session(url)["result"]["session_id"] for _ in range(2))
+        unused, asked, used = (create_session(url)["result"]["session_id"] for _ in range(3))
         request = {
-            "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"session_id": used},
+            "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"session_id": asked},
         }  # fmt: skip
-        post(url, "/mcp", json.dumps(request).encode())  # any request on it is a use
+        _, reply = post(url, "/mcp", json.dumps(request).encode())
+        assert "does not support MCP" in reply["error"]["message"]
+        server._session_info[used].last_activity_at += 1  # a use the server counted
 
         def close_unused():
             future = asyncio.run_coroutine_threadsafe(server.close_unused(), server.loop)
             return future.result(timeout=30)
 
         now[0] = 1e6 - 1  # within the grace: nothing is closed
-        assert close_unused() == [] and server.active_sessions == 2
-        now[0] = 1e6  # the grace is over: only the unused one goes
-        assert close_unused() == [unused]
+        assert close_unused() == [] and server.active_sessions == 3
+        now[0] = 1e6  # the grace is over: the unused one and the one only asked go
+        assert sorted(close_unused()) == sorted([unused, asked])
         assert server.active_sessions == 1 and used in server._sessions
+
+
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_http_sessions_never_take_the_last_slot(slots):
+    """At --max-sessions 1 an HTTP session took the only slot, and a WebSocket client got
+    CAPACITY_REACHED; HTTP now gets a quarter of the slots, at least one, never all."""
+    app = create_app(ENV_ID, max_concurrent_envs=slots, regime=3)
+    with _Server(app) as url:
+        replies = [create_session(url) for _ in range(slots)]
+        assert sum("result" in reply for reply in replies) == min(1, slots - 1)
+        with GenericEnvClient(base_url=url).sync() as env:
+            assert env.reset(task_id=1).observation["text"]

@@ -246,3 +246,25 @@ def test_serve_refuses_bad_guard_flags_in_one_line(capsys):
         assert main([ENV_ID, *flags]) == 2  # serve's flags go through run_command too
         err = capsys.readouterr().err.strip().splitlines()
         assert err[-1].startswith("agent-envs serve: error:"), err
+
+
+# ------------------------------- one check of a reset's values, HTTP and WebSocket
+#: Raw JSON bodies: numbers JSON cannot hold, and values OpenEnv's HTTP model coerced.
+UNCHECKED_SEEDS = ['{"seed": 1e999}', '{"seed": NaN}', '{"seed": "12"}', '{"seed": true}',
+                   '{"seed": -1}', '{"seed": 9223372036854775808}', '{"seed": 1.5}']  # fmt: skip
+
+
+@pytest.mark.parametrize("body", UNCHECKED_SEEDS)
+def test_http_and_websocket_refuse_the_same_seeds(ranged, caplog, body):
+    """POST /reset {"seed":1e999} or NaN answered 500 with a traceback, and "12" or true
+    were taken as seeds; the WebSocket refused them all.  Both now refuse them alike."""
+    with caplog.at_level(logging.WARNING):
+        status, reply = post(ranged, "/reset", body.encode())
+    assert status == 422 and "\n" not in reply["detail"], reply
+    assert not any(record.exc_info for record in caplog.records)
+    with websockets_sync.connect(ws_url(ranged)) as ws:
+        refused = ask(ws, '{"type": "reset", "data": ' + body + "}")
+        assert refused["type"] == "error", refused
+        assert ask(ws, {"type": "reset", "data": {"seed": 12}})["type"] == "observation"
+    status, reply = post(ranged, "/reset", b'{"seed": 9223372036854775807}')  # eval's limit
+    assert status == 200, reply

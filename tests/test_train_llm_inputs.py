@@ -86,6 +86,18 @@ def test_hostile_lora_and_micro_batch_values_are_one_line(tmp_path, capsys, flag
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("tasks", "says"), [("0", "must be an int >= 1, got 0"), ("5:3", "must not be empty")]
+)
+def test_bad_tasks_say_what_is_wrong(tmp_path, capsys, tasks, says):
+    """`--tasks 0` printed "invalid _task_ids value", the name of a private function."""
+    out = tmp_path / "D"
+    assert train_llm(out, "--tasks", tasks) == 2
+    line = one_error_line(capsys)
+    assert "--tasks" in line and says in line and "_task_ids" not in line
+    assert not out.exists()
+
+
 # ------------------------------------------------------------ 3: --steps 0
 def test_steps_0_is_defined_in_help(capsys):
     """Item 3: ``--help`` says what ``--steps 0`` does (no GRPO: the starting model evaluated)."""

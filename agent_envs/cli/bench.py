@@ -8,6 +8,7 @@ from pathlib import Path
 from agent_envs.arguments import UsageError, int_arg
 from agent_envs.suites import SUITES
 from wrappers._core.validators import MAX_COUNT
+from wrappers.errors import UserInputError
 
 #: The bench result's file name in ``--out``.
 RESULT = "bench.json"
@@ -15,6 +16,8 @@ RESULT = "bench.json"
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from agent_envs.bench import run_bench, score_table, write_result
+    from agent_envs.cli.outputs import BENCH, check_replaceable
+    from agent_envs.evaluation.run_log import RunLogLocked, another_log
     from agent_envs.files import check_output_path
     from agent_envs.plugins import AgentSpec, describe_agent, make_agent, parse_agent_kwargs
     from agent_envs.redaction import remember, secret_values
@@ -26,6 +29,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; bench writes a folder (its logs and {RESULT}).")
     check_output_path(out / RESULT, "--out")
+    # bench has no --overwrite: a bench.json it did not write is never replaced.
+    check_replaceable(out / RESULT, "--out", BENCH, overwrite=None)
     suite = load_suite(args.suite)
     if args.only is not None:
         suite = select(suite, [env_id.strip() for env_id in args.only.split(",") if env_id.strip()])
@@ -44,7 +49,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     }
     if args.workers is not None:
         settings["workers"] = args.workers
-    result = run_bench(suite, make_policy, name, out, history=args.history, **settings)
+    try:
+        result = run_bench(suite, make_policy, name, out, history=args.history, **settings)
+    except (UserInputError, RunLogLocked) as error:  # a run log of --out refused
+        instead = f"another --out (each id's run log is in {out / 'logs'})"
+        raise UsageError(another_log(str(error), instead)) from None
     print(score_table(result))
     write_result(result, out / RESULT)
     print(f"wrote {out / RESULT}")

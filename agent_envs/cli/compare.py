@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 
 from agent_envs.arguments import UsageError
-from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outputs
+from agent_envs.cli.outputs import COMPARISON, add_overwrite_flag, check_outputs, write_outputs
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -20,7 +21,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"compare: {which} names no result file (got {files!r}); give a result JSON, "
                 "or a,b,c for one per training seed."
             )
-    paths = check_outputs(args, inputs=names[0] + names[1])
+    paths = check_outputs(args, COMPARISON, inputs=names[0] + names[1])
+    for side, which in zip(names, ("A", "B"), strict=True):
+        _refuse_repeats(side, which)
     sides = []
     for files, side in zip((args.a, args.b), names, strict=True):
         results = [EvalResult.load(name) for name in side]
@@ -32,6 +35,26 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(difference.table())
     write_outputs(difference, paths)
     return 0
+
+
+def _refuse_repeats(files: list[str], which: str) -> None:
+    """Refuse one result given twice as a seed of one side: the same file, or the same bytes.
+
+    A seed-level comparison counts each file as a training seed; one run
+    repeated six times would pass for six seeds and a significant difference.
+    """
+    from agent_envs.files import read_input
+
+    seen: dict[object, str] = {}
+    for name in files:
+        for key in (Path(name).resolve(), hashlib.sha256(read_input(name, "result")).digest()):
+            if key in seen:
+                raise UsageError(
+                    f"compare: {which} gives {seen[key]} and {name}, which are the same "
+                    f"{'file' if isinstance(key, Path) else 'result'}; each seed needs its own "
+                    "run's result."
+                )
+            seen[key] = name
 
 
 def add_compare(cmp: argparse.ArgumentParser) -> None:

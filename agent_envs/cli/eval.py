@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from agent_envs.arguments import UsageError, add_eval_arguments, int_arg, number_arg
-from agent_envs.cli.outputs import add_overwrite_flag, check_outputs, write_outputs
+from agent_envs.cli.outputs import RESULT, add_overwrite_flag, check_outputs, write_outputs
 from wrappers._core.validators import MAX_COUNT, MAX_SEED, MAX_TURNS
 
 
@@ -60,7 +60,7 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     from agent_envs.evaluation import RunAborted, evaluate
     from agent_envs.plugins import AgentSpec, describe_agent, make_agent
 
-    paths = check_outputs(args)
+    paths = check_outputs(args, RESULT)
     settings = _settings(args, describe_agent(args.agent, kwargs))
     # On Ray each worker builds its own agent from the spec; locally one is built here.
     local = settings.backend == "local"

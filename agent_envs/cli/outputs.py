@@ -1,4 +1,8 @@
-"""Output paths shared by ``eval`` and ``compare``: checked before work, written after."""
+"""Output paths of ``eval``, ``compare``, ``bench`` and ``report``: checked before work.
+
+Every command that writes a result checks its output path here first
+(:func:`check_replaceable`), so that one rule holds for them all.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,9 @@ import agent_envs
 from agent_envs.arguments import UsageError
 
 
-def check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[str, Path]:
+def check_outputs(
+    args: argparse.Namespace, kind: str, inputs: Sequence[str] = ()
+) -> dict[str, Path]:
     """Return the real path of every output flag given, refusing unusable ones now.
 
     Checked before the first episode (and before an agent loads a model), so
@@ -22,7 +28,8 @@ def check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[
     path must be writable (:func:`check_output_path`), no two outputs may be
     one file (``--out`` equal to ``--log`` would overwrite the log), and no
     output may overwrite an input.  ``--plot`` is checked as the file really
-    written (``.png`` added to a bare name).
+    written (``.png`` added to a bare name).  An existing ``--out`` is replaced
+    only by its own ``kind`` (:func:`check_replaceable`).
     """
     from agent_envs.evaluation.plotting import plot_path
     from agent_envs.files import check_output_path
@@ -35,15 +42,15 @@ def check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[
             paths[flag] = (
                 check_output_path(plot_path(value), flag) if flag == "--plot" else Path(value)
             )
-    for flag in ("--out", "--plot"):
-        if flag in paths:
-            check_replaceable(paths[flag], flag, getattr(args, "overwrite", False))
     owners = {Path(path).resolve(): "input" for path in inputs}
     for flag, path in paths.items():
         other = owners.setdefault(path.resolve(), flag)
         if other != flag:
             what = "an input file" if other == "input" else other
             raise UsageError(f"{flag} {path} is the same file as {what}; give each its own path.")
+    for flag, what in (("--out", kind), ("--plot", PLOT)):
+        if flag in paths:
+            check_replaceable(paths[flag], flag, what, args.overwrite)
     if "--plot" in paths:
         try:
             found = importlib.util.find_spec("matplotlib") is not None
@@ -54,44 +61,69 @@ def check_outputs(args: argparse.Namespace, inputs: Sequence[str] = ()) -> dict[
     return paths
 
 
-#: How much of an existing output is read to tell whether this project wrote it.
+#: How much of an existing output is read to tell what it is.
 _HEAD = 4096
-#: A result or comparison this project wrote: JSON whose first key is its format.
-_OUR_JSON = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"agent-envs-')
+#: The kinds of file the commands write, as :func:`output_kind` names them.
+RESULT, COMPARISON, BENCH, RUN_LOG = "eval result", "comparison", "bench result", "run log"
+REPORT, PLOT = "report page", "plot"
+#: JSON this project wrote: its format key comes first (after a run log's ``type``).
+_OUR_JSON = re.compile(
+    rb'\A\s*\{\s*(?:"type"\s*:\s*"header"\s*,\s*)?"format"\s*:\s*"agent-envs-([a-z]+)/'
+)
+_JSON_KINDS = {b"result": RESULT, b"compare": COMPARISON, b"bench": BENCH, b"runlog": RUN_LOG}
 _PNG = b"\x89PNG\r\n\x1a\n"
 #: A report page this project wrote: HTML whose head names us as its generator.
 _OUR_HTML = re.compile(rb'\A<!DOCTYPE html>\s*<html[^>]*><head><meta charset="utf-8">'
                        rb'<meta name="generator" content="agent-envs report">')  # fmt: skip
 
 
-def written_here(path: Path, flag: str) -> bool:
-    """Return whether the file at ``path`` is a result, page (``--out``) or plot this project wrote.
+def output_kind(path: Path) -> str | None:
+    """Return which kind of file agent-envs wrote at ``path``, or ``None`` for any other file.
 
-    Only the head is read: a result starts with its ``format`` key, a report
-    page (``agent-envs report``) names us in its first ``generator`` meta tag,
-    and a plot is a PNG whose ``Software`` text chunk (before the image data)
-    names us.
+    Only the head is read: a result, comparison, bench result or run log
+    starts with its ``format`` key, a report page names us in its first
+    ``generator`` meta tag, and a plot is a PNG whose ``Software`` text chunk
+    (before the image data) names us.
     """
+    from agent_envs.evaluation.plotting import PLOT_SOFTWARE
+
     with open(path, "rb") as file:
         head = file.read(_HEAD)
-    if flag == "--plot":
-        from agent_envs.evaluation.plotting import PLOT_SOFTWARE
+    found = _OUR_JSON.match(head)
+    if found is not None:
+        return _JSON_KINDS.get(found.group(1))
+    if _OUR_HTML.match(head) is not None:
+        return REPORT
+    if head.startswith(_PNG) and PLOT_SOFTWARE.encode() in head:
+        return PLOT
+    return None
 
-        return head.startswith(_PNG) and PLOT_SOFTWARE.encode() in head
-    return _OUR_JSON.match(head) is not None or _OUR_HTML.match(head) is not None
 
+def check_replaceable(path: Path, flag: str, kind: str, overwrite: bool | None) -> None:
+    """Refuse to replace the file at ``path`` with a ``kind`` one, unless ``overwrite``.
 
-def check_replaceable(path: Path, flag: str, overwrite: bool) -> None:
-    """Refuse an output ``path`` that holds a file this project did not write, unless ``overwrite``.
-
-    A user's notes given as ``--out`` by mistake would otherwise be replaced
-    without a word; a result or plot written here is replaced as before.
+    The one rule of every command's output (``eval``, ``compare``, ``bench``,
+    ``report``): a file of the same kind that agent-envs wrote is replaced
+    (a rerun updates its result); any other file is refused, so that a typo
+    never turns a result into a report page, nor a user's notes into a
+    result.  ``overwrite`` is the command's ``--overwrite`` (``None``: the
+    command has none, and the message says to give another path).
     """
-    if overwrite or not path.is_file() or written_here(path, flag):
+    if overwrite or not path.is_file():
         return
+    existing = output_kind(path)
+    if existing == kind:
+        return
+    what = (
+        "a file that agent-envs did not write"
+        if existing is None
+        else f"an agent-envs {existing}, not a {kind}"
+    )
+    fix = f"pass --overwrite to replace it, or give another {flag}"
     raise UsageError(
-        f"{flag} {path} already holds a file that agent-envs did not write; pass "
-        f"--overwrite to replace it, or give another {flag}."
+        f"{flag} {path} already holds {what}; "
+        + (fix if overwrite is not None else f"give another {flag}")
+        + "."
     )
 
 
@@ -100,8 +132,9 @@ def add_overwrite_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an existing --out or --plot that agent-envs did not write (default: "
-        "off; a result or plot it wrote is replaced without it)",
+        help="replace an existing --out or --plot that is not of this command's kind: a file "
+        "agent-envs did not write, or another of its outputs (default: off; a file of the "
+        "same kind is replaced without it)",
     )
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from agent_envs.arguments import UsageError
-from agent_envs.cli.outputs import add_overwrite_flag, check_replaceable
+from agent_envs.cli.outputs import REPORT, add_overwrite_flag, check_replaceable
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -15,10 +15,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from agent_envs.report import build_report
 
     out = check_output_path(args.out, "--out")
-    check_replaceable(out, "--out", args.overwrite)
     for name in [*args.results, *args.log]:
         if Path(name).resolve() == out.resolve():
             raise UsageError(f"--out {out} is the same file as an input; give each its own path.")
+    check_replaceable(out, "--out", REPORT, args.overwrite)
     page = build_report(args.results, args.log)  # every input read before anything is written
     atomic_write_text(out, page)
     print(f"wrote {out}", file=sys.stderr)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -232,18 +231,14 @@ class EvalResult:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EvalResult:
-        """Read a result written by :meth:`save`, with one-line errors for bad files."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or exc
-            raise InvalidValue(f"cannot read result {path}: {reason}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidValue(f"{path} is not JSON ({exc.msg} at line {exc.lineno}).") from None
-        except RecursionError:
-            raise InvalidValue(f"{path} is not a result: its JSON is nested too deeply.") from None
+        """Read a result written by :meth:`save`, with one-line errors for bad files.
+
+        The file is read by :func:`~agent_envs.files.read_json_input`: a
+        regular file of at most :data:`~agent_envs.files.MAX_RESULT_BYTES`.
+        """
+        from agent_envs.files import read_json_input
+
+        data = read_json_input(path, "result")
         try:
             return cls.from_dict(data)
         except ValueError as exc:

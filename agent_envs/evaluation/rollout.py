@@ -175,13 +175,51 @@ class EpisodeRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
-        """Build a record from :meth:`to_json` output; ``ValueError`` if fields are missing."""
+        """Build a record from :meth:`to_json` output.
+
+        Raises:
+            ValueError: fields are missing, or the record contradicts itself
+                (:meth:`inconsistency`), as a line edited by hand may.
+        """
         missing = [
             name for name, _ in cls._JSON_KEYS if name not in data and name not in cls._LATER_KEYS
         ]
         if missing:
             raise ValueError(f"episode line lacks {missing}")
-        return cls(**{attr: data.get(name) for name, attr in cls._JSON_KEYS})
+        record = cls(**{attr: data.get(name) for name, attr in cls._JSON_KEYS})
+        problem = record.inconsistency()
+        if problem:
+            raise ValueError(f"the episode contradicts itself: {problem}")
+        return record
+
+    def inconsistency(self) -> str:
+        """Return what in this record cannot come from a played episode, or ``""``.
+
+        Every record the evaluator writes holds: its key and counts are
+        non-negative ints, at most ``budget`` turns were played, each turn was
+        a valid or an invalid action, success is exactly a first success turn
+        within the turns played, and an error episode did not succeed.
+        """
+        ints = ("task_id", "sample", "seed", "budget", "turns", "valid", "invalid")
+        for name in ints:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                return f"{name} is {value!r}, not an int >= 0"
+        if not isinstance(self.success, bool):
+            return f"success is {self.success!r}, not true or false"
+        if self.turns > self.budget:
+            return f"{self.turns} turns under a budget of {self.budget}"
+        if self.valid + self.invalid != self.turns:
+            return f"{self.valid} valid + {self.invalid} invalid actions in {self.turns} turns"
+        for name in ("first_success_turn", "dead_end_turn"):
+            turn = getattr(self, name)
+            if turn is not None and not (isinstance(turn, int) and 1 <= turn <= self.turns):
+                return f"{name} {turn!r} is not one of the {self.turns} turns played"
+        if self.success != (self.first_success_turn is not None):
+            return f"success {self.success} with first_success_turn {self.first_success_turn}"
+        if self.error is not None and self.success:
+            return "an episode that ended in an error succeeded"
+        return ""
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,11 @@ from typing import IO, Any
 
 from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.files import MAX_LOG_BYTES, path_error, read_input
 from agent_envs.redaction import scrub
 from wrappers.errors import InvalidValue
 
-__all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
+__all__ = ["ANOTHER_LOG", "LOG_FORMAT", "RunLog", "RunLogLocked", "another_log"]
 
 # /2: episodes record every judged turn and the per-error recovery (oracle_errors).
 # /3: the header holds the whole EvalSettings; resuming compares its episode fields.
@@ -49,6 +50,9 @@ __all__ = ["LOG_FORMAT", "RunLog", "RunLogLocked"]
 #     before it and the state right after it: /5 oracle_errors credit
 #     a wasted turn after an error that itself moved closer, so it is not resumed.
 LOG_FORMAT = "agent-envs-runlog/6"
+#: What every error about a run log tells ``eval`` to pass; a command without
+#: ``--log`` says its own remedy instead (:func:`another_log`).
+ANOTHER_LOG = "another --log path"
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -76,12 +80,12 @@ def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
         raise InvalidValue(
             f"{path} is an older run log ({fmt}; this version writes {LOG_FORMAT}, whose "
             "lines carry the run's fingerprint and today's diagnostics), so its episodes "
-            "cannot be checked against this run; pass a new --log path."
+            f"cannot be checked against this run; pass {ANOTHER_LOG}."
         )
     if not isinstance(header, dict) or fmt != LOG_FORMAT:
         raise InvalidValue(
             f"{path} is not an agent-envs run log (no header line); "
-            "pass a new --log path or delete the file."
+            f"pass {ANOTHER_LOG} or delete the file."
         )
     # Only the fields that change what an episode does must match.
     wanted = settings.episode_key()
@@ -91,8 +95,16 @@ def _check_header(path: Path, header: Any, settings: EvalSettings) -> None:
         raise InvalidValue(
             f"{path} was written with different settings "
             f"({_describe_difference(logged, wanted)}); "
-            "use another --log path, or the same settings to resume."
+            f"use {ANOTHER_LOG}, or the same settings to resume."
         )
+
+
+def another_log(message: str, instead: str) -> str:
+    """Return a run-log error ``message`` saying ``instead`` where it says :data:`ANOTHER_LOG`.
+
+    For a command that has no ``--log`` flag (``bench``: its logs lie in ``--out``).
+    """
+    return message.replace(ANOTHER_LOG, instead)
 
 
 class RunLogLocked(OSError):
@@ -109,7 +121,7 @@ def _lock(handle: IO[str], path: Path) -> None:
         handle.close()
         raise RunLogLocked(
             f"run log {path} is in use by another run; wait for it to end (then rerun to "
-            "resume) or pass another --log path."
+            f"resume) or pass {ANOTHER_LOG}."
         ) from None
 
 
@@ -143,7 +155,9 @@ class RunLog:
         header = {"type": "header", "format": LOG_FORMAT, "version": version, "run": run}
         records: dict[tuple, EpisodeRecord] = {}
         if path.is_dir():
-            raise InvalidValue(f"--log {path} is a directory; give a file path such as run.jsonl.")
+            raise InvalidValue(
+                f"run log {path} is a directory; give a file path such as run.jsonl."
+            )
         if path.parent and not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
         # Locked before anything is read, so that no other run changes it under us.
@@ -155,6 +169,9 @@ class RunLog:
             else:
                 handle.write(scrub(json.dumps({**header, "settings": settings.to_json()})) + "\n")
                 handle.flush()
+        except OSError as exc:
+            handle.close()
+            raise path_error(exc, path) from None
         except BaseException:
             handle.close()
             raise
@@ -162,10 +179,7 @@ class RunLog:
 
     @staticmethod
     def _load(path: Path, settings: EvalSettings) -> dict[tuple, EpisodeRecord]:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise OSError(f"cannot read run log {path}: {exc.strerror or exc}") from None
+        data = read_input(path, "run log", MAX_LOG_BYTES)
         lines = data.split(b"\n")
         # A final piece without a newline is a write cut short by a crash.
         keep = len(data) - len(lines[-1])
@@ -193,7 +207,7 @@ class RunLog:
                 raise InvalidValue(
                     f"{path}:{number} is an episode of another run (fingerprint "
                     f"{str(data.get('run'))[:20]!r}, this run's is {run!r}); delete that line, "
-                    "or pass another --log path."
+                    f"or pass {ANOTHER_LOG}."
                 )
             task_id, sample, budget = record.ident
             if task_id not in tasks or budget not in budgets or not 0 <= sample < settings.samples:
@@ -210,8 +224,11 @@ class RunLog:
         if transcript is not None:
             line["transcript"] = transcript
         # Masked as a whole line: an error or a transcript may hold an echoed secret.
-        self._handle.write(scrub(json.dumps(line)) + "\n")
-        self._handle.flush()
+        try:
+            self._handle.write(scrub(json.dumps(line)) + "\n")
+            self._handle.flush()
+        except OSError as exc:  # a full disk: say which file could not grow
+            raise path_error(exc, self.path) from None
 
     def close(self) -> None:
         """Close the append handle, which releases the run's lock on the log."""

@@ -56,7 +56,7 @@ from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
 from agent_envs.integrations.openenv_sessions import DEFAULT_HTTP_GRACE, guarded_server
-from wrappers._core.validators import MAX_TURNS, check_int, parse_int
+from wrappers._core.validators import MAX_SEED, MAX_TURNS, check_int, parse_int
 from wrappers.errors import InvalidValue
 from wrappers.protocol import BUDGET, SUCCESS, TASK_ID
 
@@ -84,6 +84,12 @@ def client_options(
 ) -> dict[str, Any]:
     """Return the reset options for a client's values, or raise :class:`ClientError`.
 
+    The one check of a reset's values: the env's ``reset`` calls it for a
+    WebSocket reset, and :class:`~agent_envs.integrations.openenv_guard.ServeGuard`
+    for an HTTP ``POST /reset`` body before OpenEnv's model coerces it
+    (:func:`check_reset`).  A seed is an int in ``[0, MAX_SEED]``, the limit
+    of ``eval --seed``.
+
     >>> client_options(5, None, 0, None)
     {'task_id': 5}
     >>> client_options(5, 9, 0, None)
@@ -94,7 +100,7 @@ def client_options(
     options: dict[str, Any] = {}
     try:
         if seed is not None:
-            check_int(seed, "seed", 0, 2**64 - 1)
+            check_int(seed, "seed", 0, MAX_SEED)
         if task_id is not None:
             options[TASK_ID] = client_task_id(task_id)
     except (TypeError, ValueError) as error:
@@ -112,6 +118,11 @@ def client_options(
     except (TypeError, ValueError) as error:
         raise ClientError(f"{error} (this server's --client-budgets)") from None
     return options
+
+
+def check_reset(data: dict[str, Any], client_budgets: tuple[int, int] | None) -> None:
+    """Check the JSON values of a reset (seed, task id, budget) with :func:`client_options`."""
+    client_options(data.get(TASK_ID), data.get(BUDGET), data.get("seed"), client_budgets)
 
 
 @functools.cache
@@ -290,8 +301,7 @@ def create_app(
     HTTP-created sessions have their own cap and are closed when unused after
     ``http_grace`` seconds (:mod:`~agent_envs.integrations.openenv_sessions`).
     """
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+    from fastapi import FastAPI
     from openenv.core.env_server.http_server import HTTPEnvServer
     from openenv.core.env_server.types import ConcurrencyConfig
 
@@ -316,16 +326,19 @@ def create_app(
     )
     server.register_routes(app)
     app.state.openenv = server
-
-    async def refused(request: Request, error: Exception) -> JSONResponse:
-        logger.warning("refused %s %s: %s", request.method, request.url.path, error)
-        return JSONResponse({"detail": str(error)}, status_code=422)
-
-    app.add_exception_handler(ClientError, refused)
-    app.add_middleware(
-        ServeGuard, max_body=max_body, idle_timeout=idle_timeout, allowed_origins=allowed_origins
-    )
+    app.add_exception_handler(ClientError, _refused)
+    check = functools.partial(check_reset, client_budgets=client_budgets)
+    app.add_middleware(ServeGuard, max_body=max_body, idle_timeout=idle_timeout,
+                       allowed_origins=allowed_origins, check_reset=check)  # fmt: skip
     return app
+
+
+async def _refused(request: Any, error: Exception) -> Any:
+    """Answer a :class:`ClientError` with HTTP 422 and its message, and log one line."""
+    from fastapi.responses import JSONResponse
+
+    logger.warning("refused %s %s: %s", request.method, request.url.path, error)
+    return JSONResponse({"detail": str(error)}, status_code=422)
 
 
 # ----------------------------------------------------------------------- CLI

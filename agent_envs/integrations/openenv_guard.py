@@ -19,6 +19,12 @@ every request as untrusted:
 - **``POST /step``.** OpenEnv's HTTP ``/step`` builds a fresh env for every
   request, so an HTTP step can never continue an episode; it is refused with
   a message that points to the WebSocket client.
+- **``POST /reset``.** OpenEnv's HTTP model coerces a reset's values
+  (``"12"`` and ``true`` became seeds) and answered ``1e999`` or ``NaN``
+  with a 500.  The body is checked here first by ``check_reset``, the
+  function the env's own ``reset`` checks a WebSocket reset with, so both
+  paths take and refuse the same values (422 here).  A number JSON cannot
+  hold (``NaN``, ``Infinity``, ``1e999``) is refused in any body or message.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -64,6 +71,8 @@ class ServeGuard:
         idle_timeout: seconds of silence after which a WebSocket is closed
             (``None``: never).
         allowed_origins: origins allowed besides the server's own (``"*"``: any).
+        check_reset: raises a ``ValueError`` for a reset's values (a JSON
+            object) that the env refuses; ``None``: no check here.
     """
 
     def __init__(
@@ -72,8 +81,10 @@ class ServeGuard:
         max_body: int = DEFAULT_MAX_BODY,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         allowed_origins: Iterable[str] = (),
+        check_reset: Callable[[dict[str, Any]], object] | None = None,
     ) -> None:
         self.app = app
+        self.check_reset = check_reset
         self.max_body = max_body
         self.idle_timeout = idle_timeout
         self.allowed_origins = {origin.rstrip("/").lower() for origin in allowed_origins}
@@ -125,6 +136,10 @@ class ServeGuard:
             more = message.get("more_body", False)
             if len(body) > self.max_body:
                 return await _refuse(send, 413, self._too_large())
+        problem = self._body_problem(method, path, bytes(body))
+        if problem is not None:  # logged as the app logs a refused value
+            logger.warning("refused %s %s: %s", method, path, problem)
+            return await _refuse(send, 422, problem, log=False)
         token = OVER_HTTP.set(True)  # a session this request creates is an HTTP one
         try:
             await self.app(
@@ -132,6 +147,23 @@ class ServeGuard:
             )
         finally:
             OVER_HTTP.reset(token)
+
+    def _body_problem(self, method: str, path: str, body: bytes) -> str | None:
+        """Return why an HTTP body is refused (422), else ``None``: OpenEnv reads the rest."""
+        if method != "POST" or not body.strip():
+            return None
+        try:
+            value = strict_json(body)
+        except NotFinite as error:
+            return str(error)
+        except (ValueError, RecursionError):
+            return None  # OpenEnv answers malformed JSON itself
+        if path.rstrip("/") == "/reset" and isinstance(value, dict) and self.check_reset:
+            try:
+                self.check_reset(value)
+            except ValueError as error:
+                return str(error)
+        return None
 
     def _too_large(self) -> str:
         return f"the body is larger than this server's limit of {self.max_body:,} bytes."
@@ -176,9 +208,11 @@ class ServeGuard:
         if len(text) > self.max_body:
             return "INVALID_JSON", f"the message is larger than {self.max_body:,} bytes."
         try:
-            value = json.loads(text)
+            value = strict_json(text)
         except RecursionError:
             return "INVALID_JSON", "the message nests JSON too deeply."
+        except NotFinite as error:
+            return "INVALID_JSON", str(error)
         except ValueError:
             return None  # OpenEnv answers invalid JSON itself, naming the position
         if not isinstance(value, dict):
@@ -213,6 +247,30 @@ class _Connection:
         await self._send(message)
 
 
+class NotFinite(ValueError):
+    """A JSON number that is not a finite number (``NaN``, ``Infinity``, ``1e999``)."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotFinite(f"the number {text:.40} is too large; send finite numbers.")
+    return value
+
+
+def _constant(text: str) -> float:
+    raise NotFinite(f"{text} is not a JSON number; send finite numbers.")
+
+
+def strict_json(text: str | bytes) -> Any:
+    """Return the JSON ``text``, refusing ``NaN``, ``Infinity`` and numbers too large for a float.
+
+    Python's parser takes them (as JSON does not), and OpenEnv's answers to
+    them failed with a 500; :class:`NotFinite` says which one it was.
+    """
+    return json.loads(text, parse_float=_finite, parse_constant=_constant)
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
@@ -230,9 +288,10 @@ def _replay(first: Message, receive: Receive) -> Receive:
     return replayed
 
 
-async def _refuse(send: Send, status: int, detail: str) -> None:
-    """Answer an HTTP request with ``{"detail": detail}`` and log it on one line."""
-    logger.warning("refused a request (%d): %s", status, detail)
+async def _refuse(send: Send, status: int, detail: str, log: bool = True) -> None:
+    """Answer an HTTP request with ``{"detail": detail}`` and log it on one line (``log``)."""
+    if log:
+        logger.warning("refused a request (%d): %s", status, detail)
     body = json.dumps({"detail": detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

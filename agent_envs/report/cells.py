@@ -2,7 +2,10 @@
 
 Everything that reaches the page from a file (an agent's name, an env id, an
 error an agent raised) goes through :func:`text` or :func:`attrs`, which
-escape it with :func:`html.escape`; numbers are formatted here, never pasted.
+escape it with :func:`html.escape` and show each bidirectional control
+character as its code point (:func:`plain`), so that no name can reverse the
+text around it; a name inside a sentence is isolated too (:func:`name`).
+Numbers are formatted here, never pasted.
 """
 
 from __future__ import annotations
@@ -12,7 +15,17 @@ import math
 from html import escape
 from typing import Any
 
-__all__ = ["DIVERGING", "SEQUENTIAL", "attrs", "cell_style", "number", "raw_number", "text"]
+__all__ = [
+    "DIVERGING",
+    "SEQUENTIAL",
+    "attrs",
+    "cell_style",
+    "name",
+    "number",
+    "plain",
+    "raw_number",
+    "text",
+]
 
 #: Colour stops (position, RGB): viridis for a surface in [0, 1] ...
 SEQUENTIAL = (
@@ -32,13 +45,41 @@ DIVERGING = (
 )
 
 
+#: The characters that change the direction of the text after them (embeddings,
+#: overrides, isolates and marks): each is shown as its code point instead.
+_BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_SHOWN = {ord(char): f"<U+{ord(char):04X}>" for char in _BIDI_CONTROLS}
+
+
+def plain(value: Any) -> str:
+    """Return ``str(value)`` with every bidirectional control shown as ``<U+XXXX>``.
+
+    A U+202E (right-to-left override) in an agent's name reversed the rest
+    of its caption; shown as its code point it changes nothing around it.
+
+    >>> plain("agent\u202eevil")
+    'agent<U+202E>evil'
+    """
+    return str(value).translate(_SHOWN)
+
+
 def text(value: Any) -> str:
     """Return ``value`` as HTML text: escaped, so that ``<script>`` shows as written.
 
     >>> text("<img src=x onerror=alert(1)>")
     '&lt;img src=x onerror=alert(1)&gt;'
     """
-    return escape(str(value), quote=True)
+    return escape(plain(value), quote=True)
+
+
+def name(value: Any) -> str:
+    """Return ``value`` as :func:`text` isolated in ``<bdi>``: a right-to-left name (Arabic,
+    Hebrew) keeps its own direction without reordering the sentence around it.
+
+    >>> name("a<b")
+    '<bdi>a&lt;b</bdi>'
+    """
+    return f"<bdi>{text(value)}</bdi>"
 
 
 def attrs(**values: Any) -> str:

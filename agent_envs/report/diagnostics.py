@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_envs.report.cells import attrs, number, raw_number, text
+from agent_envs.report.cells import attrs, name, number, raw_number, text
 from agent_envs.report.inputs import Run
 
 __all__ = ["diagnostics_block"]
@@ -79,7 +79,7 @@ def diagnostics_block(run: Run) -> str:
     """Return ``run``'s diagnostics (or a note that it kept none) and its policy errors."""
     result = run.result
     data = attrs(data_kind="diagnostics", data_env=result.env_id, data_agent=run.label)
-    parts = [f'<div class="diagnostics"{data}><h4>{text(run.label)}</h4>']
+    parts = [f'<div class="diagnostics"{data}><h4>{name(run.label)}</h4>']
     if result.diagnostics:
         parts.append(f'<table class="diag">{"".join(_rates(result.diagnostics))}</table>')
         parts.append(_per_budget(result.diagnostics, result.budgets))

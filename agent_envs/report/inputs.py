@@ -6,7 +6,6 @@ a file that is none of these is a user error (one line, exit status 2).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 
 from agent_envs.evaluation.compare import CompareResult
 from agent_envs.evaluation.result import EvalResult
+from agent_envs.files import read_json_input
 from wrappers.errors import InvalidValue
 
 __all__ = ["BENCH_FORMAT", "COMPARE_FORMAT", "Inputs", "Run", "load_inputs"]
@@ -53,17 +53,7 @@ class Inputs:
 
 def read_json(path: Path) -> Any:
     """Return the JSON in ``path``, or raise a one-line :class:`InvalidValue`."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidValue(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidValue(
-            f"{path} is not JSON ({exc.msg} at line {exc.lineno}); give an eval, compare or "
-            "bench result."
-        ) from None
-    except RecursionError:
-        raise InvalidValue(f"{path} is not a result: its JSON is nested too deeply.") from None
+    return read_json_input(path, "result", " Give an eval, compare or bench result.")
 
 
 def load_inputs(

@@ -6,7 +6,7 @@ and the only scripts allowed are the page's own two, by their SHA-256 hashes (so
 injected ``<script>`` and no ``onerror=`` attribute could run even if some
 text escaped :func:`html.escape`, which it must not).  The ``generator``
 meta tag, in the first bytes of the file, tells ``--out`` checks that
-agent-envs wrote it (:func:`agent_envs.cli.outputs.written_here`).
+agent-envs wrote it (:func:`agent_envs.cli.outputs.output_kind`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import hashlib
 from pathlib import Path
 
 from agent_envs.report.browser import GUARD, SCRIPT, STYLE, data_block
-from agent_envs.report.cells import text
+from agent_envs.report.cells import name
 from agent_envs.report.inputs import Inputs, Run
 from agent_envs.report.suite_table import bench_section
 from agent_envs.report.surfaces import anchor, env_section
@@ -92,10 +92,10 @@ def build_page(inputs: Inputs) -> str:
     """Return the report page of ``inputs`` as one HTML document."""
     envs = _by_env(inputs)
     links = (['<a href="#bench">Benchmark suite</a>'] if inputs.benches else []) + [
-        f'<a href="#{anchor(env_id)}">{text(env_id)}</a>' for env_id in envs
+        f'<a href="#{anchor(env_id)}">{name(env_id)}</a>' for env_id in envs
     ]
     links.append('<a href="#transcripts">Transcripts</a>')
-    sources = ", ".join(f"<code>{text(source)}</code>" for source in inputs.sources)
+    sources = ", ".join(f"<code>{name(source)}</code>" for source in inputs.sources)
     body = [
         "<h1>agent-envs report</h1>",
         f"<p>From {sources}. This page is one file and loads nothing from any server.</p>",

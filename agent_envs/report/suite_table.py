@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_envs.report.cells import attrs, cell_style, number, raw_number, text
+from agent_envs.report.cells import attrs, cell_style, name, number, raw_number, text
 
 __all__ = ["bench_section"]
 
@@ -27,7 +27,7 @@ def _families(bench: dict[str, Any]) -> list[tuple[str, str, int, int]]:
 
 def _suite_table(suite: str, benches: list[dict[str, Any]]) -> str:
     head = "".join(
-        f'<th scope="col">{text(b["label"])} tight</th><th scope="col">{text(b["label"])} '
+        f'<th scope="col">{name(b["label"])} tight</th><th scope="col">{name(b["label"])} '
         "generous</th>"
         for b in benches
     )
@@ -45,7 +45,7 @@ def _suite_table(suite: str, benches: list[dict[str, Any]]) -> str:
                              data_value=raw_number(value))  # fmt: skip
                 cells += f'<td class="cell"{data} style="{cell_style(value)}">{number(value)}</td>'
         rows.append(
-            f'<tr><th scope="row">{text(family)}</th><td><code>{text(env_id)}</code></td>'
+            f'<tr><th scope="row">{text(family)}</th><td><code>{name(env_id)}</code></td>'
             f"<td>{text(tight)}</td><td>{text(generous)}</td>{cells}</tr>"
         )
     caption = f"Suite {text(suite)}: Pass@(1,T) per family at its tight and generous budget"
@@ -73,7 +73,7 @@ def _score_table(suite: str, benches: list[dict[str, Any]]) -> str:
         seconds = bench.get("seconds") or {}
         cpu = sum(float(s.get("cpu", 0)) for s in seconds.values() if isinstance(s, dict))
         rows.append(
-            f'<tr><th scope="row">{text(bench["label"])} <span class="ci">'
+            f'<tr><th scope="row">{name(bench["label"])} <span class="ci">'
             f"({text(bench['source'])})</span></th>{cells}<td>{cpu:.1f}</td></tr>"
         )
     caption = (

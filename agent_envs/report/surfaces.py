@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent_envs.evaluation.compare import CompareResult, compare
-from agent_envs.report.cells import DIVERGING, attrs, cell_style, number, raw_number, text
+from agent_envs.report.cells import DIVERGING, attrs, cell_style, name, number, raw_number, text
 from agent_envs.report.diagnostics import diagnostics_block
 from agent_envs.report.inputs import Run
 from wrappers.errors import UserInputError
@@ -53,14 +53,14 @@ def surface_table(run: Run) -> str:
             )
         rows.append(f'<tr><th scope="row">K={k}</th>{"".join(cells)}</tr>')
     caption = (
-        f"{text(run.label)}: Pass@(K,T), {text(result.mode)} budget, {len(result.task_ids)} "
+        f"{name(run.label)}: Pass@(K,T), {text(result.mode)} budget, {len(result.task_ids)} "
         f"tasks x {result.samples} attempts, {result.confidence:.0%} interval over tasks"
     )
     table_attrs = attrs(data_kind="surface", data_env=result.env_id, data_agent=run.label)
     return (
         f'<figure class="run"><table class="heatmap"{table_attrs}><caption>{caption}</caption>'
         f"{_header_row(result.budgets)}{''.join(rows)}</table>"
-        f"<figcaption>from {text(run.source)}</figcaption></figure>"
+        f"<figcaption>from {name(run.source)}</figcaption></figure>"
     )
 
 
@@ -113,8 +113,8 @@ def difference_table(difference: CompareResult, source: str = "") -> str:
         rows.append(f'<tr><th scope="row">K={k}</th>{"".join(cells)}</tr>')
     table_attrs = attrs(data_kind="difference", data_env=difference.env_id, data_a=difference.a,
                         data_b=difference.b)  # fmt: skip
-    caption = f"A - B, A = {text(difference.a)}, B = {text(difference.b)}"
-    origin = f" From {text(source)}." if source else ""
+    caption = f"A - B, A = {name(difference.a)}, B = {name(difference.b)}"
+    origin = f" From {name(source)}." if source else ""
     return (
         f'<figure class="run"><table class="heatmap"{table_attrs}><caption>{caption}</caption>'
         f"{_header_row(difference.budgets)}{''.join(rows)}</table>"
@@ -129,8 +129,8 @@ def _differences(runs: list[Run]) -> list[str]:
         try:
             difference = compare(runs[0].result, other.result)
         except UserInputError as exc:  # other grids: say why there is no difference
-            parts.append(f'<p class="note">No difference of {text(runs[0].label)} and '
-                         f"{text(other.label)}: {text(exc)}</p>")  # fmt: skip
+            parts.append(f'<p class="note">No difference of {name(runs[0].label)} and '
+                         f"{name(other.label)}: {text(exc)}</p>")  # fmt: skip
             continue
         difference.a, difference.b = runs[0].label, other.label
         parts.append(difference_table(difference))
@@ -139,7 +139,7 @@ def _differences(runs: list[Run]) -> list[str]:
 
 def env_section(env_id: str, runs: list[Run], compares: list[tuple[str, CompareResult]]) -> str:
     """Return the section of one env: heatmaps, differences, then each run's diagnostics."""
-    parts = [f'<section id="{anchor(env_id)}" class="env"><h2>{text(env_id)}</h2>']
+    parts = [f'<section id="{anchor(env_id)}" class="env"><h2>{name(env_id)}</h2>']
     if runs:
         parts.append('<div class="row">' + "".join(surface_table(run) for run in runs) + "</div>")
     differences = _differences(runs) + [difference_table(d, source) for source, d in compares]

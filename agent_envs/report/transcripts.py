@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_envs.files import MAX_LOG_BYTES, open_input
+from agent_envs.report.cells import plain
 from wrappers.errors import InvalidValue
 from wrappers.protocol import BUDGET, SUCCESS
 
@@ -21,6 +23,8 @@ __all__ = ["MAX_EPISODES", "end_reason", "read_episodes"]
 #: episodes; the first ones of a log (in the order it was written) are enough
 #: to read how an agent plays, and the page says how many were left out.
 MAX_EPISODES = 500
+#: The longest header line read: a header holds the run's settings, far below this.
+_MAX_LINE = 1 << 20
 
 
 def end_reason(episode: dict[str, Any]) -> str:
@@ -58,30 +62,34 @@ def _header(path: Path, first: bytes) -> dict[str, Any]:
 def read_episodes(path: Path, limit: int = MAX_EPISODES) -> tuple[list[dict[str, Any]], int]:
     """Return up to ``limit`` of the log's episodes that kept a transcript, and how many did.
 
+    The log is read line by line (:func:`~agent_envs.files.open_input`: a
+    regular file of at most :data:`~agent_envs.files.MAX_LOG_BYTES`), and only
+    the first ``limit`` episodes are kept in memory.
+
     Raises:
         InvalidValue: the file cannot be read or is not a run log.
     """
-    try:
-        lines = path.read_bytes().split(b"\n")
-    except OSError as exc:
-        raise InvalidValue(f"cannot read --log {path}: {exc.strerror or exc}") from None
-    settings = _header(path, lines[0])
     episodes: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for line in lines[1:]:
-        try:
-            data = json.loads(line)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            continue  # a torn last line, or a line the evaluator itself would refuse
-        if isinstance(data, dict) and isinstance(data.get("transcript"), dict):
-            # A later line for the same episode wins, as when the evaluator resumes.
-            key = (data.get("task"), data.get("sample"), data.get(BUDGET))
-            episodes[key] = _episode(data, settings)
-    kept = list(episodes.values())
-    return kept[:limit], len(kept)
+    seen: set[tuple[Any, ...]] = set()
+    with open_input(path, "--log", MAX_LOG_BYTES) as handle:
+        settings = _header(path, handle.readline(_MAX_LINE))
+        for line in handle:
+            try:
+                data = json.loads(line)
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                continue  # a torn last line, or a line the evaluator itself would refuse
+            if isinstance(data, dict) and isinstance(data.get("transcript"), dict):
+                # A later line for the same episode wins, as when the evaluator resumes.
+                key = tuple(repr(data.get(name)) for name in ("task", "sample", BUDGET))
+                seen.add(key)
+                if key in episodes or len(episodes) < limit:
+                    episodes[key] = _episode(data, settings)
+    return list(episodes.values()), len(seen)
 
 
 def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+    # The browser shows these as text; a bidi control is shown as its code point there too.
+    return "" if value is None else plain(value)
 
 
 def _episode(data: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:

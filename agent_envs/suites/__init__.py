@@ -70,7 +70,9 @@ def select(suite: Suite, env_ids: Sequence[str]) -> Suite:
     known = {entry.env_id for entry in suite.entries}
     unknown = [env_id for env_id in env_ids if env_id not in known]
     if unknown or not env_ids:
-        given = ", ".join(unknown) or "none"
+        # Each id clipped, three at most: the argument may be any length.
+        given = ", ".join(f"{env_id!r:.60}" for env_id in unknown[:3]) or "none"
+        given += f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
         raise InvalidValue(
             f"--only takes ids of suite {suite.version}'s rows, got {given}; "
             f"its rows: {', '.join(sorted(known))}."

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs import arguments as cli
-from agent_envs.files import add_run_folder_flags, atomic_write_text, save_folder
+from agent_envs.files import add_run_folder_flags, atomic_write_text, read_json_input, save_folder
 from baselines.command import TrainingCommand, base_parser, check_same_settings, versions
 from baselines.llm.few_shot import check_not_example_instance
 from baselines.llm.lora import LoRASpec, apply_lora, save_model
@@ -190,8 +190,8 @@ class LLMCommand(TrainingCommand):
         if not sidecar.is_file():
             return None  # not trained, or cut off before its sidecar: trained again
         try:
-            saved = json.loads(sidecar.read_text(encoding="utf-8")).get("config")
-        except (OSError, ValueError, AttributeError):
+            saved = read_json_input(sidecar, "model settings").get("config")
+        except (ValueError, AttributeError):
             saved = None
         check_same_settings(saved, config.to_json(), f"the model in {out / MODEL}")
         return out / MODEL

@@ -16,6 +16,7 @@ and check its flags before loading either.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -45,8 +46,15 @@ __all__ = [
 
 
 def _task_ids(text: str) -> tuple[int, ...]:
-    """``--tasks``: a count, a range ``a:b`` or ids, as checked task ids."""
-    return check_tasks(parse_tasks(text, "--tasks"))
+    """``--tasks``: a count, a range ``a:b`` or ids, as checked task ids.
+
+    argparse shows an ``ArgumentTypeError``'s message; any other error only
+    as "invalid _task_ids value".
+    """
+    try:
+        return check_tasks(parse_tasks(text, "--tasks"))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).rstrip(".")) from None
 
 
 #: The first evaluation task id: held-out tasks start far above the training ids.

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs import install_hint
-from agent_envs.files import atomic_write_text
+from agent_envs.files import atomic_write_text, read_json_input
 from wrappers.errors import InvalidValue
 
 __all__ = [
@@ -77,15 +77,12 @@ def write_sidecar(model_path: str | Path, settings: dict[str, Any]) -> Path:
 def read_sidecar(model_path: str | Path) -> dict[str, Any]:
     """Read and check the sidecar of a model; raise ``ValueError`` with the reason if bad."""
     path = sidecar_path(model_path)
-    try:
-        settings = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         raise FileNotFoundError(
             f"No sidecar {path} next to the model: SB3Agent needs the settings file that "
             "train-sb3 writes beside model.zip."
-        ) from None
-    except json.JSONDecodeError as error:
-        raise InvalidValue(f"Sidecar {path} is not valid JSON: {error}.") from None
+        )
+    settings = read_json_input(path, "sidecar")
     if not isinstance(settings, dict):
         raise InvalidValue(f"Sidecar {path} must hold a JSON object.")
     missing = [key for key in _SIDECAR_KEYS if key not in settings]
