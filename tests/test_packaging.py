@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 from test_layering import HIGHER  # the layers above each package's own
@@ -15,6 +17,8 @@ HEAVY = (
     "torch", "transformers", "stable_baselines3", "sb3_contrib", "matplotlib", "ray", "torchrl",
     "openenv", "tqdm",
 )  # fmt: skip
+#: What the wheel installs; studies/, benchmarks/ and tools/ run from a checkout.
+LIBRARY = ("agent_envs", "wrappers", "baselines")
 
 
 @pytest.mark.parametrize(
@@ -43,7 +47,7 @@ def test_an_import_loads_no_heavy_dependency_and_no_higher_layer(module):
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("package", ["agent_envs", "wrappers", "baselines", "studies"])
+@pytest.mark.parametrize("package", LIBRARY)
 def test_packages_carry_py_typed(package):
     assert (ROOT / package / "py.typed").is_file()
 
@@ -54,3 +58,19 @@ def test_nothing_evaluates_text():
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     assert node.func.id not in {"eval", "exec"}, f"{path}: {node.func.id}()"
+
+
+def test_the_wheel_installs_the_library_only(tmp_path):
+    """Built offline from a copy of the checkout, studies/ included (torch brings setuptools)."""
+    source = tmp_path / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for folder in (*LIBRARY, "studies"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    command = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps"]
+    command += ["--no-build-isolation", "--quiet", "--wheel-dir", str(tmp_path / "dist")]
+    subprocess.run(command, check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    top = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert {name for name in top if not name.endswith(".dist-info")} == set(LIBRARY)
