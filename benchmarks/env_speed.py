@@ -10,33 +10,33 @@ For each id it prints:
   relative to ``gym.make``'s stack alone;
 * ``reset ms``: the median time of ``reset`` on a fresh task.
 
-Targets (issues 2 and 4): GuessNumber >= 150k raw steps/s, Sokoban and
+Targets: GuessNumber >= 150k raw steps/s, Sokoban and
 FrozenLake >= 30k, every other id >= 20k; reset median <= 1 ms for
 Sokoban-v0 and <= 2 ms for every id; the wrappers add <= 25%.
 
-``--peer`` measures instead under the protocol the issue-10 comparison with
-peer libraries (gem-llm, TextArena) used, which counts reset cost the way they
+``--peer`` measures instead under the protocol of the comparison with peer
+libraries (gem-llm, TextArena), which counts reset cost the way they
 do: the unwrapped env steps on random actions from a fixed per-id list
 (:data:`PEER_ACTIONS`, else the id's ``action_vocabulary``, else the admissible
 actions after ``reset(seed=0)``), chosen by ``random.Random(0)``, and resets
 with ``reset(seed=i)`` (a fresh task each time) at termination or every
 :data:`PEER_EPISODE` steps.  It prints the best of ``--repeats`` runs, since
 the machine is shared and the best run is the one least disturbed by others,
-next to the figure recorded before issue 10 (:data:`PEER_BEFORE`).  It times
+next to the figure recorded before the peer-speed work (:data:`PEER_BEFORE`).  It times
 CPU time by default (``--clock cpu``), which leaves out the time spent waiting
 for a core on a loaded machine; ``--clock wall`` times like the peer script.
-Target (issue 10): Hanoi-3 and GuessNumber-v0 >= 300k steps/s, and no id
+Target: Hanoi-3 and GuessNumber-v0 >= 300k steps/s, and no id
 slower than before.
 
-Figures after issue 10 (CPU clock, best of 5 interleaved runs, same load):
+Figures after that work (CPU clock, best of 5 interleaved runs, same load):
 Hanoi-3 394k steps/s (3.5x), GuessNumber-v0 387k (1.8x); every id 1.0x to
 3.6x within the noise of this machine (about +-8% between runs; the ids at
 0.92-0.93 in one run measured 1.05-1.08 over 9 runs).  By the wall clock at a
 load average of 10 on 2 cores: Hanoi-3 175-180k (55-60k before),
 GuessNumber-v0 165-257k (102-156k before).  What is left of GuessNumber's
 cost is mostly its reset: gymnasium seeding ``np_random`` and the task's own
-generator take about 27 of its 31 microseconds.  Issue 34 removed both from
-GuessNumber's reset (the episode generator is built on first use, and a task id
+generator take about 27 of its 31 microseconds.  A later change removed both
+from GuessNumber's reset (the episode generator is built on first use, and a task id
 or secret that is a stream's first draw is computed without a generator):
 13-14 CPU microseconds by seed and 8 by task id, against 24-28 and 24 before.
 
@@ -82,7 +82,7 @@ PEER_ACTIONS: dict[str, list[str]] = {
     "agent_envs/Wordle-v0": ["crane", "slate", "pious", "mound", "light", "zebra"],
 }
 
-#: Peer-protocol steps/s before issue 10 (main at 0176843): CPU clock, best of 5
+#: Peer-protocol steps/s before the peer-speed work (main at 0176843): CPU clock, best of 5
 #: runs of 30k steps, interleaved with runs of the new code, on the 2-core
 #: machine shared with other work (load average about 10).
 PEER_BEFORE: dict[str, float] = {

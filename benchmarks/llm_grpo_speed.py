@@ -17,7 +17,7 @@ Prints:
   way); the speedups; and whether every way played identical episodes (the
   seeded per-row sampler makes batching invisible to the episodes).
 
-Targets from the issue: at most 2 s a step; batched at least 5x faster.
+Targets: at most 2 s a step; batched at least 5x faster.
 
     python benchmarks/llm_grpo_speed.py
 """

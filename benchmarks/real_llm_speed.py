@@ -1,11 +1,11 @@
 """How fast SmolLM2-135M-Instruct evaluates on a CPU, against this CPU's FLOP limit.
 
-The run the issue sizes: GuessNumber with the dialogue as history, 50 tasks x
+The run measured: GuessNumber with the dialogue as history, 50 tasks x
 4 attempts, T=12, one few-shot example, sampled at temperature 1 (four
 attempts need four samples), the agents' default reply length.  Every agent
 plays the same episodes (same tasks, seeds and prompts; llama.cpp samples
 with its own sampler from the quantised weights, so its replies differ).
-Targets (issue 33): at most 5 minutes of wall time on 2 idle cores, CPU per
+Targets: at most 5 minutes of wall time on 2 idle cores, CPU per
 episode within 2x of the FLOP limit, decoded row-steps at most 1.1x the
 needed ones.
 

@@ -5,8 +5,8 @@ or ``--seed`` if given here, to check other sizes or seeds), times it (wall
 clock and the process's CPU time: training runs on one thread, so on an idle
 machine the CPU time is about the wall time),
 then evaluates the saved model, the oracle and a random agent on the same
-held-out tasks at T = twice the longest oracle path among them.  The target
-(issue 24): trained Pass@(1,T) at least half the oracle's, within 5 minutes
+held-out tasks at T = twice the longest oracle path among them.  The target:
+trained Pass@(1,T) at least half the oracle's, within 5 minutes
 on 2 idle cores.  Prints a markdown table; exits 1 if an env misses.
 
     python benchmarks/sb3_defaults.py [--envs ID ...] [--tasks 100] [--samples 4]
