@@ -39,6 +39,11 @@ COUNTS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _cpu_only(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # what cli.main sets; undone after
+
+
 def _counts(regime: str, seed: int) -> list[int]:
     row = list(COUNTS[regime])
     if regime in ("long", "long-pr") and seed % 2:
@@ -183,10 +188,21 @@ def test_a_run_of_another_design_or_commit_is_refused_and_nothing_written(tmp_pa
     assert not (tmp_path / "results.json").exists()
 
 
-def test_a_folder_that_is_no_run_of_the_design_is_refused(tmp_path):
+@pytest.mark.parametrize("folder", ["base-seed8", "base-seed01", "walk-seed0"])
+def test_a_folder_that_is_no_run_of_the_design_is_refused(tmp_path, folder):
     _study(tmp_path)
-    shutil.copytree(tmp_path / "runs" / "base-seed0", tmp_path / "runs" / "base-seed8")
-    with pytest.raises(PreregistrationError, match="base-seed8: not a run of the design"):
+    shutil.copytree(tmp_path / "runs" / "base-seed0", tmp_path / "runs" / folder)
+    with pytest.raises(PreregistrationError, match=f"{folder}: not a run of the design"):
+        r.load_runs(tmp_path)
+
+
+def test_a_run_evaluated_on_other_tasks_is_refused(tmp_path):
+    _study(tmp_path)
+    job = tmp_path / "runs" / "long-seed6" / "job.json"
+    record = json.loads(job.read_text())
+    record["result"]["settings"]["tasks"][0] = 99_999
+    job.write_text(json.dumps(record))
+    with pytest.raises(PreregistrationError, match="long-seed6 differs from the others in tasks"):
         r.load_runs(tmp_path)
 
 

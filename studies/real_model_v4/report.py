@@ -44,7 +44,7 @@ FORECAST = "cost-v4-bfloat16.json"
 GATE_FILES = {"calibration": "calibration.json", "learning": "learning_gate.json"}
 #: The secondary comparisons of recovery and step quality.
 REFERENCES = ("base", "validity")
-_FOLDER = re.compile(r"(?P<regime>[a-z-]+)-seed(?P<seed>[0-9]+)")
+_FOLDER = re.compile(r"(?P<regime>[a-z-]+)-seed(?P<seed>0|[1-9][0-9]*)")
 #: The settings every run must share: the same held-out tasks on the same grid.
 _GRID = ("env_name", "tasks", "budgets", "ks", "samples", "mode")
 
@@ -82,6 +82,16 @@ def read_run(path: Path, launch: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
+def _off_design(settings: Mapping[str, Any]) -> bool:
+    """Whether a run's evaluation left the design's env, T grid, tasks or samples."""
+    return (
+        settings["env_name"] != d.ENV_ID
+        or settings["budgets"] != list(d.T_GRID)
+        or len(settings["tasks"]) != d.EVAL_TASKS
+        or settings["samples"] != d.EVAL_SAMPLES
+    )
+
+
 def _check_grid(runs: Runs) -> None:
     """Refuse runs that were not evaluated on the design's held-out tasks and grid."""
     first = None
@@ -91,7 +101,7 @@ def _check_grid(runs: Runs) -> None:
             grid = {key: settings[key] for key in _GRID}
             first = first or grid
             wrong = [key for key in _GRID if grid[key] != first[key]]
-            if settings["budgets"] != list(d.T_GRID) or len(settings["tasks"]) != d.EVAL_TASKS:
+            if _off_design(settings):
                 wrong.append("the design's grid")
             if wrong:
                 raise PreregistrationError(
