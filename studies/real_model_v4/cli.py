@@ -16,6 +16,10 @@ The order is fixed by code, each step refusing to run out of it:
    study), then every other (regime, seed) run, seed by seed.  Each run's
    ``job.json`` and compressed transcripts (``episodes.jsonl.gz``) land in
    ``runs/<regime>-seed<s>/``; a rerun skips finished runs.
+5. ``--report``: reads the committed runs (:mod:`studies.real_model_v4.report`):
+   until all of them have landed, prints the progress; then writes
+   ``results.json`` and ``results.md`` (the primary tests and their verdicts,
+   the secondary figures, the cost, the gates).
 
 Every step but the pilot refuses a design whose hash differs from the
 launched one (:func:`studies.preregistration.check_launched`).
@@ -221,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     step.add_argument("--calibrate", action="store_true", help="the pilot and its gate")
     step.add_argument("--launch", action="store_true", help="record the launch (once)")
     step.add_argument("--pinned", action="store_true", help="run from the launched commit")
+    step.add_argument(
+        "--report", action="store_true", help="the results (the progress until every run landed)"
+    )
     parser.add_argument("--why", help="--launch: what this version changes, and why")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--work", type=Path, default=WORK)
@@ -236,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.calibrate:
             return _pilot(out, settings(work))
+        if args.report:
+            from studies.real_model_v4.report import report
+
+            return report(out)
         _calibrated(out)
         if args.launch:
             if not args.why:
