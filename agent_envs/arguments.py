@@ -8,7 +8,7 @@
   ``ValueError``, ``TypeError`` or ``KeyError`` is a bug: it keeps its traceback.
 * :class:`Parser` is an ``argparse`` parser whose own errors (an unknown
   option, a bad value) are one such line too, instead of usage and message.
-* The ``type=`` converters below parse with :mod:`wrappers._core.validators`, so a
+* The ``type=`` converters below parse with :mod:`wrappers.utils.validators`, so a
   flag gets the same message as the Python argument it feeds.
 * :func:`add_eval_arguments` adds the evaluation flags a command shares with
   the others and returns what turns them into an
@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_envs.errors import CommandError
-from wrappers._core.validators import (
+from wrappers.errors import UserInputError
+from wrappers.utils.validators import (
     MAX_COUNT,
     MAX_TURNS,
     check_at_most,
@@ -53,7 +54,6 @@ from wrappers._core.validators import (
     parse_int,
     parse_int_list,
 )
-from wrappers.errors import UserInputError
 
 __all__ = [
     "USER_ERRORS",
@@ -172,7 +172,7 @@ def int_arg(minimum: int | None = None, maximum: int | None = MAX_COUNT) -> Call
     """Return a ``type=`` for one integer in ``[minimum, maximum]``.
 
     Every integer flag is bounded: a count that names no other limit takes at
-    most :data:`~wrappers._core.validators.MAX_COUNT`; ``maximum=None`` is for a
+    most :data:`~wrappers.utils.validators.MAX_COUNT`; ``maximum=None`` is for a
     flag whose limit a later check names (``--samples``: episodes a run).
     """
 

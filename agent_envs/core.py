@@ -19,10 +19,10 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding as gym_seeding
 
-from wrappers._core import seeding
-from wrappers._core.text_space import TextSpace
-from wrappers._core.validators import check_int
 from wrappers.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
+from wrappers.utils import seeding
+from wrappers.utils.text_space import TextSpace
+from wrappers.utils.validators import check_int
 
 __all__ = [
     "CHARSET",

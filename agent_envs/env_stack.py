@@ -29,7 +29,6 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.registration import make_env
-from wrappers._core.validators import check_bool
 from wrappers.action import DiscreteActions
 from wrappers.budget import BudgetDraw, BudgetMix, resolve_budget
 from wrappers.episode import TaskPool, TruncationIsTerminal
@@ -38,6 +37,7 @@ from wrappers.info import ActionHints, ChatHistory, NumpyInfo
 from wrappers.observation import EncodeObservation
 from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, ENV_ID, ORACLE_ACTIONS
 from wrappers.reward import ProcessReward
+from wrappers.utils.validators import check_bool
 
 __all__ = ["BudgetRegime", "StackOptions", "StackRecipe", "make_stack"]
 

@@ -23,9 +23,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from wrappers._core.validators import check_int
 from wrappers.errors import InvalidValue
 from wrappers.protocol import TASK_ID, Oracle
+from wrappers.utils.validators import check_int
 
 __all__ = ["HELD_OUT_START", "instance_split", "oracle_turns_test"]
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from wrappers import BudgetMix
-from wrappers._core.seeding import BUDGET
 from wrappers.budget import BudgetDraw
+from wrappers.utils.seeding import BUDGET
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 

@@ -32,8 +32,8 @@ def test_a_bug_inside_the_evaluator_keeps_its_traceback(monkeypatch, capsys, err
 def test_user_errors_are_their_own_types_and_still_the_old_ones():
     """Item 7: checks raise the user-error types, which code catching ValueError still catches."""
     from agent_envs.arguments import USER_ERRORS, UsageError
-    from wrappers._core.validators import check_int
     from wrappers.errors import InvalidType, InvalidValue, UserInputError
+    from wrappers.utils.validators import check_int
 
     assert not {ValueError, TypeError, KeyError} & set(USER_ERRORS)
     with pytest.raises(InvalidValue):
@@ -85,7 +85,7 @@ def test_the_limits_are_in_the_help_and_one_per_concept(capsys):
     """Item 4: the limit is named in --help, and T's limit is serve's client-budget limit."""
     from agent_envs.integrations import openenv
     from wrappers import TurnBudget
-    from wrappers._core.validators import MAX_TURNS
+    from wrappers.utils.validators import MAX_TURNS
 
     with pytest.raises(SystemExit):
         cli.main(["eval", "--help"])

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from tests.conftest import ENV_IDS, make_unwrapped
 from tests.sb3_fixtures import word_tokenizer
 from wrappers.budget import TurnBudget
-from wrappers.observation import EncodeObservation, TextEncoder
+from wrappers.observation import EncodeObservation
+from wrappers.text_encoder import TextEncoder
 
 ENCODERS = {
     "chars": lambda: TextEncoder("chars", max_length=64, charset="abc .\n"),
@@ -116,7 +117,7 @@ def test_hashing_is_normalised_and_case_insensitive():
 
 def test_hashing_is_stable_across_processes():
     code = (
-        "from wrappers.observation import TextEncoder; "
+        "from wrappers.text_encoder import TextEncoder; "
         "print(TextEncoder('hashing', dim=64).encode('Go north, then east.').tobytes().hex())"
     )
     outputs = set()

@@ -27,7 +27,7 @@ from agent_envs.evaluation import (
 from baselines.simple_agents import NoisyOracleAgent, OracleAgent, RandomAgent
 from tests.conftest import ENV_IDS, make_unwrapped
 from wrappers import BudgetMix, TurnBudget
-from wrappers._core.seeding import turn_hash
+from wrappers.utils.seeding import turn_hash
 
 GUESS = "agent_envs/GuessNumber-v0"
 

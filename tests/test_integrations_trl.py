@@ -7,8 +7,8 @@ import pytest
 
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.trl import PROMPT, environment_factory, task_rows
-from wrappers._core.seeding import episode_seed
 from wrappers.protocol import BUDGET, TASK_ID
+from wrappers.utils.seeding import episode_seed
 
 ENV_ID = "agent_envs/GuessNumber-v0"
 FIFTY = 519  # the GuessNumber task whose secret is 50

@@ -10,8 +10,8 @@ import pytest
 
 from baselines.llm.messages import build_messages, drop_oldest_exchanges, plain_prompt, turn_of
 from baselines.llm.replies import parse_action
-from wrappers._core.seeding import sampling_seed
 from wrappers.info import ChatHistory
+from wrappers.utils.seeding import sampling_seed
 
 
 # ----------------------------------------------------------- shared parsing
@@ -138,7 +138,7 @@ def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
     assert (policy.style.reply_format, policy.system_prompt) == ("action", ACTION_SYSTEM_PROMPT)
     assert policy.required_info == (ENV_ID,)  # the env's id, for the examples
     assert (policy.temperature, policy.top_p, policy.max_new_tokens) == (0.5, 1.0, 12)
-    # Token ids and their text key the same seed, the one wrappers._core.seeding derives.
+    # Token ids and their text key the same seed, the one wrappers.utils.seeding derives.
     expected = sampling_seed(5, 7, 1, "1,2,3")
     assert policy.reply_seed(7, 1, [1, 2, 3]) == policy.reply_seed(7, 1, "1,2,3") == expected
     # Without an episode seed, a policy draws one from its own seeded generator.

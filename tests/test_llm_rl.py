@@ -34,7 +34,7 @@ from baselines.llm.rollout import EpisodeRollout  # noqa: E402
 from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
 from baselines.llm.train import COMMAND, eval_command  # noqa: E402
 from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
-from wrappers._core.seeding import episode_seed  # noqa: E402
+from wrappers.utils.seeding import episode_seed  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -145,7 +145,7 @@ def test_the_oracle_reads_the_true_map():
     assert env.step("north")[-1]["valid_action"] is False
 
 
-# A value out of range is a ValueError, a wrong type a TypeError (wrappers._core.validators).
+# A value out of range is a ValueError, a wrong type a TypeError (wrappers.utils.validators).
 @pytest.mark.parametrize(
     ("size", "error"),
     [(1, ValueError), (41, ValueError), (7.0, TypeError), (True, TypeError), ("7", TypeError)],

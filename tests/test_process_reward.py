@@ -237,7 +237,7 @@ def test_check_env_passes(env_id):
     ],
 )
 def test_bad_arguments_raise_clear_errors(arguments, message):
-    # A wrong type is a TypeError, a bad value a ValueError (wrappers._core.validators).
+    # A wrong type is a TypeError, a bad value a ValueError (wrappers.utils.validators).
     with pytest.raises((TypeError, ValueError), match=message):
         ProcessReward(CorridorEnv(), **arguments)
 

@@ -13,7 +13,7 @@ import agent_envs
 import wrappers.protocol
 from agent_envs import protocol
 from agent_envs.envs.guess_number import GuessNumberEnv
-from wrappers._core.validators import (
+from wrappers.utils.validators import (
     check_bool,
     check_budget,
     check_grid,
@@ -69,7 +69,7 @@ _NOT_KEYS = {
     ("agent_envs/evaluation/rollout.py", "budget"),
     ("agent_envs/evaluation/rollout.py", "success"),
     ("agent_envs/evaluation/__init__.py", "episode_seed"),
-    ("wrappers/_core/seeding.py", "episode_seed"),
+    ("wrappers/utils/seeding.py", "episode_seed"),
     ("agent_envs/cli/play.py", "admissible_actions"),
     ("agent_envs/cli/play.py", "oracle_actions"),
     ("baselines/llm/openai_agent.py", "messages"),

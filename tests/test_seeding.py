@@ -1,4 +1,4 @@
-"""Seeds have one owner, ``wrappers._core.seeding``, and every stream still draws what it drew."""
+"""Seeds have one owner, ``wrappers.utils.seeding``, and every stream still draws what it drew."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from gymnasium.utils.env_checker import check_env
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.evaluation.result import bootstrap_rng
 from wrappers import BudgetMix, TaskPool
-from wrappers._core import seeding
-from wrappers._core.seeding import episode_seed, sampling_seed, turn_hash
+from wrappers.utils import seeding
+from wrappers.utils.seeding import episode_seed, sampling_seed, turn_hash
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GUESS = "agent_envs/GuessNumber-v0"
@@ -30,7 +30,7 @@ def test_every_salt_is_distinct_and_only_the_seeding_module_spells_one():
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for package in ("agent_envs", "wrappers", "baselines")
         for path in sorted((ROOT / package).rglob("*.py"))
-        if path != ROOT / "wrappers" / "_core" / "seeding.py"
+        if path != ROOT / "wrappers" / "utils" / "seeding.py"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
         if spelled.search(line)
     ]

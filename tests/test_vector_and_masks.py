@@ -13,7 +13,7 @@ from wrappers import (
     TruncationIsTerminal,
     TurnBudget,
 )
-from wrappers._core.text_space import SHARED_MEMORY_ERROR, TextSpace
+from wrappers.utils.text_space import SHARED_MEMORY_ERROR, TextSpace
 
 ENV_ID = "agent_envs/FrozenLake-v0"
 

@@ -9,20 +9,20 @@ the oracle API, is :mod:`wrappers.protocol`.  The docstring examples use the
 The wrappers are grouped by what they transform, as Gymnasium groups its own:
 :mod:`wrappers.budget` the turn budget (``TurnBudget``, ``BudgetMix``, the
 budget draw and a stack's one owner of T), :mod:`wrappers.observation` what
-the agent sees (``EncodeObservation``, ``ImageObservation``, ``ShowActions``),
+the agent sees (``EncodeObservation``, ``ImageObservation``, ``ShowActions``;
+the encoding itself is :mod:`wrappers.text_encoder`'s ``TextEncoder``),
 :mod:`wrappers.action` what it sends (``DiscreteActions``, action masks),
 :mod:`wrappers.reward` the reward (``ProcessReward``), :mod:`wrappers.info`
 what ``info`` carries (``ActionHints``, ``ChatHistory``, ``NumpyInfo``) and
 :mod:`wrappers.episode` which task an episode plays and how its end is
 reported (``TaskPool``, ``TruncationIsTerminal``).  :mod:`wrappers.protocol`
 and :mod:`wrappers.errors` are the contract and the error types; the helpers
-that are not wrappers (argument checks, seeds, the text space) live in the
-private ``wrappers._core``.
+that are not wrappers (argument checks, seeds, the text space) live in
+:mod:`wrappers.utils`, public in Gymnasium's ``utils`` way.
 """
 
 from __future__ import annotations
 
-from wrappers._core.validators import check_budget
 from wrappers.action import DiscreteActions, action_key, action_mask
 from wrappers.budget import (
     BudgetDraw,
@@ -34,8 +34,10 @@ from wrappers.budget import (
 )
 from wrappers.episode import TaskPool, TruncationIsTerminal
 from wrappers.info import ActionHints, ChatHistory
-from wrappers.observation import EncodeObservation, ShowActions, TextEncoder
+from wrappers.observation import EncodeObservation, ShowActions
 from wrappers.reward import ProcessReward
+from wrappers.text_encoder import TextEncoder
+from wrappers.utils.validators import check_budget
 
 __all__ = [
     "ActionHints",

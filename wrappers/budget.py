@@ -51,11 +51,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from wrappers._core import seeding
-from wrappers._core.text_space import TextSpace
-from wrappers._core.validators import check_bool, check_budget, check_weights
 from wrappers.action import expose_action_masks
 from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
+from wrappers.utils import seeding
+from wrappers.utils.text_space import TextSpace
+from wrappers.utils.validators import check_bool, check_budget, check_weights
 
 __all__ = [
     "BudgetDraw",
@@ -268,7 +268,7 @@ class BudgetDraw:
     Args:
         budgets: the budgets T to draw from, ints >= 1 (one value: a fixed T).
         weights: one finite number >= 0 per budget, not all zero; normalised
-            as :func:`wrappers._core.validators.check_weights` does, so that huge
+            as :func:`wrappers.utils.validators.check_weights` does, so that huge
             weights such as ``1e308`` work.  Strings are refused.
 
     Attributes:

@@ -13,9 +13,9 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from wrappers._core import seeding
 from wrappers.action import expose_action_masks
 from wrappers.protocol import TASK_ID
+from wrappers.utils import seeding
 
 __all__ = ["TaskPool", "TruncationIsTerminal"]
 

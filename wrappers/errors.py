@@ -10,7 +10,7 @@ user's mistake.
 They derive from ``ValueError`` and ``TypeError`` as well, so that code
 written against the plain types (``except ValueError``) keeps working.  They
 live in ``wrappers`` (the bottom layer), where the argument checks of
-:mod:`wrappers._core.validators` raise them.
+:mod:`wrappers.utils.validators` raise them.
 
 >>> issubclass(InvalidValue, ValueError) and issubclass(InvalidValue, UserInputError)
 True

@@ -21,7 +21,6 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from wrappers._core.validators import check_bool, check_int
 from wrappers.action import expose_action_masks
 from wrappers.budget import resolve_budget
 from wrappers.protocol import (
@@ -32,6 +31,7 @@ from wrappers.protocol import (
     AdmissibleActions,
     Oracle,
 )
+from wrappers.utils.validators import check_bool, check_int
 
 __all__ = ["ActionHints", "ChatHistory", "NumpyInfo", "chat_stack", "numpy_info"]
 

@@ -6,9 +6,9 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from wrappers._core.validators import check_bool, check_number
 from wrappers.action import expose_action_masks
 from wrappers.protocol import Oracle
+from wrappers.utils.validators import check_bool, check_number
 
 __all__ = ["ProcessReward"]
 

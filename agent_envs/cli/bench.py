@@ -7,8 +7,8 @@ from pathlib import Path
 
 from agent_envs.arguments import UsageError, int_arg
 from agent_envs.suites import SUITES
-from wrappers._core.validators import MAX_COUNT
 from wrappers.errors import UserInputError
+from wrappers.utils.validators import MAX_COUNT
 
 #: The bench result's file name in ``--out``.
 RESULT = "bench.json"

@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_envs.arguments import UsageError, add_eval_arguments, int_arg, number_arg
 from agent_envs.cli.outputs import RESULT, add_overwrite_flag, check_outputs, write_outputs
-from wrappers._core.validators import MAX_COUNT, MAX_SEED, MAX_TURNS
+from wrappers.utils.validators import MAX_COUNT, MAX_SEED, MAX_TURNS
 
 
 def _with_history(env_id: str, window: int, *, record: str = "action") -> tuple[Any, str]:

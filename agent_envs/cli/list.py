@@ -45,7 +45,7 @@ def _summary(env_id: str) -> str:
 def _cmd_list(args: argparse.Namespace) -> int:
     import agent_envs
     from agent_envs.registration import env_packages
-    from wrappers._core.validators import check_int
+    from wrappers.utils.validators import check_int
 
     check_int(args.tasks, "--tasks", 0, MAX_LIST_TASKS)
     families = {

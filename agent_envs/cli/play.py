@@ -7,8 +7,8 @@ import sys
 from typing import Any
 
 from agent_envs.arguments import UsageError
-from wrappers._core.validators import MAX_SEED, MAX_TURNS
 from wrappers.protocol import SUCCESS, TASK_ID, TURN
+from wrappers.utils.validators import MAX_SEED, MAX_TURNS
 
 _PLAY_HELP = (
     "Type an action and press Enter. "
@@ -53,7 +53,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from agent_envs.core import MAX_TASK_ID
     from agent_envs.evaluation.stack import resolve_env
     from wrappers import TurnBudget
-    from wrappers._core.validators import check_at_most, check_budget, check_int
+    from wrappers.utils.validators import check_at_most, check_budget, check_int
 
     seed = check_at_most(check_int(args.seed, "--seed", 0), "--seed", MAX_SEED)
     task = check_int(args.task, "--task", 0)

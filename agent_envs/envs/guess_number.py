@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from agent_envs.core import TextEnv
-from wrappers._core import seeding
-from wrappers._core.validators import check_int
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_int
 
 _NUMBER = re.compile(r"^(?:guess\s*)?(-?\d{1,12})$")
 

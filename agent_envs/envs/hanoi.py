@@ -11,8 +11,8 @@ import numpy as np
 
 from agent_envs.core import TextEnv
 from agent_envs.envs.common.image import IMAGE_METADATA, Tile, draw_cells, grid_shape
-from wrappers._core import seeding
-from wrappers._core.validators import check_bool, check_int
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_bool, check_int
 
 __all__ = ["PEG_PAIRS", "HanoiEnv", "HanoiTask", "hanoi_plan", "random_start_positions"]
 

@@ -20,7 +20,7 @@ from agent_envs.envs.common.grid import (
     grid_neighbours,
 )
 from agent_envs.envs.common.image import IMAGE_METADATA, Tile, draw_cells, grid_shape
-from wrappers._core.validators import check_int
+from wrappers.utils.validators import check_int
 
 __all__ = ["MazeEnv", "MazeTask", "draw_maze", "generate_maze"]
 

@@ -20,7 +20,7 @@ from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.evaluation.step_quality import step_quality
-from wrappers._core.seeding import episode_seed
+from wrappers.utils.seeding import episode_seed
 
 __all__ = [
     "HIDDEN",

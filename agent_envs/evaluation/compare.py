@@ -27,9 +27,9 @@ from agent_envs.evaluation.seed_stats import (
     unpaired_permutation_test,
 )
 from agent_envs.evaluation.settings import MAX_BOOTSTRAP
-from wrappers._core import seeding
-from wrappers._core.validators import check_int, check_number
 from wrappers.errors import InvalidType, InvalidValue
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_int, check_number
 
 __all__ = ["CompareResult", "compare"]
 

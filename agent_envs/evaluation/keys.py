@@ -1,7 +1,7 @@
 """Which episode to play: its key, and the seed that key resets the env with.
 
 Every episode is fixed by its :class:`EpisodeKey` alone (task, attempt,
-budget, seed); the seed is :func:`wrappers._core.seeding.episode_seed` of the run's
+budget, seed); the seed is :func:`wrappers.utils.seeding.episode_seed` of the run's
 base seed, the task and the attempt, the same for every budget.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wrappers._core.seeding import episode_seed
+from wrappers.utils.seeding import episode_seed
 
 __all__ = ["EpisodeKey"]
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from wrappers._core.validators import check_int
+from wrappers.utils.validators import check_int
 
 __all__ = ["bootstrap_means", "pass_at_k", "pass_at_k_table", "percentile_interval"]
 

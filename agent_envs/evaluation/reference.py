@@ -12,7 +12,7 @@ They read the env's action API through ``info``: each declares
     env = ActionHints(TurnBudget(gym.make(env_id), 20), admissible=True, oracle=True)
 
 Randomness.  Inside the evaluator every draw is a counter-based hash
-(SplitMix64, :func:`wrappers._core.seeding.turn_hash`) of ``(agent seed,
+(SplitMix64, :func:`wrappers.utils.seeding.turn_hash`) of ``(agent seed,
 info["episode_seed"], info["turn"], stream)``, so an episode's actions depend
 only on its own seed and turn: never on batching, episode order, or how many
 episodes ran before.  Without those two keys (a plain Gymnasium loop with no
@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from wrappers._core.seeding import turn_hash
-from wrappers._core.validators import check_int, check_probability
 from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
+from wrappers.utils.seeding import turn_hash
+from wrappers.utils.validators import check_int, check_probability
 
 __all__ = ["NoisyOracleAgent", "OracleAgent", "SeededAgent"]
 

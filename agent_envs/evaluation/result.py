@@ -14,9 +14,9 @@ import numpy as np
 from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
 from agent_envs.evaluation.settings import EvalSettings
-from wrappers._core import seeding
-from wrappers._core.validators import check_int
 from wrappers.errors import InvalidValue
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_int
 
 __all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from agent_envs.core import MAX_TASK_ID
 from agent_envs.evaluation.keys import EpisodeKey
-from wrappers._core.seeding import episode_seed
-from wrappers._core.validators import (
+from wrappers.errors import InvalidValue
+from wrappers.utils.seeding import episode_seed
+from wrappers.utils.validators import (
     MAX_COUNT,
     MAX_SEED,
     MAX_TURNS,
@@ -22,7 +23,6 @@ from wrappers._core.validators import (
     check_number,
     check_probability,
 )
-from wrappers.errors import InvalidValue
 
 __all__ = [
     "HIDDEN",

@@ -59,9 +59,9 @@ from agent_envs.evaluation.rollout import (
 from agent_envs.evaluation.settings import VISIBLE, EvalSettings
 from agent_envs.evaluation.stack import RunSetup, policy_stack
 from agent_envs.protocol import AgentAction
-from wrappers._core import seeding
-from wrappers._core.validators import check_int
 from wrappers.protocol import VALID_ACTION, AdmissibleActions
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_int
 
 __all__ = ["judge_steps", "step_quality"]
 

@@ -56,9 +56,9 @@ from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id, require
 from agent_envs.integrations.openenv_guard import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, ServeGuard
 from agent_envs.integrations.openenv_sessions import DEFAULT_HTTP_GRACE, guarded_server
-from wrappers._core.validators import MAX_SEED, MAX_TURNS, check_int, parse_int
 from wrappers.errors import InvalidValue
 from wrappers.protocol import BUDGET, SUCCESS, TASK_ID
+from wrappers.utils.validators import MAX_SEED, MAX_TURNS, check_int, parse_int
 
 __all__ = ["ClientError", "create_app", "environment_factory", "main", "openenv_types"]
 
@@ -71,7 +71,7 @@ MAX_BODY = 64 << 20
 #: The longest ``--idle-timeout`` (one day); 0 keeps sessions forever.
 MAX_IDLE_TIMEOUT = 86_400.0
 #: The largest T a client may be allowed to choose (``client_budgets``): the one
-#: limit on a turn budget, :data:`wrappers._core.validators.MAX_TURNS`.
+#: limit on a turn budget, :data:`wrappers.utils.validators.MAX_TURNS`.
 MAX_CLIENT_BUDGET = MAX_TURNS
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.integrations.common import budgeted_env, client_task_id
-from wrappers._core.seeding import episode_seed
 from wrappers.protocol import BUDGET, SUCCESS, TASK_ID
+from wrappers.utils.seeding import episode_seed
 
 __all__ = ["ToolEpisode", "environment_factory", "task_rows"]
 

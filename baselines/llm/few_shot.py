@@ -51,9 +51,9 @@ from baselines.llm.replies import (
     format_action,
     system_prompt_for,
 )
-from wrappers._core.validators import check_int
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import ENV_ID, SUCCESS, TASK_ID, Oracle
+from wrappers.utils.validators import check_int
 
 __all__ = [
     "EXAMPLE_POOL",

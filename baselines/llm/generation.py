@@ -37,7 +37,7 @@ from transformers import (
 from baselines.llm.precision import autocast_for
 from baselines.llm.prefix_cache import PrefixCacheDecoder
 from baselines.llm.replies import reply_with_end
-from wrappers._core.validators import check_int
+from wrappers.utils.validators import check_int
 
 __all__ = [
     "Generate",

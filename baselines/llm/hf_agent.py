@@ -31,7 +31,7 @@ How a turn goes:
 Sampling and seeds.  ``temperature=0`` is greedy decoding, which is
 deterministic.  Otherwise every generation gets its own ``torch.Generator``
 seeded from (``seed``, ``info["episode_seed"]``, the turn, the prompt), see
-:func:`wrappers._core.seeding.sampling_seed`.  The evaluator gives every attempt
+:func:`wrappers.utils.seeding.sampling_seed`.  The evaluator gives every attempt
 a different ``episode_seed``, so the K attempts of Pass@K draw independent
 samples, and a rerun draws the same ones.  Sampling is the Gumbel-max trick
 (:class:`baselines.llm.generation.GumbelSampler`, shared with GRPO training):
@@ -89,8 +89,8 @@ from baselines.llm.replies import (
     with_tokens,
 )
 from baselines.llm.tool_messages import TOOL_SYSTEM_PROMPT, example_turns, record_reply
-from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidValue
+from wrappers.utils.validators import check_bool, check_int
 
 __all__ = ["HFAgent", "PromptTooLongError"]
 

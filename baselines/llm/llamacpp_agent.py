@@ -22,7 +22,7 @@ examples every episode shares are computed once.  ``act_batch`` drops the
 states of the episodes it is no longer given (they have ended).
 
 Seeds.  ``temperature=0`` is greedy.  Otherwise each reply's sampler is seeded
-with :func:`wrappers._core.seeding.sampling_seed` of the agent's seed, the
+with :func:`wrappers.utils.seeding.sampling_seed` of the agent's seed, the
 episode seed, the turn and the prompt, as in ``HFAgent``; the samples differ
 from ``HFAgent``'s (another sampler, quantised weights) but a rerun repeats
 them and the K attempts of Pass@K stay independent.
@@ -46,9 +46,9 @@ from baselines.llm.models import gguf_file
 from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompt_encoder import PromptEncoder
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action, with_tokens
-from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidValue
 from wrappers.protocol import EPISODE_SEED
+from wrappers.utils.validators import check_bool, check_int
 
 __all__ = ["LlamaCppAgent", "gguf_tokenizer"]
 

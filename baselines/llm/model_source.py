@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wrappers._core.validators import check_int
+from wrappers.utils.validators import check_int
 
 __all__ = ["ModelSource"]
 

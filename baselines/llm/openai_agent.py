@@ -62,9 +62,9 @@ from baselines.llm.tool_messages import (
     record_reply,
     tool_dialogue,
 )
-from wrappers._core.validators import check_bool, check_int
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED
+from wrappers.utils.validators import check_bool, check_int
 
 __all__ = [
     "DEFAULT_MAX_REPLY_BYTES",

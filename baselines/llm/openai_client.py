@@ -50,8 +50,8 @@ from typing import Any, NamedTuple
 
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
 from baselines.llm.chat_endpoint import Secret, chat_completions_url
-from wrappers._core.validators import check_int, check_number
 from wrappers.errors import InvalidType
+from wrappers.utils.validators import check_int, check_number
 
 __all__ = [
     "DEFAULT_MAX_REPLY_BYTES",

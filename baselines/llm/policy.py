@@ -7,7 +7,7 @@
 arguments (:class:`~baselines.llm.few_shot.PromptStyle`), the same sampling
 settings (``temperature``, ``top_p``, ``max_new_tokens``) and the same seed
 for each reply: a hash of the policy's ``seed``, the episode seed, the turn
-and the prompt (:func:`wrappers._core.seeding.sampling_seed`).  This base checks and
+and the prompt (:func:`wrappers.utils.seeding.sampling_seed`).  This base checks and
 builds them once, so that a model is evaluated as it was trained.
 
 This module imports neither torch nor transformers.
@@ -23,9 +23,9 @@ import numpy as np
 from baselines.llm.few_shot import PromptStyle
 from baselines.llm.messages import turn_of
 from baselines.llm.replies import FORMAT_PROMPT
-from wrappers._core import seeding
-from wrappers._core.validators import check_int, check_number
 from wrappers.protocol import EPISODE_SEED
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_int, check_number
 
 __all__ = ["LLMPolicy", "check_sampling"]
 

@@ -4,7 +4,7 @@
 dataset prompt names one task (:func:`baselines.llm.tasks.task_prompt`); TRL
 hands every prompt over K times in a row (``num_generations``), and the K
 copies are K attempts at that task, with K distinct episode seeds derived as
-the evaluator derives them (:func:`wrappers._core.seeding.episode_seed`).
+the evaluator derives them (:func:`wrappers.utils.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -66,8 +66,8 @@ from baselines.llm.policy import LLMPolicy
 from baselines.llm.prompt_encoder import PromptEncoder
 from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
 from baselines.llm.tasks import task_of
-from wrappers._core import seeding
 from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
+from wrappers.utils import seeding
 
 __all__ = [
     "END_REASONS",

@@ -29,9 +29,9 @@ from baselines.llm.model_source import ModelSource
 from baselines.llm.precision import DTYPES, check_dtype, resolve_dtype
 from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
 from baselines.llm.rewards import REWARDS
-from wrappers._core.validators import check_int, check_number, check_probability
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import BUDGET
+from wrappers.utils.validators import check_int, check_number, check_probability
 
 __all__ = [
     "COLLAPSE_WINDOW",

@@ -33,13 +33,13 @@ from baselines.sb3.sidecar import (
     sidecar_path,
     write_sidecar,
 )
-from wrappers._core import seeding
-from wrappers._core.validators import check_bool, check_int
 from wrappers.action import action_key, action_mask
 from wrappers.budget import add_budget_line, strip_budget_line
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.observation import TextEncoder
 from wrappers.protocol import ADMISSIBLE_ACTIONS, BUDGET, EPISODE_SEED, TURN, TURNS_LEFT
+from wrappers.text_encoder import TextEncoder
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_bool, check_int
 
 # The algorithms and the sidecar live in baselines.sb3.sidecar; importable from here too.
 __all__ = [

@@ -27,9 +27,9 @@ import numpy as np
 
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.simple_agents import NoisyOracleAgent
-from wrappers._core import seeding
-from wrappers._core.validators import check_int
 from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, SUCCESS, TURN
+from wrappers.utils import seeding
+from wrappers.utils.validators import check_int
 
 __all__ = ["Demonstrations", "behaviour_clone", "collect_demonstrations"]
 

@@ -56,8 +56,8 @@ from baselines.sb3.training import (
     save_with_sidecar,
     train,
 )
-from wrappers.observation import MODES
 from wrappers.protocol import TASK_ID, Oracle
+from wrappers.text_encoder import MODES
 
 __all__ = [
     "COMMAND",

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from wrappers._core.validators import check_number, check_probability
+from wrappers.utils.validators import check_number, check_probability
 
 __all__ = ["BM25", "char_trigrams", "word_tokens"]
 

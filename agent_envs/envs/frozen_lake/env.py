@@ -21,7 +21,7 @@ from agent_envs.envs.frozen_lake.slippery import (
     solve_budgeted_lake,
     solve_slippery_lake,
 )
-from wrappers._core.validators import check_bool, check_int
+from wrappers.utils.validators import check_bool, check_int
 
 __all__ = [
     "DEADLINE_DISCOUNT",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agent_envs.envs.common.grid import descending_moves, grid_neighbours
-from wrappers._core.validators import check_number, check_probability
+from wrappers.utils.validators import check_number, check_probability
 
 __all__ = ["BudgetedLake", "solve_budgeted_lake", "solve_slippery_lake"]
 

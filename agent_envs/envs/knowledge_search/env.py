@@ -10,7 +10,7 @@ from agent_envs.envs.knowledge_search.knowledge_base import (
     make_knowledge_task,
     normalize_answer,
 )
-from wrappers._core.validators import check_int
+from wrappers.utils.validators import check_int
 
 __all__ = ["KnowledgeSearchEnv"]
 

@@ -24,7 +24,7 @@ from agent_envs.envs.sokoban.rooms import (
     neighbour_steps,
     render,
 )
-from wrappers._core.validators import check_int
+from wrappers.utils.validators import check_int
 
 __all__ = ["DIRECTIONS", "SokobanEnv", "SokobanTask"]
 

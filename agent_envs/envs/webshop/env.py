@@ -15,7 +15,7 @@ from agent_envs.envs.webshop.catalogue import (
     make_shop_task,
     match_score,
 )
-from wrappers._core.validators import check_int
+from wrappers.utils.validators import check_int
 
 __all__ = ["WebShopEnv"]
 

@@ -33,7 +33,7 @@ class TextSpace(spaces.Text):
 
     Example:
         >>> from gymnasium import spaces
-        >>> from wrappers._core.text_space import TextSpace
+        >>> from wrappers.utils.text_space import TextSpace
         >>> space = TextSpace(max_length=8, charset="ab")
         >>> isinstance(space, spaces.Text), space.contains("abba")
         (True, True)
