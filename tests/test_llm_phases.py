@@ -12,8 +12,8 @@ import dataclasses
 import pytest
 
 from agent_envs.env_stack import BudgetRegime
-from baselines.llm.model_source import ModelSource
-from baselines.llm.train_config import (
+from baselines.llm.models.model_source import ModelSource
+from baselines.llm.training.train_config import (
     GRPOSettings,
     LLMTrainConfig,
     PolicySettings,

@@ -1,6 +1,7 @@
 """The prompting and parsing code the LLM agents share.
 
-``baselines.llm.replies``, ``baselines.llm.messages`` and ``baselines.llm.prompt_encoder``.
+``baselines.llm.prompting.replies``, ``baselines.llm.prompting.messages`` and
+``baselines.llm.prompting.prompt_encoder``.
 """
 
 from __future__ import annotations
@@ -8,8 +9,13 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from baselines.llm.messages import build_messages, drop_oldest_exchanges, plain_prompt, turn_of
-from baselines.llm.replies import parse_action
+from baselines.llm.prompting.messages import (
+    build_messages,
+    drop_oldest_exchanges,
+    plain_prompt,
+    turn_of,
+)
+from baselines.llm.prompting.replies import parse_action
 from wrappers.info import ChatHistory
 from wrappers.utils.seeding import sampling_seed
 
@@ -129,9 +135,9 @@ def test_turn_of():
 
 # ------------------------------------------------------- the shared policy base
 def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
-    from baselines.llm.openai_agent import OpenAIChatAgent
-    from baselines.llm.policy import LLMPolicy
-    from baselines.llm.replies import ACTION_SYSTEM_PROMPT
+    from baselines.llm.agents.openai_agent import OpenAIChatAgent
+    from baselines.llm.agents.policy import LLMPolicy
+    from baselines.llm.prompting.replies import ACTION_SYSTEM_PROMPT
     from wrappers.protocol import ENV_ID
 
     policy = LLMPolicy(few_shot=1, temperature=0.5, max_new_tokens=12, seed=5)

@@ -25,19 +25,19 @@ import agent_envs  # noqa: E402, F401
 from agent_envs import cli  # noqa: E402
 from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from baselines.llm.chat_tokens import ChatTokens  # noqa: E402
-from baselines.llm.few_shot import example_messages  # noqa: E402
-from baselines.llm.generation import (  # noqa: E402
+from baselines.llm.agents.generation import (  # noqa: E402
     HFGenerator,
     eos_token_ids,
     reply_decoder,
 )
-from baselines.llm.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.messages import build_messages  # noqa: E402
-from baselines.llm.prompt_encoder import PromptEncoder  # noqa: E402
-from baselines.llm.replies import to_agent_action  # noqa: E402
-from baselines.llm.rollout import EpisodeRollout, start_episode  # noqa: E402
-from baselines.llm.tiny import CHAT_TEMPLATE  # noqa: E402
+from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
+from baselines.llm.models.tiny import CHAT_TEMPLATE  # noqa: E402
+from baselines.llm.prompting.chat_tokens import ChatTokens  # noqa: E402
+from baselines.llm.prompting.few_shot import example_messages  # noqa: E402
+from baselines.llm.prompting.messages import build_messages  # noqa: E402
+from baselines.llm.prompting.prompt_encoder import PromptEncoder  # noqa: E402
+from baselines.llm.prompting.replies import to_agent_action  # noqa: E402
+from baselines.llm.training.rollout import EpisodeRollout, start_episode  # noqa: E402
 from wrappers.info import chat_stack  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"

@@ -1,7 +1,7 @@
 """Whole multi-turn episodes of any registered env as GRPO samples for TRL.
 
 :class:`EpisodeRollout` is a ``rollout_func`` for ``trl.GRPOTrainer``.  Each
-dataset prompt names one task (:func:`baselines.llm.tasks.task_prompt`); TRL
+dataset prompt names one task (:func:`baselines.llm.training.tasks.task_prompt`); TRL
 hands every prompt over K times in a row (``num_generations``), and the K
 copies are K attempts at that task, with K distinct episode seeds derived as
 the evaluator derives them (:func:`wrappers.utils.seeding.episode_seed`).
@@ -14,24 +14,24 @@ model's tokens and 0 on the env's, so the loss never trains on env text.
 
 Token in, token out.  The sampled tokens are the truth: an episode's
 sequence is its first prompt (the task, rendered by
-:class:`baselines.llm.prompt_encoder.PromptEncoder` from ``info["messages"]`` of a
+:class:`baselines.llm.prompting.prompt_encoder.PromptEncoder` from ``info["messages"]`` of a
 ``ChatHistory(record="raw")`` stack, :data:`TRAINING_STACK`), then every reply
 exactly as sampled, each followed by the chat template's delta for the env's
-answer (:class:`baselines.llm.chat_tokens.ChatTokens`: the end of the
+answer (:class:`baselines.llm.prompting.chat_tokens.ChatTokens`: the end of the
 assistant turn, the user message, the start of the next assistant turn),
 tokenised once.  Nothing is re-tokenised, so a non-canonical split or a
 special token inside a reply changes nothing.
-:class:`~baselines.llm.hf_agent.HFAgent` builds its prompts the same way
-(:class:`baselines.llm.chat_tokens.TokenHistory`), so ``evaluate`` replays
+:class:`~baselines.llm.agents.hf_agent.HFAgent` builds its prompts the same way
+(:class:`baselines.llm.prompting.chat_tokens.TokenHistory`), so ``evaluate`` replays
 the prompts of training.  An episode ends with one of :data:`END_REASONS`:
 ``"success"``, ``"budget"`` (out of turns), ``"failure"`` (the env ended it
 without success) or ``"context"`` (the next prompt would not leave
 ``max_new_tokens`` of room in the model's context; HFAgent would drop old
 exchanges there, a training sequence cannot).
 
-Generation (:mod:`baselines.llm.generation`) is one batched decode per turn
+Generation (:mod:`baselines.llm.agents.generation`) is one batched decode per turn
 for all live episodes of the step, each episode's keys and values kept from
-one turn to the next (:mod:`baselines.llm.prefix_cache`; ``HFGenerator(...,
+one turn to the next (:mod:`baselines.llm.agents.prefix_cache`; ``HFGenerator(...,
 prefix_cache=False)`` calls ``model.generate`` instead).  Sampling is
 ``HFAgent``'s seeded Gumbel-max sampler, so what an episode samples does not
 depend on the batch it shares; each sampled token's log-probability is
@@ -39,7 +39,7 @@ recorded.  With ``use_vllm=True`` generation goes through
 ``trainer.vllm_generation``, written against TRL 1.16 but untested here (no GPU).
 
 The budgets of training episodes are a :class:`~agent_envs.env_stack.BudgetRegime`;
-the rewards are in :mod:`baselines.llm.rewards`.
+the rewards are in :mod:`baselines.llm.training.rewards`.
 """
 
 from __future__ import annotations
@@ -52,8 +52,7 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from baselines.llm.chat_tokens import ChatTokens
-from baselines.llm.generation import (
+from baselines.llm.agents.generation import (
     Generate,
     Generation,
     HFGenerator,
@@ -62,10 +61,11 @@ from baselines.llm.generation import (
     eos_token_ids,
     reply_decoder,
 )
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.prompt_encoder import PromptEncoder
-from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
-from baselines.llm.tasks import task_of
+from baselines.llm.agents.policy import LLMPolicy
+from baselines.llm.prompting.chat_tokens import ChatTokens
+from baselines.llm.prompting.prompt_encoder import PromptEncoder
+from baselines.llm.prompting.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
+from baselines.llm.training.tasks import task_of
 from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers.utils import seeding
 
@@ -232,7 +232,7 @@ class EpisodeRollout:
     """A TRL ``rollout_func``: whole episodes of ``env_id`` under a budget spec.
 
     A rollout is not a policy: it plays episodes with one, :attr:`policy`, an
-    :class:`~baselines.llm.policy.LLMPolicy` that owns the prompt style, the
+    :class:`~baselines.llm.agents.policy.LLMPolicy` that owns the prompt style, the
     sampling settings and the seed of each reply, so that the model is
     prompted and sampled as ``HFAgent`` prompts and samples it in evaluation.
 
@@ -242,13 +242,14 @@ class EpisodeRollout:
             BudgetMix; its ``shared``: whether a group's attempts share one T).
         seed: the base seed of episode seeds, budget draws and sampling.
         system_prompt, few_shot, reply_format, max_new_tokens: as
-            :class:`~baselines.llm.policy.LLMPolicy`'s, so as ``HFAgent``'s; a
+            :class:`~baselines.llm.agents.policy.LLMPolicy`'s, so as ``HFAgent``'s; a
             reply ends once its action line is complete, and training task
             ids must lie below the few-shot examples' reserved ids.
         temperature: the sampling temperature (> 0); must equal the trainer's
             ``temperature``, which TRL uses to recompute log-probs.
         process_reward: track each episode's progress toward success with the
-            env's oracle, as ``process_return`` (for :func:`baselines.llm.rewards.process_reward`).
+            env's oracle, as ``process_return`` (for
+            :func:`baselines.llm.training.rewards.process_reward`).
         batch_size: the most episodes per ``generate`` call (``None``: all
             live episodes at once; 1: one at a time, for benchmarks).
 
@@ -302,7 +303,7 @@ class EpisodeRollout:
     def from_settings(cls, settings: Any, batch_size: int | None = None) -> EpisodeRollout:
         """Return the rollout that ``settings`` describe, handed whole.
 
-        ``settings`` is a :class:`~baselines.llm.train_config.RolloutSettings`:
+        ``settings`` is a :class:`~baselines.llm.training.train_config.RolloutSettings`:
         the env, the budget spec, the seed, the process reward and the policy's.
         """
         policy = settings.policy
@@ -326,7 +327,7 @@ class EpisodeRollout:
 
     @property
     def style(self) -> Any:
-        """The policy's :class:`~baselines.llm.few_shot.PromptStyle`."""
+        """The policy's :class:`~baselines.llm.prompting.few_shot.PromptStyle`."""
         return self.policy.style
 
     @property

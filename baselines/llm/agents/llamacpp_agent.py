@@ -4,9 +4,9 @@ transformers must dequantise a GGUF file to float32 before it can run it
 (about 28 s for SmolLM2-135M, once; then a cached HF folder); llama.cpp runs
 the quantised file as it is and loads it in a fraction of a second.
 
-Prompts are :class:`~baselines.llm.hf_agent.HFAgent`'s, token for token: the
-same :class:`~baselines.llm.prompt_encoder.PromptEncoder`, reply formats, few-shot
-examples (:class:`~baselines.llm.few_shot.PromptStyle`) and stopping, with
+Prompts are :class:`~baselines.llm.agents.hf_agent.HFAgent`'s, token for token: the
+same :class:`~baselines.llm.prompting.prompt_encoder.PromptEncoder`, reply formats, few-shot
+examples (:class:`~baselines.llm.prompting.few_shot.PromptStyle`) and stopping, with
 the tokenizer that transformers reads from the GGUF file's own metadata.  The
 agent hands llama.cpp token ids, never text, so its tokenizer is not used.
 
@@ -42,10 +42,10 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.protocol import AgentAction
-from baselines.llm.models import gguf_file
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.prompt_encoder import PromptEncoder
-from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action, with_tokens
+from baselines.llm.agents.policy import LLMPolicy
+from baselines.llm.models.models import gguf_file
+from baselines.llm.prompting.prompt_encoder import PromptEncoder
+from baselines.llm.prompting.replies import FORMAT_PROMPT, ReplyStop, to_agent_action, with_tokens
 from wrappers.errors import InvalidValue
 from wrappers.protocol import EPISODE_SEED
 from wrappers.utils.validators import check_bool, check_int
@@ -110,7 +110,7 @@ class LlamaCppAgent(LLMPolicy):
 
     Args:
         model: a ``.gguf`` file or a short name such as ``"smollm2-135m"``
-            (:mod:`baselines.llm.models`); nothing is downloaded.
+            (:mod:`baselines.llm.models.models`); nothing is downloaded.
         system_prompt, few_shot, reply_format, env_id: as ``HFAgent``'s.
         temperature: ``0`` for greedy decoding, else the sampling temperature
             (1.0 by default, as ``HFAgent``).

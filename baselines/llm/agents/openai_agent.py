@@ -2,13 +2,13 @@
 
 vLLM, SGLang, llama.cpp's server, TGI and the OpenAI API itself all serve
 ``POST /v1/chat/completions``.  The requests go through
-:class:`~baselines.llm.openai_client.ChatClient` (the standard library only,
+:class:`~baselines.llm.agents.openai_client.ChatClient` (the standard library only,
 so the ``openai`` SDK is not needed), which retries transient failures,
 enforces the deadline and the reply cap, and keeps the API key secret; see
-:mod:`baselines.llm.openai_client`.
+:mod:`baselines.llm.agents.openai_client`.
 
-Prompts and parsing are the ones :class:`~baselines.llm.hf_agent.HFAgent` uses
-(:mod:`baselines.llm.prompt_encoder`, :mod:`baselines.llm.replies`): the
+Prompts and parsing are the ones :class:`~baselines.llm.agents.hf_agent.HFAgent` uses
+(:mod:`baselines.llm.prompting.prompt_encoder`, :mod:`baselines.llm.prompting.replies`): the
 dialogue from ``info["messages"]`` or the observation alone, the system
 prompt first, and the action parsed out of the reply, whose full text is kept
 as ``AgentAction.raw``.  The server applies the chat template; the agent does
@@ -16,7 +16,7 @@ not trim long dialogues (use ``wrappers.ChatHistory(window=N)`` to bound them).
 
 Seeds.  Each request carries ``seed``, derived from the agent's ``seed``,
 ``info["episode_seed"]`` (different for every attempt), the turn and the
-prompt (:meth:`~baselines.llm.policy.LLMPolicy.reply_seed`).  Servers that
+prompt (:meth:`~baselines.llm.agents.policy.LLMPolicy.reply_seed`).  Servers that
 honour it (vLLM, SGLang, llama.cpp) then make a rerun draw the same samples
 while the K attempts of Pass@K stay independent.
 
@@ -36,15 +36,7 @@ from typing import Any
 
 from agent_envs.protocol import AgentAction
 from agent_envs.redaction import remember, scrub, secret_values
-from baselines.llm.few_shot import oracle_episodes
-from baselines.llm.messages import (
-    build_messages,
-    count_exchanges,
-    drop_exchanges,
-    insert_examples,
-    turn_of,
-)
-from baselines.llm.openai_client import (
+from baselines.llm.agents.openai_client import (
     DEFAULT_MAX_REPLY_BYTES,
     MAX_TIMEOUT,
     ChatClient,
@@ -53,10 +45,18 @@ from baselines.llm.openai_client import (
     ContextTooLong,
     chat_completions_url,
 )
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.replies import FORMAT_PROMPT, to_agent_action, with_tokens
-from baselines.llm.tool_calls import TOOL_NAME, action_tool
-from baselines.llm.tool_messages import (
+from baselines.llm.agents.policy import LLMPolicy
+from baselines.llm.prompting.few_shot import oracle_episodes
+from baselines.llm.prompting.messages import (
+    build_messages,
+    count_exchanges,
+    drop_exchanges,
+    insert_examples,
+    turn_of,
+)
+from baselines.llm.prompting.replies import FORMAT_PROMPT, to_agent_action, with_tokens
+from baselines.llm.prompting.tool_calls import TOOL_NAME, action_tool
+from baselines.llm.prompting.tool_messages import (
     TOOL_SYSTEM_PROMPT,
     example_turns,
     record_reply,
@@ -89,7 +89,7 @@ class OpenAIChatAgent(LLMPolicy):
             message from ``wrappers.ChatHistory`` takes its place.  By default
             the reply format's own, as ``HFAgent``'s.
         few_shot, reply_format, env_id: as ``HFAgent``'s
-            (:class:`~baselines.llm.few_shot.PromptStyle`): oracle episodes
+            (:class:`~baselines.llm.prompting.few_shot.PromptStyle`): oracle episodes
             shown first, and the reply format.  With the bare-action format
             each request carries ``"stop": ["\\n"]`` (unless ``extra_body``
             says otherwise), so the server ends a reply at its first line.
@@ -101,14 +101,14 @@ class OpenAIChatAgent(LLMPolicy):
             ``max_tokens``).
         timeout, max_retries, backoff, max_backoff, max_reply_bytes: the
             requests' deadline, retries and reply cap, as
-            :class:`~baselines.llm.openai_client.ChatClient`'s; a failure
+            :class:`~baselines.llm.agents.openai_client.ChatClient`'s; a failure
             that outlasts them is that episode's error.
         concurrency: the most requests in flight during ``act_batch``.
         seed: the agent's seed, mixed into every request's ``seed``.
         extra_body: more JSON fields for every request, such as
             ``{"stop": ["\\n\\n"]}`` or vLLM's ``{"top_k": 20}``.
         tool_calls: offer the env's action as the function ``act``
-            (:func:`baselines.llm.tool_calls.action_tool`: a JSON schema, with
+            (:func:`baselines.llm.prompting.tool_calls.action_tool`: a JSON schema, with
             an enum of the admissible actions where they are few) and read
             the move from the reply's ``tool_calls``; a reply without a call
             of ``act`` is an empty action, counted as unparsable.  The server

@@ -1,7 +1,7 @@
 """Tool-native episodes: the dialogue of a tool-calling agent, as the OpenAI convention has it.
 
 In tool mode (``OpenAIChatAgent(tool_calls=True)``) a turn is not a line of
-text but a call of the function ``act`` (:mod:`baselines.llm.tool_calls`), and
+text but a call of the function ``act`` (:mod:`baselines.llm.prompting.tool_calls`), and
 the dialogue sent back to the server follows the tool-calling protocol that
 servers and chat templates check:
 
@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_envs.protocol import AgentAction
-from baselines.llm.tool_calls import TOOL_NAME
+from baselines.llm.prompting.tool_calls import TOOL_NAME
 from wrappers.protocol import MESSAGES
 
 __all__ = [
@@ -80,7 +80,7 @@ def record_reply(message: Any, turn: int) -> AgentAction:
 
     The action is that of the first call of ``act`` whose arguments hold a
     string ``action``, ``""`` if there is none (as
-    :func:`~baselines.llm.tool_calls.action_from_message` reads it).  Calls
+    :func:`~baselines.llm.prompting.tool_calls.action_from_message` reads it).  Calls
     without an ``id`` get ``call_<turn>_<index>``, so that the tool messages
     of the next turns can link to them.
     """
@@ -140,7 +140,7 @@ def tool_dialogue(
 ) -> list[dict[str, Any]]:
     """Return the chat messages of one turn in tool mode.
 
-    As :func:`~baselines.llm.messages.build_messages`: the dialogue comes from
+    As :func:`~baselines.llm.prompting.messages.build_messages`: the dialogue comes from
     ``info["messages"]`` (``wrappers.ChatHistory``) or is ``observation``
     alone, the system prompt goes first unless the dialogue has its own, and
     the last message holds ``observation`` itself.  Each assistant turn is
@@ -228,7 +228,9 @@ def _action_of(call: Mapping[str, Any]) -> str | None:
 
 
 def example_turns(episodes: Sequence[tuple[int, Sequence[tuple[str, str]]]]) -> list[dict]:
-    """Return oracle episodes (:func:`~baselines.llm.few_shot.oracle_episodes`) as tool-call turns.
+    """Return oracle episodes as tool-call turns.
+
+    The episodes are :func:`~baselines.llm.prompting.few_shot.oracle_episodes`'s.
 
     Each observation answers the call before it (the first is a ``user``
     message), and each episode's last call is answered by :data:`EXAMPLE_END`,

@@ -1,10 +1,10 @@
 """LLMPolicy: what every language-model policy here shares: prompt style, sampling, seeds.
 
-:class:`~baselines.llm.hf_agent.HFAgent`,
-:class:`~baselines.llm.llamacpp_agent.LlamaCppAgent` and
-:class:`~baselines.llm.openai_agent.OpenAIChatAgent` act, and the GRPO rollout
-(:class:`~baselines.llm.rollout.EpisodeRollout`) trains, with the same prompt
-arguments (:class:`~baselines.llm.few_shot.PromptStyle`), the same sampling
+:class:`~baselines.llm.agents.hf_agent.HFAgent`,
+:class:`~baselines.llm.agents.llamacpp_agent.LlamaCppAgent` and
+:class:`~baselines.llm.agents.openai_agent.OpenAIChatAgent` act, and the GRPO rollout
+(:class:`~baselines.llm.training.rollout.EpisodeRollout`) trains, with the same prompt
+arguments (:class:`~baselines.llm.prompting.few_shot.PromptStyle`), the same sampling
 settings (``temperature``, ``top_p``, ``max_new_tokens``) and the same seed
 for each reply: a hash of the policy's ``seed``, the episode seed, the turn
 and the prompt (:func:`wrappers.utils.seeding.sampling_seed`).  This base checks and
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from baselines.llm.few_shot import PromptStyle
-from baselines.llm.messages import turn_of
-from baselines.llm.replies import FORMAT_PROMPT
+from baselines.llm.prompting.few_shot import PromptStyle
+from baselines.llm.prompting.messages import turn_of
+from baselines.llm.prompting.replies import FORMAT_PROMPT
 from wrappers.protocol import EPISODE_SEED
 from wrappers.utils import seeding
 from wrappers.utils.validators import check_int, check_number
@@ -45,10 +45,10 @@ class LLMPolicy:
     Args:
         system_prompt: put first in every prompt (``None`` for none); a system
             message from ``wrappers.ChatHistory`` takes its place.  By default
-            the reply format's own (:data:`~baselines.llm.replies.SYSTEM_PROMPTS`).
+            the reply format's own (:data:`~baselines.llm.prompting.replies.SYSTEM_PROMPTS`).
         few_shot: put that many episodes played by the env's oracle before
             the real one, as earlier turns of the chat
-            (:mod:`baselines.llm.few_shot`).  0 by default.
+            (:mod:`baselines.llm.prompting.few_shot`).  0 by default.
         reply_format: ``"action"`` (the bare action; decoding stops at the end
             of the first line) or ``"think"`` (free text, then an
             ``Action: ...`` line, where decoding stops).  By default
@@ -64,7 +64,7 @@ class LLMPolicy:
         seed: the policy's seed, mixed into every reply's sampling seed.
 
     Attributes:
-        style: the :class:`~baselines.llm.few_shot.PromptStyle`.
+        style: the :class:`~baselines.llm.prompting.few_shot.PromptStyle`.
         system_prompt: the system prompt the style resolved (``None``: none).
         required_info: the info keys the evaluator must provide (the env's
             id, for few-shot examples).

@@ -2,9 +2,9 @@
 
 :func:`train_grpo` trains a causal LM with TRL's ``GRPOTrainer`` (its
 log-probs computed with the shared opening once,
-:mod:`baselines.llm.shared_opening`) on whole
-episodes played by a :class:`baselines.llm.rollout.EpisodeRollout`, taking
-GRPO's settings whole (:class:`~baselines.llm.train_config.GRPOSettings`);
+:mod:`baselines.llm.training.shared_opening`) on whole
+episodes played by a :class:`baselines.llm.training.rollout.EpisodeRollout`, taking
+GRPO's settings whole (:class:`~baselines.llm.training.train_config.GRPOSettings`);
 :class:`GRPOLog` is its one callback: a short line per step, the training
 log, and the collapse guard.  Imports transformers (the ``[rl]`` extra).
 """
@@ -22,7 +22,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainingArguments
 
 from agent_envs.files import save_folder
-from baselines.llm.train_config import COLLAPSE_WINDOW, GRPOSettings, LLMTrainConfig
+from baselines.llm.training.train_config import COLLAPSE_WINDOW, GRPOSettings, LLMTrainConfig
 from wrappers.protocol import SUCCESS
 
 __all__ = [
@@ -66,8 +66,8 @@ def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
 
 
 def make_rollout(config: LLMTrainConfig) -> Any:
-    """Return the :class:`~baselines.llm.rollout.EpisodeRollout` of ``config``."""
-    from baselines.llm.rollout import EpisodeRollout
+    """Return the :class:`~baselines.llm.training.rollout.EpisodeRollout` of ``config``."""
+    from baselines.llm.training.rollout import EpisodeRollout
 
     return EpisodeRollout.from_settings(config.rollout)
 
@@ -88,9 +88,9 @@ def train_grpo(
     from datasets import Dataset
     from transformers import PrinterCallback, ProgressCallback
 
-    from baselines.llm.rewards import REWARDS, process_reward
-    from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
-    from baselines.llm.tasks import task_prompt
+    from baselines.llm.training.rewards import REWARDS, process_reward
+    from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
+    from baselines.llm.training.tasks import task_prompt
 
     args = _trainer_args(settings, work)
     rewards: list[Any] = [REWARDS[settings.reward]]
