@@ -67,9 +67,8 @@ def main() -> None:
     from baselines.llm.models.tiny import build_tiny_model
     from baselines.llm.training.grpo import grpo_config
     from baselines.llm.training.rewards import outcome_reward
-    from baselines.llm.training.rollout import EpisodeRollout
+    from baselines.llm.training.rollout import EpisodeRollout, task_prompt
     from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
-    from baselines.llm.training.tasks import task_prompt
     from baselines.llm.training.warm_start import demonstrations, warm_start
 
     folder = Path(tempfile.mkdtemp(prefix="grpo-speed-"))

@@ -102,8 +102,8 @@ def measure(args: argparse.Namespace, episodes: int, mode: str) -> dict[str, flo
     from baselines.llm.models.lora import LoRASpec, apply_lora
     from baselines.llm.training.grpo import grpo_config
     from baselines.llm.training.rewards import outcome_reward
+    from baselines.llm.training.rollout import task_prompt
     from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
-    from baselines.llm.training.tasks import task_prompt
 
     model, tokenizer = setup.load(args.model)
     if mode == "lora":

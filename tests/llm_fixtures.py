@@ -347,8 +347,7 @@ def scored_grpo_batch(trainer_class, path, out):
     from agent_envs.env_stack import BudgetRegime
     from baselines.llm.training.grpo import grpo_config
     from baselines.llm.training.rewards import outcome_reward
-    from baselines.llm.training.rollout import EpisodeRollout
-    from baselines.llm.training.tasks import task_prompt
+    from baselines.llm.training.rollout import EpisodeRollout, task_prompt
 
     model, tokenizer = load_left_padded(path)
     runner = EpisodeRollout(

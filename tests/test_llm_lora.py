@@ -17,8 +17,7 @@ from agent_envs import cli  # noqa: E402
 from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from baselines.llm.models.lora import ADAPTER_FOLDER, LoRASpec, apply_lora, save_model  # noqa: E402
 from baselines.llm.training.grpo import grpo_config  # noqa: E402
-from baselines.llm.training.rollout import EpisodeRollout  # noqa: E402
-from baselines.llm.training.tasks import task_prompt  # noqa: E402
+from baselines.llm.training.rollout import EpisodeRollout, task_prompt  # noqa: E402
 from baselines.llm.training.train import main as train_main  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"

@@ -30,8 +30,7 @@ from baselines.llm.agents.prefix_cache import PrefixCacheDecoder  # noqa: E402
 from baselines.llm.prompting.few_shot import FIRST_EXAMPLE_ID, oracle_episodes  # noqa: E402
 from baselines.llm.training.grpo import grpo_config, make_rollout, no_checkpointing  # noqa: E402
 from baselines.llm.training.rewards import outcome_reward, process_reward  # noqa: E402
-from baselines.llm.training.rollout import EpisodeRollout  # noqa: E402
-from baselines.llm.training.tasks import task_of, task_prompt  # noqa: E402
+from baselines.llm.training.rollout import EpisodeRollout, task_of, task_prompt  # noqa: E402
 from baselines.llm.training.train import COMMAND, eval_command  # noqa: E402
 from baselines.llm.training.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
 from wrappers.utils.seeding import episode_seed  # noqa: E402

@@ -89,8 +89,8 @@ def train_grpo(
     from transformers import PrinterCallback, ProgressCallback
 
     from baselines.llm.training.rewards import REWARDS, process_reward
+    from baselines.llm.training.rollout import task_prompt
     from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
-    from baselines.llm.training.tasks import task_prompt
 
     args = _trainer_args(settings, work)
     rewards: list[Any] = [REWARDS[settings.reward]]

@@ -1,10 +1,11 @@
 """Whole multi-turn episodes of any registered env as GRPO samples for TRL.
 
 :class:`EpisodeRollout` is a ``rollout_func`` for ``trl.GRPOTrainer``.  Each
-dataset prompt names one task (:func:`baselines.llm.training.tasks.task_prompt`); TRL
-hands every prompt over K times in a row (``num_generations``), and the K
-copies are K attempts at that task, with K distinct episode seeds derived as
-the evaluator derives them (:func:`wrappers.utils.seeding.episode_seed`).
+dataset prompt names one task (:func:`task_prompt`, read back by
+:func:`task_of`); TRL hands every prompt over K times in a row
+(``num_generations``), and the K copies are K attempts at that task, with K
+distinct episode seeds derived as the evaluator derives them
+(:func:`wrappers.utils.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -65,7 +66,6 @@ from baselines.llm.agents.policy import LLMPolicy
 from baselines.llm.prompting.chat_tokens import ChatTokens
 from baselines.llm.prompting.prompt_encoder import PromptEncoder
 from baselines.llm.prompting.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
-from baselines.llm.training.tasks import task_of
 from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers.utils import seeding
 
@@ -76,6 +76,8 @@ __all__ = [
     "play_episodes",
     "start_episode",
     "summarize",
+    "task_of",
+    "task_prompt",
 ]
 
 #: Why an episode ended: solved (``"success"``), out of turns (``"budget"``), ended by
@@ -97,6 +99,31 @@ _FIELDS = (
     "end_reason",
     "process_return",
 )
+
+#: TRL's ``GRPOTrainer`` hands a rollout dataset prompts, not env states: each
+#: prompt names one task, which the rollout reads back (:func:`task_of`).
+_TASK_PREFIX = "agent_envs task "
+
+
+def task_prompt(task_id: int) -> str:
+    """Return the dataset prompt that names ``task_id`` (the rollout reads it back).
+
+    >>> task_of(task_prompt(17))
+    17
+    """
+    return f"{_TASK_PREFIX}{int(task_id)}"
+
+
+def task_of(prompt: Any) -> int:
+    """Return the task id a dataset prompt names; ``ValueError`` for any other prompt."""
+    if isinstance(prompt, str) and prompt.startswith(_TASK_PREFIX):
+        number = prompt[len(_TASK_PREFIX) :]
+        if number.isdigit():
+            return int(number)
+    raise ValueError(
+        f"EpisodeRollout needs prompts made by task_prompt(task_id), such as "
+        f"{task_prompt(0)!r}; got {prompt!r:.80}."
+    )
 
 
 @dataclass
