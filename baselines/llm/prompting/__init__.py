@@ -1,4 +1,4 @@
-"""What a language model reads and writes, as text and tokens: the ground floor of ``baselines.llm``.
+"""What a language model reads and writes, as text and tokens: ``baselines.llm``'s ground floor.
 
 The reply formats beside their parser (``replies``), a turn's chat messages
 (``messages``), the token prompt (``prompt_encoder``) and the chat template's
