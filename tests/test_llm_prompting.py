@@ -149,11 +149,12 @@ def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
     assert policy.reply_seed(7, 1, [1, 2, 3]) == policy.reply_seed(7, 1, "1,2,3") == expected
     # Without an episode seed, a policy draws one from its own seeded generator.
     first, again = LLMPolicy(seed=5), LLMPolicy(seed=5)
-    drawn = [first._sample_seed({"turn": 0}, [1]) for _ in range(2)]
-    assert drawn == [again._sample_seed({"turn": 0}, [1]) for _ in range(2)]
+    drawn = [first.sample_seed({"turn": 0}, [1]) for _ in range(2)]
+    assert drawn == [again.sample_seed({"turn": 0}, [1]) for _ in range(2)]
     assert drawn[0] != drawn[1]
     agent = OpenAIChatAgent("http://127.0.0.1:9/v1", "m", few_shot=1, max_new_tokens=12)
-    assert isinstance(agent, LLMPolicy) and agent.style.reply_format == "action"
+    assert isinstance(agent.policy, LLMPolicy) and agent.style is agent.policy.style
+    assert (agent.style.reply_format, agent.max_new_tokens) == ("action", 12)
     for bad in ({"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0}, {"seed": 1.5}):
         with pytest.raises((TypeError, ValueError)):
             LLMPolicy(**bad)

@@ -142,7 +142,7 @@ def test_the_request_seed_is_the_shared_llm_policy_derivation(server):
     from baselines.llm.agents.policy import LLMPolicy
 
     agent = make_agent(server, seed=3)
-    assert isinstance(agent, LLMPolicy)
+    assert isinstance(agent.policy, LLMPolicy)
     info = {"episode_seed": 9, "turn": 2}
     body = agent.request_body("Guess.", info)
     prompt = json.dumps(body["messages"], sort_keys=True)

@@ -72,7 +72,7 @@ from baselines.llm.agents.generation import (
     eos_token_ids,
     generate_replies,
 )
-from baselines.llm.agents.policy import LLMPolicy
+from baselines.llm.agents.policy import LLMAgent
 from baselines.llm.agents.prefix_cache import PrefixCacheDecoder
 from baselines.llm.models.hf_loading import load_for_inference
 from baselines.llm.models.models import resolve_model
@@ -86,13 +86,12 @@ from baselines.llm.prompting.hf_tools import (
 from baselines.llm.prompting.messages import turn_of
 from baselines.llm.prompting.prompt_encoder import PromptEncoder, PromptTooLongError
 from baselines.llm.prompting.replies import (
-    FORMAT_PROMPT,
     ReplyStop,
     reply_with_end,
     to_agent_action,
     with_tokens,
 )
-from baselines.llm.prompting.tool_messages import TOOL_SYSTEM_PROMPT, example_turns, record_reply
+from baselines.llm.prompting.tool_messages import example_turns, record_reply, tool_settings
 from wrappers.errors import InvalidValue
 from wrappers.utils.validators import check_bool, check_int
 
@@ -112,7 +111,7 @@ def _room_for_replies(
     return context
 
 
-class HFAgent(LLMPolicy):
+class HFAgent(LLMAgent):
     """Act with a Hugging Face causal LM, decoding a micro-batch of episodes at a time.
 
     Args:
@@ -122,8 +121,9 @@ class HFAgent(LLMPolicy):
             or an already-loaded model (then ``tokenizer`` is required).
         tokenizer: a tokenizer, or its folder; by default the model's.
         system_prompt, few_shot, reply_format, env_id, temperature, top_p,
-            max_new_tokens, seed: the prompt style and the sampling, as
-            :class:`~baselines.llm.agents.policy.LLMPolicy` describes them.
+            max_new_tokens, seed: the prompt style and the sampling, passed
+            through to the :class:`~baselines.llm.agents.policy.LLMPolicy` the
+            agent holds, which describes them.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; by default CUDA when
             available (a loaded model stays where it is).
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` or a
@@ -168,41 +168,25 @@ class HFAgent(LLMPolicy):
         action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
     """
 
+    shown_before_seed = ("batch_size",)
+
     def __init__(
         self,
         model: Any,
         *,
         tokenizer: Any = None,
-        system_prompt: str | None = FORMAT_PROMPT,
-        few_shot: int = 0,
-        reply_format: str | None = None,
-        env_id: str | None = None,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
         device: str | None = None,
         dtype: Any = None,
         batch_size: int = 8,
-        seed: int = 0,
         max_context: int | None = None,
         trust_remote_code: bool = False,
         prefix_cache: bool = True,
         threads: int | None = 1,
         tool_calls: bool = False,
+        **settings: Any,
     ) -> None:
         self.tool_calls = check_bool(tool_calls, "tool_calls")
-        super().__init__(
-            system_prompt=TOOL_SYSTEM_PROMPT
-            if tool_calls and system_prompt == FORMAT_PROMPT
-            else system_prompt,
-            few_shot=few_shot,
-            reply_format=reply_format,
-            env_id=env_id,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-        )
+        super().__init__(**tool_settings(settings, tool_calls))
         self.batch_size = check_int(batch_size, "batch_size", 1)
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
@@ -213,7 +197,7 @@ class HFAgent(LLMPolicy):
         )
         self.model.eval()
         self.max_context = _room_for_replies(
-            self.model, self.tokenizer, max_context, max_new_tokens
+            self.model, self.tokenizer, max_context, self.max_new_tokens
         )
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
@@ -221,7 +205,7 @@ class HFAgent(LLMPolicy):
         self._setup_prompts()
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = self._generate_row_steps = 0
-        decoder = PrefixCacheDecoder(self.model, self._eos_ids, max_new_tokens)
+        decoder = PrefixCacheDecoder(self.model, self._eos_ids, self.max_new_tokens)
         self._decoder = decoder if prefix_cache else None  # a cheap object either way
 
     def _setup_prompts(self) -> None:
@@ -267,24 +251,9 @@ class HFAgent(LLMPolicy):
         folder = resolve_model(self.name)  # the folder it was loaded from (cached)
         return folder_fingerprint(folder) if os.path.isdir(folder) else None
 
-    def __repr__(self) -> str:
-        return (
-            f"HFAgent(model={self.name!r}, temperature={self.temperature}, top_p={self.top_p}, "
-            f"max_new_tokens={self.max_new_tokens}, batch_size={self.batch_size}, "
-            f"seed={self.seed}, {self.style!r})"
-        )
-
     # ---------------------------------------------------------------- acting
-    def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
-        """Return the action for one episode (a batch of one)."""
-        return self.act_batch([observation], [info])[0]
-
-    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
+    def _act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
         """Return one action per episode, generating in micro-batches of ``batch_size``."""
-        if len(observations) != len(infos):
-            raise ValueError(
-                f"act_batch got {len(observations)} observations but {len(infos)} infos."
-            )
         keys = [_episode_key(info, row) for row, info in enumerate(infos)]
         for history in self._histories.values():
             history.retain(keys)
@@ -294,7 +263,8 @@ class HFAgent(LLMPolicy):
             self.prompt_ids(obs, info, key)
             for obs, info, key in zip(observations, infos, keys, strict=True)
         ]
-        seeds = [self._sample_seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
+        seed = self.policy.sample_seed
+        seeds = [seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
         # Batching similar lengths together wastes little padding; the results
         # do not depend on the grouping.
         order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))

@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_envs.protocol import AgentAction
+from baselines.llm.prompting.replies import FORMAT_PROMPT
 from baselines.llm.prompting.tool_calls import TOOL_NAME
 from wrappers.protocol import MESSAGES
 
@@ -55,6 +56,7 @@ __all__ = [
     "example_turns",
     "record_reply",
     "tool_dialogue",
+    "tool_settings",
 ]
 
 #: The default system prompt in tool mode: the game, and the call; no text line.
@@ -64,6 +66,20 @@ TOOL_SYSTEM_PROMPT = (
     f"as the game describes; the game's answer comes back as the function's result. "
     f"Call `{TOOL_NAME}` once per turn."
 )
+
+
+def tool_settings(settings: Mapping[str, Any], tool_calls: bool) -> dict[str, Any]:
+    """Return an agent's prompt settings, in tool mode with :data:`TOOL_SYSTEM_PROMPT`.
+
+    The reply format's own system prompt (the default,
+    :data:`~baselines.llm.prompting.replies.FORMAT_PROMPT`) asks for a text
+    line; in tool mode the tool's prompt takes its place.  A prompt given
+    explicitly is kept.
+    """
+    if tool_calls and settings.get("system_prompt", FORMAT_PROMPT) == FORMAT_PROMPT:
+        return {**settings, "system_prompt": TOOL_SYSTEM_PROMPT}
+    return dict(settings)
+
 
 #: The tool answer of a call that was not played (only the first call of ``act`` is).
 NOT_PLAYED = f"Not played: one action per turn, and only the first call of {TOOL_NAME} counts."
