@@ -69,6 +69,7 @@ def main() -> None:
     from baselines.llm.training.rewards import outcome_reward
     from baselines.llm.training.rollout import EpisodeRollout, task_prompt
     from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
+    from baselines.llm.training.train_config import PolicySettings, RolloutSettings
     from baselines.llm.training.warm_start import demonstrations, warm_start
 
     folder = Path(tempfile.mkdtemp(prefix="grpo-speed-"))
@@ -77,7 +78,8 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(path)
 
     def rollout() -> EpisodeRollout:
-        return EpisodeRollout(ENV, BudgetRegime.fixed(BUDGET), seed=0, max_new_tokens=8)
+        policy = PolicySettings(max_new_tokens=8)
+        return EpisodeRollout(RolloutSettings(ENV, BudgetRegime.fixed(BUDGET), policy, seed=0))
 
     rows = demonstrations(model, tokenizer, rollout(), range(16), 2)
     model = warm_start(

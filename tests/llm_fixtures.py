@@ -348,13 +348,15 @@ def scored_grpo_batch(trainer_class, path, out):
     from baselines.llm.training.grpo import grpo_config
     from baselines.llm.training.rewards import outcome_reward
     from baselines.llm.training.rollout import EpisodeRollout, task_prompt
+    from baselines.llm.training.train_config import PolicySettings, RolloutSettings
 
     model, tokenizer = load_left_padded(path)
     runner = EpisodeRollout(
-        "agent_envs/GuessNumber-v0",
-        BudgetRegime((9, 10), visible=True, shared=False),
-        seed=0,
-        max_new_tokens=8,
+        RolloutSettings(
+            "agent_envs/GuessNumber-v0",
+            BudgetRegime((9, 10), visible=True, shared=False),
+            PolicySettings(max_new_tokens=8),
+        )
     )
     args = grpo_config(
         out, per_device_train_batch_size=8, num_generations=4, max_steps=1, temperature=1.0

@@ -32,6 +32,7 @@ from baselines.llm.training.grpo import grpo_config, make_rollout, no_checkpoint
 from baselines.llm.training.rewards import outcome_reward, process_reward  # noqa: E402
 from baselines.llm.training.rollout import EpisodeRollout, task_of, task_prompt  # noqa: E402
 from baselines.llm.training.train import COMMAND, eval_command  # noqa: E402
+from baselines.llm.training.train_config import PolicySettings, RolloutSettings  # noqa: E402
 from baselines.llm.training.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
 from wrappers.utils.seeding import episode_seed  # noqa: E402
 
@@ -43,8 +44,9 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 T8 = BudgetRegime.fixed(8)
 
 
-def rollout(budget=T8, **kwargs):
-    return EpisodeRollout(GUESS, budget, seed=kwargs.pop("seed", 0), max_new_tokens=8, **kwargs)
+def rollout(budget=T8, seed=0, process_reward=False, **policy):
+    settings = PolicySettings(max_new_tokens=8, **policy)
+    return EpisodeRollout(RolloutSettings(GUESS, budget, settings, seed, process_reward))
 
 
 #: Two tasks whose secrets the oracle finds in 2 turns: GRPO can improve on them in
@@ -513,6 +515,7 @@ def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(
     config = COMMAND.configs(args)[0]
     assert (config.few_shot, make_rollout(config).style.reply_format) == (2, "action")
     assert make_rollout(config).temperature == config.temperature == 0.7
+    assert make_rollout(config).settings is config.rollout  # taken whole
     assert '"few_shot": 2' in eval_command(config, Path("out"))
     settings = args.eval_flags.settings(
         COMMAND.parse([GUESS, "--eval-tasks", "10050,10002", "--eval-k", "1,2"]),

@@ -58,15 +58,12 @@ def rollout(
     """Return the GRPO rollout: few-shot examples, bare actions, fixed budget."""
     from agent_envs.env_stack import BudgetRegime
     from baselines.llm.training.rollout import EpisodeRollout
+    from baselines.llm.training.train_config import PolicySettings, RolloutSettings
 
-    return EpisodeRollout(
-        env_id,
-        BudgetRegime.fixed(budget),
-        seed=seed,
-        few_shot=few_shot,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
+    policy = PolicySettings(
+        few_shot=few_shot, temperature=temperature, max_new_tokens=max_new_tokens
     )
+    return EpisodeRollout(RolloutSettings(env_id, BudgetRegime.fixed(budget), policy, seed))
 
 
 def agent(model: Any, env_id: str, few_shot: int = FEW_SHOT, **kwargs: Any) -> Any:

@@ -69,7 +69,7 @@ def make_rollout(config: LLMTrainConfig) -> Any:
     """Return the :class:`~baselines.llm.training.rollout.EpisodeRollout` of ``config``."""
     from baselines.llm.training.rollout import EpisodeRollout
 
-    return EpisodeRollout.from_settings(config.rollout)
+    return EpisodeRollout(config.rollout)
 
 
 def train_grpo(
@@ -92,7 +92,7 @@ def train_grpo(
     from baselines.llm.training.rollout import task_prompt
     from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
 
-    args = _trainer_args(settings, work)
+    args = _trainer_args(settings, rollout.temperature, work)
     rewards: list[Any] = [REWARDS[settings.reward]]
     if settings.process_reward > 0:
         rewards.append(process_reward(settings.process_reward))
@@ -117,8 +117,12 @@ def train_grpo(
     return trainer.model
 
 
-def _trainer_args(settings: GRPOSettings, work: Path) -> Any:
-    """Return TRL's ``GRPOConfig`` for GRPO's settings, working in ``work``."""
+def _trainer_args(settings: GRPOSettings, temperature: float, work: Path) -> Any:
+    """Return TRL's ``GRPOConfig`` for GRPO's settings, working in ``work``.
+
+    ``temperature`` is the rollout's: TRL recomputes the log-probabilities
+    of the sampled tokens with it.
+    """
     micro = settings.micro_batch or settings.episodes
     return grpo_config(
         work,
@@ -130,7 +134,7 @@ def _trainer_args(settings: GRPOSettings, work: Path) -> Any:
         steps_per_generation=settings.episodes // micro,
         learning_rate=settings.learning_rate,
         lr_scheduler_type="constant",
-        temperature=settings.temperature,
+        temperature=temperature,
         max_completion_length=settings.max_new_tokens,  # one reply (used by vLLM only)
         beta=settings.beta,
         save_strategy="no",

@@ -62,10 +62,11 @@ from baselines.llm.agents.generation import (
     eos_token_ids,
     reply_decoder,
 )
-from baselines.llm.agents.policy import LLMPolicy
+from baselines.llm.agents.policy import LLMPolicy, PolicyHolder
 from baselines.llm.prompting.chat_tokens import ChatTokens
 from baselines.llm.prompting.prompt_encoder import PromptEncoder
-from baselines.llm.prompting.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
+from baselines.llm.prompting.replies import ReplyStop, to_agent_action
+from baselines.llm.training.train_config import RolloutSettings
 from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers.utils import seeding
 
@@ -255,7 +256,7 @@ def start_episode(
     return episode
 
 
-class EpisodeRollout:
+class EpisodeRollout(PolicyHolder):
     """A TRL ``rollout_func``: whole episodes of ``env_id`` under a budget spec.
 
     A rollout is not a policy: it plays episodes with one, :attr:`policy`, an
@@ -264,19 +265,19 @@ class EpisodeRollout:
     prompted and sampled as ``HFAgent`` prompts and samples it in evaluation.
 
     Args:
-        env_id: a registered env id.
-        budget: a :class:`~agent_envs.env_stack.BudgetRegime` (a fixed T or a
-            BudgetMix; its ``shared``: whether a group's attempts share one T).
-        seed: the base seed of episode seeds, budget draws and sampling.
-        system_prompt, few_shot, reply_format, max_new_tokens: as
-            :class:`~baselines.llm.agents.policy.LLMPolicy`'s, so as ``HFAgent``'s; a
-            reply ends once its action line is complete, and training task
-            ids must lie below the few-shot examples' reserved ids.
-        temperature: the sampling temperature (> 0); must equal the trainer's
-            ``temperature``, which TRL uses to recompute log-probs.
-        process_reward: track each episode's progress toward success with the
-            env's oracle, as ``process_return`` (for
-            :func:`baselines.llm.training.rewards.process_reward`).
+        settings: a :class:`~baselines.llm.training.train_config.RolloutSettings`,
+            taken whole: the env id, the budgets (a
+            :class:`~agent_envs.env_stack.BudgetRegime`: a fixed T or a
+            BudgetMix; its ``shared``: whether a group's attempts share one
+            T), the base seed of episode seeds, budget draws and sampling,
+            whether to track each episode's progress toward success with the
+            env's oracle (as ``process_return``, for
+            :func:`baselines.llm.training.rewards.process_reward`), and the
+            policy's settings (:class:`~baselines.llm.training.train_config.PolicySettings`:
+            as ``HFAgent``'s; a reply ends once its action line is complete,
+            training task ids must lie below the few-shot examples' reserved
+            ids, and the temperature, > 0, is the one TRL's trainer must
+            recompute log-probs with).
         batch_size: the most episodes per ``generate`` call (``None``: all
             live episodes at once; 1: one at a time, for benchmarks).
 
@@ -289,83 +290,22 @@ class EpisodeRollout:
     (``episodes/success`` and so on).
     """
 
-    def __init__(
-        self,
-        env_id: str,
-        budget: BudgetRegime,
-        *,
-        seed: int = 0,
-        system_prompt: str | None = FORMAT_PROMPT,
-        few_shot: int = 0,
-        reply_format: str | None = None,
-        max_new_tokens: int = 16,
-        temperature: float = 1.0,
-        process_reward: bool = False,
-        batch_size: int | None = None,
-    ) -> None:
-        if not isinstance(budget, BudgetRegime):
-            raise TypeError(f"budget must be a BudgetRegime, got {type(budget).__name__}.")
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0 for GRPO sampling, got {temperature}.")
+    def __init__(self, settings: RolloutSettings, batch_size: int | None = None) -> None:
+        if not isinstance(settings, RolloutSettings):
+            raise TypeError(f"settings must be a RolloutSettings, got {type(settings).__name__}.")
+        if not isinstance(settings.budget, BudgetRegime):
+            raise TypeError(f"budget must be a BudgetRegime, got {type(settings.budget).__name__}.")
+        #: What the rollout plays: the env, the budgets, the seed, the process reward.
+        self.settings = settings
         #: The policy the episodes are played with (prompt style, sampling, reply seeds).
         self.policy = LLMPolicy(
-            system_prompt=system_prompt,
-            few_shot=few_shot,
-            reply_format=reply_format,
-            env_id=env_id,
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
+            env_id=settings.env_id, seed=settings.seed, **settings.policy.keywords()
         )
-        self.env_id = env_id
-        self.budget = budget
-        self.process_reward = process_reward
         self.batch_size = batch_size
-        self._budget_rng = budget.draws.generator(self.seed)
+        self._budget_rng = settings.budget.draws.generator(self.seed)
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
         self._stacks: list[gym.Env] = []
         self.last_stats: dict[str, float] = {}
-
-    @classmethod
-    def from_settings(cls, settings: Any, batch_size: int | None = None) -> EpisodeRollout:
-        """Return the rollout that ``settings`` describe, handed whole.
-
-        ``settings`` is a :class:`~baselines.llm.training.train_config.RolloutSettings`:
-        the env, the budget spec, the seed, the process reward and the policy's.
-        """
-        policy = settings.policy
-        return cls(
-            settings.env_id,
-            settings.budget,
-            seed=settings.seed,
-            system_prompt=policy.system_prompt,
-            few_shot=policy.few_shot,
-            reply_format=policy.reply_format,
-            max_new_tokens=policy.max_new_tokens,
-            temperature=policy.temperature,
-            process_reward=settings.process_reward,
-            batch_size=batch_size,
-        )
-
-    @property
-    def seed(self) -> int:
-        """The base seed of episode seeds, budget draws and sampling (the policy's)."""
-        return self.policy.seed
-
-    @property
-    def style(self) -> Any:
-        """The policy's :class:`~baselines.llm.prompting.few_shot.PromptStyle`."""
-        return self.policy.style
-
-    @property
-    def temperature(self) -> float:
-        """The sampling temperature (the policy's; TRL's trainer must use the same)."""
-        return self.policy.temperature
-
-    @property
-    def max_new_tokens(self) -> int:
-        """The most tokens of one reply (the policy's)."""
-        return self.policy.max_new_tokens
 
     # ------------------------------------------------------------- TRL entry
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
@@ -394,20 +334,23 @@ class EpisodeRollout:
         keep_prompts: bool = False,
     ) -> list[Episode]:
         """Play one episode per entry of ``task_ids`` (a group per run of equal ids)."""
-        self.style.check_tasks(self.env_id, task_ids)  # no example's instance, no example id
+        env_id, budget, progress = (
+            self.settings.env_id,
+            self.settings.budget,
+            self.settings.process_reward,
+        )
+        self.style.check_tasks(env_id, task_ids)  # no example's instance, no example id
         episodes = []
         group_budget = None
         for index, task_id in enumerate(task_ids):
             new_group = index == 0 or task_ids[index - 1] != task_id
-            if new_group or not self.budget.shared:
-                group_budget = self.budget.draws.draw(self._budget_rng)
+            if new_group or not budget.shared:
+                group_budget = budget.draws.draw(self._budget_rng)
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
             seed = seeding.episode_seed(self.seed, task_id, sample)
             stack = self._stack(index)
-            episodes.append(
-                start_episode(stack, chat, task_id, seed, group_budget, self.process_reward)
-            )
+            episodes.append(start_episode(stack, chat, task_id, seed, group_budget, progress))
         play_episodes(episodes, chat, generate, decode, keep_prompts)
         self.last_stats = summarize(episodes)
         return episodes
@@ -431,9 +374,10 @@ class EpisodeRollout:
 
     def _stack(self, index: int) -> gym.Env:
         # Envs are reused across steps: building a stack costs more than a reset.
+        budget = self.settings.budget
         while len(self._stacks) <= index:
-            regime = BudgetRegime.fixed(self.budget.max_budget, self.budget.visible)
-            self._stacks.append(make_stack(self.env_id, regime, TRAINING_STACK))
+            regime = BudgetRegime.fixed(budget.max_budget, budget.visible)
+            self._stacks.append(make_stack(self.settings.env_id, regime, TRAINING_STACK))
         return self._stacks[index]
 
     @staticmethod

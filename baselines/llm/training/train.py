@@ -112,13 +112,13 @@ def train_llm(
             model = apply_lora(model.to(getattr(torch, config.compute_dtype())), config.lora)
         started = time.perf_counter()
         if warm.steps:  # each phase plays a rollout of its own, from the same seeds
-            rollout = EpisodeRollout.from_settings(config.rollout)
+            rollout = EpisodeRollout(config.rollout)
             model = run_warm_start(model, tokenizer, rollout, warm, scratch, log)
         timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
         progress = GRPOLog(grpo.steps, grpo.collapse_invalid, log)  # its bar starts with GRPO
         started = time.perf_counter()
         if grpo.steps:
-            rollout = EpisodeRollout.from_settings(config.rollout)
+            rollout = EpisodeRollout(config.rollout)
             model = train_grpo(model, tokenizer, rollout, grpo, scratch, progress)
         timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
     finally:

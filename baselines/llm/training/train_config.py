@@ -23,6 +23,7 @@ from typing import Any
 from agent_envs.arguments import flag, int_arg, number_arg, parse_tasks
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.evaluation.settings import check_tasks
+from baselines.llm.agents.policy import check_temperature
 from baselines.llm.models.lora import LoRASpec
 from baselines.llm.models.model_source import ModelSource
 from baselines.llm.models.precision import DTYPES, check_dtype, resolve_dtype
@@ -91,7 +92,7 @@ class PolicySettings:
 
     def __post_init__(self) -> None:
         check_int(self.max_new_tokens, "max_new_tokens", 1)
-        check_number(self.temperature, "temperature", 0.0, open_low=True)
+        check_temperature(self.temperature, greedy=False)
         check_int(self.few_shot, "few_shot", 0, EXAMPLE_POOL)
         if self.reply_format is not None and self.reply_format not in REPLY_FORMATS:
             raise InvalidValue(
@@ -114,14 +115,15 @@ class RolloutSettings:
         budget: the turn budgets of the episodes (a
             :class:`~agent_envs.env_stack.BudgetRegime`, which the rollout
             checks when it is built).
-        policy: how the model is prompted and sampled.
+        policy: how the model is prompted and sampled (by default
+            :class:`PolicySettings`' defaults).
         seed: the base seed of episode seeds, budget draws and sampling.
         process_reward: track each episode's progress (for the process reward).
     """
 
     env_id: str
     budget: BudgetRegime
-    policy: PolicySettings
+    policy: PolicySettings = field(default_factory=PolicySettings)
     seed: int = 0
     process_reward: bool = False
 
@@ -165,7 +167,8 @@ class GRPOSettings:
         k: attempts per task in a group.
         tasks_per_step: groups per step.
         micro_batch: episodes per forward and backward pass (``None``: all).
-        learning_rate, temperature, max_new_tokens, beta: TRL's settings.
+        learning_rate, max_new_tokens, beta: TRL's settings (its
+            ``temperature`` is the rollout's: :class:`PolicySettings`).
         process_reward: the process reward's coefficient (0: outcome only).
         collapse_invalid: the collapse guard's invalid-reply limit.
         tasks: the training task ids.
@@ -178,7 +181,6 @@ class GRPOSettings:
     tasks_per_step: int
     micro_batch: int | None
     learning_rate: float
-    temperature: float
     max_new_tokens: int
     beta: float
     process_reward: float
@@ -423,7 +425,6 @@ class LLMTrainConfig:
                 tasks_per_step=self.tasks_per_step,
                 micro_batch=self.micro_batch,
                 learning_rate=self.learning_rate,
-                temperature=self.temperature,
                 max_new_tokens=self.max_new_tokens,
                 beta=self.beta,
                 process_reward=self.process_reward,
