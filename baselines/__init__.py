@@ -29,8 +29,8 @@ _AGENTS = {
     "OracleAgent": "baselines.simple_agents",
     "NoisyOracleAgent": "baselines.simple_agents",
     "SB3Agent": "baselines.sb3.agent",
-    "HFAgent": "baselines.llm.hf_agent",
-    "OpenAIChatAgent": "baselines.llm.openai_agent",
+    "HFAgent": "baselines.llm.agents.hf_agent",
+    "OpenAIChatAgent": "baselines.llm.agents.openai_agent",
 }
 
 __all__ = sorted(_AGENTS)

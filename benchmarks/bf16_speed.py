@@ -13,7 +13,7 @@ For each dtype it measures, on one thread:
 * **decoding**: a prefill of 8 x 400 tokens and 6 cached single-token steps,
   CPU-s, as a rollout turn runs them.
 
-bfloat16 means :mod:`baselines.llm.precision`'s: the base stored in bfloat16,
+bfloat16 means :mod:`baselines.llm.models.precision`'s: the base stored in bfloat16,
 every forward under bfloat16 autocast, the adapters float32.  Each figure is
 the minimum of ``--repeats`` runs (CPU time, ``time.process_time``).  Run it
 on a quiet core; it prints the load average.
@@ -44,9 +44,9 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from baselines.llm.hf_loading import load_for_inference
-    from baselines.llm.lora import LoRASpec, apply_lora
-    from baselines.llm.precision import autocast_for, native_bfloat16
+    from baselines.llm.models.hf_loading import load_for_inference
+    from baselines.llm.models.lora import LoRASpec, apply_lora
+    from baselines.llm.models.precision import autocast_for, native_bfloat16
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -1,7 +1,7 @@
 """Seconds per GRPO step on CPU with the tiny model, and what batched generation buys.
 
 Setting: GuessNumber, T=8, 32 episodes a step (K=8 attempts at 4 tasks), the
-tiny Llama of ``baselines.llm.tiny`` after a short warm start (so that its
+tiny Llama of ``baselines.llm.models.tiny`` after a short warm start (so that its
 replies are well formed and most episodes run their 8 turns), 1 torch thread.
 
 Prints:
@@ -10,7 +10,7 @@ Prints:
   and the share of it spent in the rollout (generation plus env steps);
 * the rollout of the same 32 episodes four ways: batched (one call per turn
   for all live episodes) or one episode per call, each with the prefix cache
-  (``baselines.llm.prefix_cache``: a turn runs only the tokens added since the
+  (``baselines.llm.agents.prefix_cache``: a turn runs only the tokens added since the
   last one) or with plain ``model.generate`` (which re-reads the whole
   dialogue every turn).  For each: the whole rollout's seconds and the part
   spent generating (the rest is env steps and building prompts, the same every
@@ -63,14 +63,14 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder
-    from baselines.llm.grpo import grpo_config
-    from baselines.llm.rewards import outcome_reward
-    from baselines.llm.rollout import EpisodeRollout
-    from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
-    from baselines.llm.tasks import task_prompt
-    from baselines.llm.tiny import build_tiny_model
-    from baselines.llm.warm_start import demonstrations, warm_start
+    from baselines.llm.agents.generation import HFGenerator, eos_token_ids, reply_decoder
+    from baselines.llm.models.tiny import build_tiny_model
+    from baselines.llm.training.grpo import grpo_config
+    from baselines.llm.training.rewards import outcome_reward
+    from baselines.llm.training.rollout import EpisodeRollout, task_prompt
+    from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
+    from baselines.llm.training.train_config import PolicySettings, RolloutSettings
+    from baselines.llm.training.warm_start import demonstrations, warm_start
 
     folder = Path(tempfile.mkdtemp(prefix="grpo-speed-"))
     path = build_tiny_model(folder / "tiny", ENV)
@@ -78,7 +78,8 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(path)
 
     def rollout() -> EpisodeRollout:
-        return EpisodeRollout(ENV, BudgetRegime.fixed(BUDGET), seed=0, max_new_tokens=8)
+        policy = PolicySettings(max_new_tokens=8)
+        return EpisodeRollout(RolloutSettings(ENV, BudgetRegime.fixed(BUDGET), policy, seed=0))
 
     rows = demonstrations(model, tokenizer, rollout(), range(16), 2)
     model = warm_start(

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from llm_fixtures import build_tiny_model
 
 from agent_envs.evaluation import evaluate
-from baselines.llm.hf_agent import HFAgent
+from baselines.llm.agents.hf_agent import HFAgent
 
 BATCH_SIZES = (1, 8, 32)
 TURNS = 10

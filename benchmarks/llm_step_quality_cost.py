@@ -27,7 +27,7 @@ import gymnasium as gym
 
 import agent_envs  # noqa: F401  (registers the env ids)
 from agent_envs.evaluation import step_quality
-from baselines.llm.hf_agent import HFAgent
+from baselines.llm.agents.hf_agent import HFAgent
 from wrappers.info import chat_stack
 
 ENV = "agent_envs/GuessNumber-20-v0"
@@ -58,7 +58,7 @@ def main(model: str | None) -> None:
 
     torch.set_num_threads(1)
     if model is None:
-        from baselines.llm.tiny import build_tiny_model
+        from baselines.llm.models.tiny import build_tiny_model
 
         model = str(build_tiny_model(tempfile.mkdtemp() + "/tiny", ENV))
     agent = CountingAgent(

@@ -12,7 +12,7 @@ Prints, per setting:
   inside TRL's ``rollout_func``) and the update (everything else: TRL's
   scoring, loss, backward and optimiser step), with ``train-llm``'s trainer
   (``--trainer shared``: the episodes' shared opening run once per
-  micro-batch, ``baselines.llm.shared_opening``) or TRL's own (``--trainer
+  micro-batch, ``baselines.llm.training.shared_opening``) or TRL's own (``--trainer
   trl``: every row whole);
 * the update's tokens per second (real tokens of the step's sequences), and
   the floor: a bare forward and backward of the same model, on the same
@@ -99,11 +99,11 @@ def measure(args: argparse.Namespace, episodes: int, mode: str) -> dict[str, flo
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from baselines.llm.grpo import grpo_config
-    from baselines.llm.lora import LoRASpec, apply_lora
-    from baselines.llm.rewards import outcome_reward
-    from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
-    from baselines.llm.tasks import task_prompt
+    from baselines.llm.models.lora import LoRASpec, apply_lora
+    from baselines.llm.training.grpo import grpo_config
+    from baselines.llm.training.rewards import outcome_reward
+    from baselines.llm.training.rollout import task_prompt
+    from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
 
     model, tokenizer = setup.load(args.model)
     if mode == "lora":
@@ -169,7 +169,7 @@ def floor(model, output: dict, micro: int, pad_id: int) -> float:
     """Return the seconds of a bare forward+backward+step on the step's padded micro-batches."""
     import torch
 
-    from baselines.llm.generation import left_pad
+    from baselines.llm.agents.generation import left_pad
 
     prompts, completions = output["prompt_ids"], output["completion_ids"]
     prompt_ids, prompt_mask = left_pad(prompts, pad_id)
@@ -200,7 +200,7 @@ def floor(model, output: dict, micro: int, pad_id: int) -> float:
 
 def rollout_against_generate(model, tokenizer, env_id: str, output: dict) -> dict[str, float]:
     """Replay the step's rollout keeping its prompts; time bare ``generate`` on them."""
-    from baselines.llm.generation import eos_token_ids, left_pad, reply_decoder
+    from baselines.llm.agents.generation import eos_token_ids, left_pad, reply_decoder
 
     runner = setup.rollout(env_id, BUDGET)
     tasks = output["task_id"]

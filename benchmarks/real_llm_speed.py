@@ -62,10 +62,10 @@ def build(kind: str, args, threads: int):
     if args.max_new_tokens is not None:
         common["max_new_tokens"] = args.max_new_tokens
     if kind == "hf":
-        from baselines.llm.hf_agent import HFAgent
+        from baselines.llm.agents.hf_agent import HFAgent
 
         return HFAgent(args.model, batch_size=args.batch, device="cpu", **common)
-    from baselines.llm.llamacpp_agent import LlamaCppAgent
+    from baselines.llm.agents.llamacpp_agent import LlamaCppAgent
 
     return LlamaCppAgent(args.model, **common)
 
@@ -89,7 +89,7 @@ def model_shape(name: str) -> tuple[int, int, int]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from baselines.llm.models import resolve_model
+    from baselines.llm.models.models import resolve_model
 
     folder = resolve_model(name)
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
@@ -166,8 +166,8 @@ def run(kind: str, threads: int, args, shape, profile: bool) -> None:
 
 def greedy_agreement(args, states: int) -> None:
     """Print how often llama.cpp's quantised weights give the float32 model's greedy reply."""
-    from baselines.llm.hf_agent import HFAgent
-    from baselines.llm.llamacpp_agent import LlamaCppAgent
+    from baselines.llm.agents.hf_agent import HFAgent
+    from baselines.llm.agents.llamacpp_agent import LlamaCppAgent
 
     common = dict(few_shot=1, temperature=0.0, env_id=ENV, threads=1)
     reference = HFAgent(args.model, device="cpu", **common)

@@ -4,7 +4,7 @@ It starts llama-cpp-python's OpenAI-compatible server (``python -m
 llama_cpp.server``, from ``--server-python``: an environment with
 ``pip install "llama-cpp-python[server]"``) on 127.0.0.1 with the shipped
 SmolLM2-135M-Instruct GGUF and a function-calling chat format, then plays
-each env with :class:`~baselines.llm.openai_agent.OpenAIChatAgent` twice:
+each env with :class:`~baselines.llm.agents.openai_agent.OpenAIChatAgent` twice:
 
 * **text**: the bare-action reply format (one line, ``"stop": ["\\n"]``);
 * **tool**: ``tool_calls=True``: the env's action is the function ``act``
@@ -46,8 +46,8 @@ import psutil
 
 import agent_envs
 from agent_envs.evaluation import evaluate
-from baselines.llm.models import gguf_file
-from baselines.llm.openai_agent import OpenAIChatAgent
+from baselines.llm.agents.openai_agent import OpenAIChatAgent
+from baselines.llm.models.models import gguf_file
 from wrappers.info import chat_stack
 
 gym.register_envs(agent_envs)

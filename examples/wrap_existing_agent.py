@@ -25,7 +25,7 @@ import gymnasium as gym
 import agent_envs
 from agent_envs.evaluation import evaluate
 from agent_envs.protocol import AgentAction
-from baselines.llm.replies import parse_action
+from baselines.llm.prompting.replies import parse_action
 from wrappers.info import ChatHistory
 from wrappers.protocol import MESSAGES
 

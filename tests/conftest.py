@@ -37,7 +37,7 @@ def no_training(monkeypatch) -> type[TrainingStarted]:
     A test then shows that a command's checks come first; it gets the exception
     class, to expect it where the checks pass.
     """
-    from baselines.llm import train as llm_train
+    from baselines.llm.training import train as llm_train
     from baselines.sb3 import train as sb3_train
 
     def refuse(*args, **kwargs):
@@ -86,8 +86,8 @@ def loaded(tiny_path):
 
 @pytest.fixture(scope="session")
 def tiny_llama_path(tmp_path_factory):
-    """The training tests' tiny Llama (``baselines.llm.tiny``), built once for the session."""
-    from baselines.llm.tiny import build_tiny_model
+    """The training tests' tiny Llama (``baselines.llm.models.tiny``), built once a session."""
+    from baselines.llm.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("llama") / "tiny", "agent_envs/GuessNumber-v0")
 

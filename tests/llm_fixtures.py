@@ -311,7 +311,7 @@ class TinyBackend:
         self.model, self.tokenizer = load_tiny(path)
 
     def __call__(self, body: dict) -> str:
-        from baselines.llm.hf_agent import HFAgent
+        from baselines.llm.agents.hf_agent import HFAgent
 
         agent = HFAgent(
             self.model,
@@ -345,17 +345,18 @@ def scored_grpo_batch(trainer_class, path, out):
     from datasets import Dataset
 
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.grpo import grpo_config
-    from baselines.llm.rewards import outcome_reward
-    from baselines.llm.rollout import EpisodeRollout
-    from baselines.llm.tasks import task_prompt
+    from baselines.llm.training.grpo import grpo_config
+    from baselines.llm.training.rewards import outcome_reward
+    from baselines.llm.training.rollout import EpisodeRollout, task_prompt
+    from baselines.llm.training.train_config import PolicySettings, RolloutSettings
 
     model, tokenizer = load_left_padded(path)
     runner = EpisodeRollout(
-        "agent_envs/GuessNumber-v0",
-        BudgetRegime((9, 10), visible=True, shared=False),
-        seed=0,
-        max_new_tokens=8,
+        RolloutSettings(
+            "agent_envs/GuessNumber-v0",
+            BudgetRegime((9, 10), visible=True, shared=False),
+            PolicySettings(max_new_tokens=8),
+        )
     )
     args = grpo_config(
         out, per_device_train_batch_size=8, num_generations=4, max_steps=1, temperature=1.0

@@ -9,7 +9,7 @@ import pytest
 
 from agent_envs.evaluation import evaluate
 from agent_envs.instances import instance_key
-from baselines.llm.few_shot import (
+from baselines.llm.prompting.few_shot import (
     FIRST_EXAMPLE_ID,
     PromptStyle,
     check_not_example,
@@ -18,8 +18,8 @@ from baselines.llm.few_shot import (
     example_task_ids,
     oracle_episodes,
 )
-from baselines.llm.messages import insert_examples
-from baselines.llm.replies import (
+from baselines.llm.prompting.messages import insert_examples
+from baselines.llm.prompting.replies import (
     ACTION_SYSTEM_PROMPT,
     DEFAULT_SYSTEM_PROMPT,
     format_action,
@@ -197,7 +197,7 @@ def test_reply_complete(text, reply_format, complete):
 
 
 def test_the_openai_agent_sends_the_same_examples_and_stops_at_the_line():
-    from baselines.llm.openai_agent import OpenAIChatAgent
+    from baselines.llm.agents.openai_agent import OpenAIChatAgent
 
     agent = OpenAIChatAgent("http://127.0.0.1:9/v1", "m", few_shot=1)
     assert agent.required_info == (ENV_ID,)

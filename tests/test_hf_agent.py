@@ -12,11 +12,11 @@ from llm_fixtures import load_tiny  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.protocol import AgentAction  # noqa: E402
-from baselines.llm import hf_loading  # noqa: E402
-from baselines.llm.generation import GumbelSampler  # noqa: E402
-from baselines.llm.hf_agent import HFAgent, PromptTooLongError  # noqa: E402
-from baselines.llm.messages import plain_prompt  # noqa: E402
-from baselines.llm.replies import parse_action  # noqa: E402
+from baselines.llm.agents.generation import GumbelSampler  # noqa: E402
+from baselines.llm.agents.hf_agent import HFAgent, PromptTooLongError  # noqa: E402
+from baselines.llm.models import hf_loading  # noqa: E402
+from baselines.llm.prompting.messages import plain_prompt  # noqa: E402
+from baselines.llm.prompting.replies import parse_action  # noqa: E402
 from wrappers.info import ChatHistory  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

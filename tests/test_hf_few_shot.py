@@ -14,11 +14,11 @@ pytest.importorskip("transformers")
 from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
 from agent_envs.instances import instance_key  # noqa: E402
-from baselines.llm.few_shot import FIRST_EXAMPLE_ID, example_messages, oracle_episodes  # noqa: E402
-from baselines.llm.generation import generate_replies  # noqa: E402
-from baselines.llm.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
-from baselines.llm.replies import ACTION_REPLY_TOKENS, ReplyStop, cut_reply  # noqa: E402
+from baselines.llm.agents.generation import generate_replies  # noqa: E402
+from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
+from baselines.llm.agents.prefix_cache import PrefixCacheDecoder  # noqa: E402
+from baselines.llm.prompting.few_shot import FIRST_EXAMPLE_ID, example_messages, oracle_episodes  # noqa: E402
+from baselines.llm.prompting.replies import ACTION_REPLY_TOKENS, ReplyStop, cut_reply  # noqa: E402
 from wrappers.info import ChatHistory  # noqa: E402
 from wrappers.protocol import ENV_ID, TASK_ID  # noqa: E402
 

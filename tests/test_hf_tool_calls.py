@@ -20,9 +20,9 @@ pytest.importorskip("transformers")
 from llm_fixtures import SMOLLM2_GGUF, smollm2_folder
 
 from agent_envs.evaluation import evaluate
-from baselines.llm.hf_agent import HFAgent
-from baselines.llm.hf_tools import check_tool_template, message_from_text
-from baselines.llm.tool_messages import TOOL_SYSTEM_PROMPT
+from baselines.llm.agents.hf_agent import HFAgent
+from baselines.llm.prompting.hf_tools import check_tool_template, message_from_text
+from baselines.llm.prompting.tool_messages import TOOL_SYSTEM_PROMPT
 from wrappers.errors import InvalidValue
 from wrappers.info import ChatHistory
 

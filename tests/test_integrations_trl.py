@@ -126,7 +126,7 @@ def test_grpo_trains_through_the_tool_and_the_budget_holds(tmp_path, monkeypatch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from baselines.llm.grpo import no_checkpointing
+    from baselines.llm.training.grpo import no_checkpointing
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = _tool_calling_model(tmp_path)
@@ -173,7 +173,7 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
     """The documented recipe, end to end on CPU.
 
     A tiny model that has never seen a tool call is warm-started on the oracle
-    played through the tool (``baselines.llm.tool_warm_start``); one GRPO step
+    played through the tool (``baselines.llm.training.tool_warm_start``); one GRPO step
     through ``environment_factory`` then makes tool calls, its rewards differ
     within a group, and so its gradient is not zero.
     """
@@ -184,8 +184,8 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
     from transformers import GPT2LMHeadModel
     from trl import GRPOConfig, GRPOTrainer
 
-    from baselines.llm.grpo import no_checkpointing
-    from baselines.llm.tool_warm_start import tool_chat_template, warm_start_tool_calls
+    from baselines.llm.training.grpo import no_checkpointing
+    from baselines.llm.training.tool_warm_start import tool_chat_template, warm_start_tool_calls
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     env_id, tasks = "agent_envs/GuessNumber-20-v0", [0, 1, 2, 3]

@@ -7,6 +7,9 @@ is how ``importlib`` or an entry point would reach up.  Prose may name a layer
 (this module does), and env ids such as ``"agent_envs/Sokoban-v0"`` are
 Gymnasium registry names, not modules.  Higher layers are found only through
 the entry points of :mod:`agent_envs.plugins`.
+
+Inside ``baselines.llm`` the role folders are floors the same way:
+``training -> agents -> models -> prompting``.
 """
 
 from __future__ import annotations
@@ -174,3 +177,66 @@ def test_the_cycle_check_catches_deferred_and_type_checking_imports(tmp_path, mo
     (fake / "third.py").write_text("from wrappers import first, second\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert _cycles(_import_graph()) == ["wrappers.first -> wrappers.second -> wrappers.first"]
+
+
+#: The roles of ``baselines.llm``, one folder each, top floor first: a role
+#: imports its own folder and the roles after it, never one before it.
+LLM_ROLES = ("training", "agents", "models", "prompting")
+#: The most modules (``__init__.py`` included) one role's folder holds.
+MOST_MODULES = 10
+
+
+def _llm_role(module: str) -> str | None:
+    """Return the role folder of a ``baselines.llm`` module (``None``: not in one)."""
+    parts = module.split(".")
+    if parts[:2] == ["baselines", "llm"] and len(parts) > 2 and parts[2] in LLM_ROLES:
+        return parts[2]
+    return None
+
+
+def _role_violations() -> list[str]:
+    """Return one line per import from a role of ``baselines.llm`` up to a higher one."""
+    found = []
+    for module, targets in sorted(_import_graph().items()):
+        role = _llm_role(module)
+        if role is None:
+            continue
+        below = LLM_ROLES[LLM_ROLES.index(role) :]
+        found += [
+            f"{module} ({role}) imports {target}"
+            for target in sorted(targets)
+            if _llm_role(target) not in (None, *below)
+        ]
+    return found
+
+
+def test_the_llm_roles_import_only_downward():
+    assert _role_violations() == []
+
+
+def test_every_llm_module_stands_in_a_small_role_folder():
+    llm = ROOT / "baselines" / "llm"
+    loose = sorted(path.name for path in llm.glob("*.py") if path.name != "__init__.py")
+    assert loose == []
+    assert sorted(path.name for path in llm.iterdir() if path.is_dir() and path.name[0] != "_") == (
+        sorted(LLM_ROLES)
+    )
+    for role in LLM_ROLES:
+        modules = list((llm / role).glob("*.py"))
+        assert (llm / role / "__init__.py") in modules and len(modules) <= MOST_MODULES, role
+
+
+def test_the_role_check_catches_an_upward_import(tmp_path, monkeypatch):
+    llm = tmp_path / "baselines" / "llm"
+    for role in LLM_ROLES:
+        (llm / role).mkdir(parents=True)
+        (llm / role / "__init__.py").write_text("")
+    deferred = "def later():\n    from baselines.llm import training\n"
+    (llm / "agents" / "policy.py").write_text(deferred)
+    (llm / "training" / "rollout.py").write_text("from baselines.llm.agents.policy import later\n")
+    (llm / "prompting" / "replies.py").write_text("import baselines.llm.models\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert _role_violations() == [
+        "baselines.llm.agents.policy (agents) imports baselines.llm.training",
+        "baselines.llm.prompting.replies (prompting) imports baselines.llm.models",
+    ]

@@ -7,7 +7,7 @@ run is named, and its training line printed, as the mix.
 from __future__ import annotations
 
 from agent_envs.env_stack import BudgetRegime
-from baselines.llm.train import COMMAND
+from baselines.llm.training.train import COMMAND
 
 GUESS = "agent_envs/GuessNumber-v0"
 

@@ -15,11 +15,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
 from agent_envs.env_stack import BudgetRegime  # noqa: E402
-from baselines.llm.grpo import grpo_config  # noqa: E402
-from baselines.llm.lora import ADAPTER_FOLDER, LoRASpec, apply_lora, save_model  # noqa: E402
-from baselines.llm.rollout import EpisodeRollout  # noqa: E402
-from baselines.llm.tasks import task_prompt  # noqa: E402
-from baselines.llm.train import main as train_main  # noqa: E402
+from baselines.llm.models.lora import ADAPTER_FOLDER, LoRASpec, apply_lora, save_model  # noqa: E402
+from baselines.llm.training.grpo import grpo_config  # noqa: E402
+from baselines.llm.training.rollout import EpisodeRollout, task_prompt  # noqa: E402
+from baselines.llm.training.train import main as train_main  # noqa: E402
+from baselines.llm.training.train_config import PolicySettings, RolloutSettings  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -40,7 +40,8 @@ def test_grpo_with_lora_moves_only_the_adapters_and_saves_a_merged_model(tiny_ll
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in name for name in trainable)
-    runner = EpisodeRollout(GUESS, BudgetRegime.fixed(4), seed=0, max_new_tokens=6)
+    policy = PolicySettings(max_new_tokens=6)
+    runner = EpisodeRollout(RolloutSettings(GUESS, BudgetRegime.fixed(4), policy, seed=0))
     args = grpo_config(
         tmp_path / "ckpt",
         per_device_train_batch_size=4,

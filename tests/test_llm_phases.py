@@ -12,8 +12,8 @@ import dataclasses
 import pytest
 
 from agent_envs.env_stack import BudgetRegime
-from baselines.llm.model_source import ModelSource
-from baselines.llm.train_config import (
+from baselines.llm.models.model_source import ModelSource
+from baselines.llm.training.train_config import (
     GRPOSettings,
     LLMTrainConfig,
     PolicySettings,
@@ -55,8 +55,8 @@ def test_each_phase_gets_its_settings_object():
         steps=9, episodes=2, epsilon=0.5, learning_rate=2e-2, tasks=(3, 4, 5), seed=11
     )
     assert CONFIG.grpo == GRPOSettings(
-        steps=7, k=4, tasks_per_step=2, micro_batch=4, learning_rate=1e-3, temperature=0.7,
-        max_new_tokens=12, beta=0.1, process_reward=0.3, collapse_invalid=0.8,
+        steps=7, k=4, tasks_per_step=2, micro_batch=4, learning_rate=1e-3, max_new_tokens=12,
+        beta=0.1, process_reward=0.3, collapse_invalid=0.8,
         tasks=(3, 4, 5), seed=11,
     )  # fmt: skip
     assert CONFIG.grpo.episodes == 8

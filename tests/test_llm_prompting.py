@@ -1,6 +1,7 @@
 """The prompting and parsing code the LLM agents share.
 
-``baselines.llm.replies``, ``baselines.llm.messages`` and ``baselines.llm.prompt_encoder``.
+``baselines.llm.prompting.replies``, ``baselines.llm.prompting.messages`` and
+``baselines.llm.prompting.prompt_encoder``.
 """
 
 from __future__ import annotations
@@ -8,8 +9,13 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from baselines.llm.messages import build_messages, drop_oldest_exchanges, plain_prompt, turn_of
-from baselines.llm.replies import parse_action
+from baselines.llm.prompting.messages import (
+    build_messages,
+    drop_oldest_exchanges,
+    plain_prompt,
+    turn_of,
+)
+from baselines.llm.prompting.replies import parse_action
 from wrappers.info import ChatHistory
 from wrappers.utils.seeding import sampling_seed
 
@@ -129,9 +135,9 @@ def test_turn_of():
 
 # ------------------------------------------------------- the shared policy base
 def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
-    from baselines.llm.openai_agent import OpenAIChatAgent
-    from baselines.llm.policy import LLMPolicy
-    from baselines.llm.replies import ACTION_SYSTEM_PROMPT
+    from baselines.llm.agents.openai_agent import OpenAIChatAgent
+    from baselines.llm.agents.policy import LLMPolicy
+    from baselines.llm.prompting.replies import ACTION_SYSTEM_PROMPT
     from wrappers.protocol import ENV_ID
 
     policy = LLMPolicy(few_shot=1, temperature=0.5, max_new_tokens=12, seed=5)
@@ -143,11 +149,12 @@ def test_the_llm_policy_base_owns_the_prompt_style_sampling_and_reply_seeds():
     assert policy.reply_seed(7, 1, [1, 2, 3]) == policy.reply_seed(7, 1, "1,2,3") == expected
     # Without an episode seed, a policy draws one from its own seeded generator.
     first, again = LLMPolicy(seed=5), LLMPolicy(seed=5)
-    drawn = [first._sample_seed({"turn": 0}, [1]) for _ in range(2)]
-    assert drawn == [again._sample_seed({"turn": 0}, [1]) for _ in range(2)]
+    drawn = [first.sample_seed({"turn": 0}, [1]) for _ in range(2)]
+    assert drawn == [again.sample_seed({"turn": 0}, [1]) for _ in range(2)]
     assert drawn[0] != drawn[1]
     agent = OpenAIChatAgent("http://127.0.0.1:9/v1", "m", few_shot=1, max_new_tokens=12)
-    assert isinstance(agent, LLMPolicy) and agent.style.reply_format == "action"
+    assert isinstance(agent.policy, LLMPolicy) and agent.style is agent.policy.style
+    assert (agent.style.reply_format, agent.max_new_tokens) == ("action", 12)
     for bad in ({"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0}, {"seed": 1.5}):
         with pytest.raises((TypeError, ValueError)):
             LLMPolicy(**bad)

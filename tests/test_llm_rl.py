@@ -1,6 +1,6 @@
 """LLM RL: the GRPO episode rollout, rewards, the warm start and ``train-llm``.
 
-Every model here is the tiny Llama of ``baselines.llm.tiny``, built offline in a
+Every model here is the tiny Llama of ``baselines.llm.models.tiny``, built offline in a
 temporary folder and loaded back with ``from_pretrained``.
 """
 
@@ -24,16 +24,16 @@ from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
 from agent_envs.instances import instance_key  # noqa: E402
-from baselines.llm.few_shot import FIRST_EXAMPLE_ID, oracle_episodes  # noqa: E402
-from baselines.llm.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
-from baselines.llm.grpo import grpo_config, make_rollout, no_checkpointing  # noqa: E402
-from baselines.llm.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
-from baselines.llm.rewards import outcome_reward, process_reward  # noqa: E402
-from baselines.llm.rollout import EpisodeRollout  # noqa: E402
-from baselines.llm.tasks import task_of, task_prompt  # noqa: E402
-from baselines.llm.train import COMMAND, eval_command  # noqa: E402
-from baselines.llm.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
+from baselines.llm.agents.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
+from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
+from baselines.llm.agents.prefix_cache import PrefixCacheDecoder  # noqa: E402
+from baselines.llm.prompting.few_shot import FIRST_EXAMPLE_ID, oracle_episodes  # noqa: E402
+from baselines.llm.training.grpo import grpo_config, make_rollout, no_checkpointing  # noqa: E402
+from baselines.llm.training.rewards import outcome_reward, process_reward  # noqa: E402
+from baselines.llm.training.rollout import EpisodeRollout, task_of, task_prompt  # noqa: E402
+from baselines.llm.training.train import COMMAND, eval_command  # noqa: E402
+from baselines.llm.training.train_config import PolicySettings, RolloutSettings  # noqa: E402
+from baselines.llm.training.warm_start import OracleReplies, demonstrations, warm_start  # noqa: E402
 from wrappers.utils.seeding import episode_seed  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
@@ -44,8 +44,9 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 T8 = BudgetRegime.fixed(8)
 
 
-def rollout(budget=T8, **kwargs):
-    return EpisodeRollout(GUESS, budget, seed=kwargs.pop("seed", 0), max_new_tokens=8, **kwargs)
+def rollout(budget=T8, seed=0, process_reward=False, **policy):
+    settings = PolicySettings(max_new_tokens=8, **policy)
+    return EpisodeRollout(RolloutSettings(GUESS, budget, settings, seed, process_reward))
 
 
 #: Two tasks whose secrets the oracle finds in 2 turns: GRPO can improve on them in
@@ -433,7 +434,7 @@ def test_process_return_is_the_share_of_the_oracle_distance_covered(tiny_llama_p
 
 # ----------------------------------------------------------------- training
 def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_path):
-    from baselines.llm.train import LLMTrainConfig, train_llm
+    from baselines.llm.training.train import LLMTrainConfig, train_llm
 
     short = BudgetRegime.fixed(4)
     probe = [task for task in SHORT_TASKS for _ in range(32)]
@@ -461,7 +462,7 @@ def test_grpo_improves_a_warm_started_models_training_success(warm_path, tmp_pat
 
 
 def test_the_kl_anchor_is_the_warm_start_and_every_step_logs_its_signal(tmp_path):
-    from baselines.llm.train import LLMTrainConfig, train_llm
+    from baselines.llm.training.train import LLMTrainConfig, train_llm
 
     # Warm-started in the same process: TRL would reload the untrained base from
     # the model's folder as the reference; the anchor must be the warm start.
@@ -480,7 +481,7 @@ def test_the_kl_anchor_is_the_warm_start_and_every_step_logs_its_signal(tmp_path
 
 
 def test_the_collapse_guard_stops_a_run_that_writes_invalid_replies(tiny_llama_path, tmp_path):
-    from baselines.llm.train import COLLAPSE_WINDOW, LLMTrainConfig, train_llm
+    from baselines.llm.training.train import COLLAPSE_WINDOW, LLMTrainConfig, train_llm
 
     lines = []
     # The untrained tiny model writes almost nothing but invalid replies.
@@ -514,6 +515,7 @@ def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(
     config = COMMAND.configs(args)[0]
     assert (config.few_shot, make_rollout(config).style.reply_format) == (2, "action")
     assert make_rollout(config).temperature == config.temperature == 0.7
+    assert make_rollout(config).settings is config.rollout  # taken whole
     assert '"few_shot": 2' in eval_command(config, Path("out"))
     settings = args.eval_flags.settings(
         COMMAND.parse([GUESS, "--eval-tasks", "10050,10002", "--eval-k", "1,2"]),

@@ -25,8 +25,8 @@ from llm_fixtures import ChatServer, TinyBackend
 import agent_envs  # noqa: F401
 from agent_envs.evaluation import NoisyOracleAgent, evaluate, step_quality
 from agent_envs.protocol import ReplyWriter
-from baselines.llm.hf_agent import HFAgent
-from baselines.llm.openai_agent import OpenAIChatAgent
+from baselines.llm.agents.hf_agent import HFAgent
+from baselines.llm.agents.openai_agent import OpenAIChatAgent
 from wrappers.info import chat_stack
 from wrappers.protocol import ORACLE_ACTIONS, TASK_ID, TURN
 

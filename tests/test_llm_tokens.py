@@ -10,6 +10,7 @@ installed, skipped otherwise).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
@@ -25,22 +26,25 @@ import agent_envs  # noqa: E402, F401
 from agent_envs import cli  # noqa: E402
 from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from baselines.llm.chat_tokens import ChatTokens  # noqa: E402
-from baselines.llm.few_shot import example_messages  # noqa: E402
-from baselines.llm.generation import (  # noqa: E402
+from baselines.llm.agents.generation import (  # noqa: E402
     HFGenerator,
     eos_token_ids,
     reply_decoder,
 )
-from baselines.llm.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.messages import build_messages  # noqa: E402
-from baselines.llm.prompt_encoder import PromptEncoder  # noqa: E402
-from baselines.llm.replies import to_agent_action  # noqa: E402
-from baselines.llm.rollout import EpisodeRollout, start_episode  # noqa: E402
-from baselines.llm.tiny import CHAT_TEMPLATE  # noqa: E402
+from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
+from baselines.llm.models.tiny import CHAT_TEMPLATE  # noqa: E402
+from baselines.llm.prompting.chat_tokens import ChatTokens  # noqa: E402
+from baselines.llm.prompting.few_shot import example_messages  # noqa: E402
+from baselines.llm.prompting.messages import build_messages  # noqa: E402
+from baselines.llm.prompting.prompt_encoder import PromptEncoder  # noqa: E402
+from baselines.llm.prompting.replies import to_agent_action  # noqa: E402
+from baselines.llm.training.rollout import EpisodeRollout, start_episode  # noqa: E402
+from baselines.llm.training.train_config import PolicySettings, RolloutSettings  # noqa: E402
 from wrappers.info import chat_stack  # noqa: E402
 
 GUESS = "agent_envs/GuessNumber-v0"
+#: The rollouts' policy here: six tokens a reply, the other settings the defaults.
+SIX_TOKENS = PolicySettings(max_new_tokens=6)
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 #: SmolLM2's own template: a default system prompt when the dialogue has none.
 SMOLLM2_TEMPLATE = (
@@ -73,7 +77,8 @@ def model_path(request):
 def play(path, tasks, budget=4, keep_prompts=False, **kwargs):
     """Play rollout episodes; return them with every reply the generator returned."""
     model, tokenizer = load(path)
-    runner = EpisodeRollout(GUESS, BudgetRegime.fixed(budget), seed=0, max_new_tokens=6, **kwargs)
+    policy = dataclasses.replace(SIX_TOKENS, **kwargs)
+    runner = EpisodeRollout(RolloutSettings(GUESS, BudgetRegime.fixed(budget), policy, seed=0))
     generator = runner.hf_generator(model, tokenizer)
     replies = {}
 
@@ -185,7 +190,7 @@ def test_a_reply_ends_where_its_stop_says_with_its_log_probs(tiny_llama_path):
     model, tokenizer = load(tiny_llama_path)
     firsts = []
     for stop in (None, lambda tokens: len(tokens) == 2):
-        runner = EpisodeRollout(GUESS, BudgetRegime.fixed(3), seed=0, max_new_tokens=6)
+        runner = EpisodeRollout(RolloutSettings(GUESS, BudgetRegime.fixed(3), SIX_TOKENS))
         generator = HFGenerator(model, tokenizer, runner, stop=stop)
         chat = runner.chat_tokens(model, tokenizer)
         episodes = [
@@ -259,7 +264,7 @@ def test_where_the_template_is_not_prefix_stable_the_delta_is_used(tiny_llama_pa
     assert "1 messages so far" in tokenizer.decode(first + reply + delta)
     assert "3 messages so far" in tokenizer.decode(rendered)
     # The rollout keeps the model's view too: every prompt extends the one before.
-    runner = EpisodeRollout(GUESS, BudgetRegime.fixed(4), seed=0, max_new_tokens=6)
+    runner = EpisodeRollout(RolloutSettings(GUESS, BudgetRegime.fixed(4), SIX_TOKENS))
     episodes = runner.run(
         [2, 2],
         runner.chat_tokens(model, tokenizer),

@@ -14,9 +14,9 @@ from gguf_fixtures import tiny_llama, write_tiny_gguf  # noqa: E402
 from llm_fixtures import build_tiny_model  # noqa: E402
 
 from agent_envs.cli import main  # noqa: E402
-from baselines.llm import models  # noqa: E402
-from baselines.llm.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.models import (  # noqa: E402
+from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
+from baselines.llm.models import models  # noqa: E402
+from baselines.llm.models.models import (  # noqa: E402
     CACHE_ENV,
     ModelError,
     cache_dir,

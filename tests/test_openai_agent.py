@@ -21,8 +21,12 @@ from llm_fixtures import ChatServer, TinyBackend, build_tiny_model, echo_backend
 from agent_envs import cli
 from agent_envs.evaluation import evaluate
 from agent_envs.protocol import AgentAction
-from baselines.llm.openai_agent import ChatCompletionError, OpenAIChatAgent, chat_completions_url
-from baselines.llm.replies import DEFAULT_SYSTEM_PROMPT, parse_action
+from baselines.llm.agents.openai_agent import (
+    ChatCompletionError,
+    OpenAIChatAgent,
+    chat_completions_url,
+)
+from baselines.llm.prompting.replies import DEFAULT_SYSTEM_PROMPT, parse_action
 from wrappers.info import ChatHistory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -111,7 +115,7 @@ def test_greedy_replies_match_the_local_hf_agent(server, backend):
     """The same model behind HTTP and in-process, greedy: the same action."""
     if backend is echo_backend:
         pytest.skip("needs transformers")
-    from baselines.llm.hf_agent import HFAgent
+    from baselines.llm.agents.hf_agent import HFAgent
 
     env = ChatHistory(gym.make("agent_envs/GuessNumber-v0"))
     observation, info = env.reset(seed=0, options={"task_id": 1})
@@ -135,10 +139,10 @@ def test_seed_is_derived_from_episode_seed_and_turn(server):
 
 
 def test_the_request_seed_is_the_shared_llm_policy_derivation(server):
-    from baselines.llm.policy import LLMPolicy
+    from baselines.llm.agents.policy import LLMPolicy
 
     agent = make_agent(server, seed=3)
-    assert isinstance(agent, LLMPolicy)
+    assert isinstance(agent.policy, LLMPolicy)
     info = {"episode_seed": 9, "turn": 2}
     body = agent.request_body("Guess.", info)
     prompt = json.dumps(body["messages"], sort_keys=True)
@@ -208,7 +212,8 @@ def on_retry(action):
             if " retry " in record.getMessage():
                 action()
 
-    hook, client_logger = Hook(logging.WARNING), logging.getLogger("baselines.llm.openai_client")
+    client_logger = logging.getLogger("baselines.llm.agents.openai_client")
+    hook = Hook(logging.WARNING)
     client_logger.addHandler(hook)
     try:
         yield

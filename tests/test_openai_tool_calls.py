@@ -13,7 +13,7 @@ import pytest
 from llm_fixtures import ChatServer
 
 from agent_envs.evaluation import evaluate
-from baselines.llm.openai_agent import OpenAIChatAgent
+from baselines.llm.agents.openai_agent import OpenAIChatAgent
 
 LAKE = "agent_envs/FrozenLake-v0"
 

@@ -34,8 +34,8 @@ LIBRARY = ("agent_envs", "wrappers", "baselines")
         "agent_envs.integrations.trl",
         "wrappers",
         "baselines",
-        "baselines.llm.prompt_encoder",
-        "baselines.llm.openai_agent",
+        "baselines.llm.prompting.prompt_encoder",
+        "baselines.llm.agents.openai_agent",
         "studies.runner",
     ],
 )

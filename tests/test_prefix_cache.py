@@ -7,8 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from baselines.llm.generation import generate_replies  # noqa: E402
-from baselines.llm.prefix_cache import PrefixCacheDecoder  # noqa: E402
+from baselines.llm.agents.generation import generate_replies  # noqa: E402
+from baselines.llm.agents.prefix_cache import PrefixCacheDecoder  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

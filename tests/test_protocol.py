@@ -72,7 +72,7 @@ _NOT_KEYS = {
     ("wrappers/utils/seeding.py", "episode_seed"),
     ("agent_envs/cli/play.py", "admissible_actions"),
     ("agent_envs/cli/play.py", "oracle_actions"),
-    ("baselines/llm/openai_agent.py", "messages"),
+    ("baselines/llm/agents/openai_agent.py", "messages"),
 }
 
 

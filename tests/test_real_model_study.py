@@ -46,7 +46,7 @@ def test_the_design_declares_what_the_issue_asks_before_any_run():
 
 def test_the_split_is_distinct_instances_none_a_few_shot_examples_and_balanced():
     from agent_envs.instances import instance_keys
-    from baselines.llm.few_shot import PromptStyle, example_instances
+    from baselines.llm.prompting.few_shot import PromptStyle, example_instances
 
     train, held_out = design.split(
         design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT

@@ -97,7 +97,7 @@ def _sb3(*args: str) -> int:
 
 def _llm(*args: str) -> int:
     pytest.importorskip("trl")
-    from baselines.llm import train as llm_train
+    from baselines.llm.training import train as llm_train
 
     return llm_train.main(list(args))
 
@@ -211,7 +211,7 @@ def test_quick_fills_in_only_the_flags_not_given():
 
 def test_train_llm_quick_fills_in_only_the_flags_not_given():
     """train-llm's --quick follows train-sb3's rule."""
-    from baselines.llm.train import COMMAND
+    from baselines.llm.training.train import COMMAND
 
     argv = [GUESS, "--quick", "--steps", "5", "--group-size", "4", "--tasks", "0:6"]
     args = COMMAND.parse([*argv, "--eval-samples", "3", "--eval-tasks", "10000:10005"])

@@ -563,7 +563,7 @@ def test_train_sb3_refuses_a_used_out_unless_told_and_resumes_truly(tmp_path, ca
 # ------------------------------------------- items 6, 8, 9, 13 on the train commands
 def llm_main(*args: str) -> int:
     pytest.importorskip("trl")
-    from baselines.llm import train as llm_train
+    from baselines.llm.training import train as llm_train
 
     return llm_train.main(list(args))
 
@@ -593,7 +593,7 @@ def test_bad_algo_kwargs_fail_in_one_line_before_any_work(tmp_path, capsys, no_t
 @pytest.mark.parametrize("command", ["train-sb3", "train-llm"])
 def test_ctrl_c_in_a_train_command_says_what_it_leaves(tmp_path, capsys, monkeypatch, command):
     """Item 8: they said `rerun with the same --log`, a flag they do not have."""
-    from baselines.llm import train as llm_train
+    from baselines.llm.training import train as llm_train
     from baselines.sb3 import train as sb3_train
 
     pytest.importorskip("trl" if command == "train-llm" else "stable_baselines3")

@@ -1,6 +1,6 @@
 """The GRPO update with the episodes' shared opening computed once.
 
-The tiny Llama of ``baselines.llm.tiny`` (built offline, loaded with
+The tiny Llama of ``baselines.llm.models.tiny`` (built offline, loaded with
 ``from_pretrained``) with LoRA adapters and TRL's fused LM head: the shared
 path must give TRL's whole-row log-probs and gradients, and run the opening
 once.
@@ -19,8 +19,8 @@ torch = pytest.importorskip("torch")
 from llm_fixtures import load_left_padded as load  # noqa: E402
 from llm_fixtures import scored_grpo_batch  # noqa: E402
 
-from baselines.llm.lora import LoRASpec, apply_lora  # noqa: E402
-from baselines.llm.shared_opening import (  # noqa: E402
+from baselines.llm.models.lora import LoRASpec, apply_lora  # noqa: E402
+from baselines.llm.training.shared_opening import (  # noqa: E402
     MIN_SHARED_TOKENS,
     SharedOpeningGRPOTrainer,
     shared_opening_logps,
@@ -243,7 +243,7 @@ def test_the_trainers_loss_and_gradients_equal_trls_with_chunks_cut_to_their_own
         widths.append(keep)
         return original(model, ids, mask, keep, *args, **kwargs)
 
-    monkeypatch.setattr("baselines.llm.shared_opening.shared_opening_logps", spy)
+    monkeypatch.setattr("baselines.llm.training.shared_opening.shared_opening_logps", spy)
     losses, grads = [], []
     for trls_forward in (False, True):
         if trls_forward:  # TRL's loss on TRL's whole-row forward: the reference

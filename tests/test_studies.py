@@ -204,7 +204,7 @@ def test_the_llm_studys_report_code_gives_its_committed_figures_back(run):
 
 def test_each_training_seed_of_the_llm_study_trains_its_own_warm_start(tmp_path, monkeypatch):
     """The warm start's variance belongs inside the seed-level intervals."""
-    import baselines.llm.train
+    import baselines.llm.training.train
     from studies.llm_budgetmix.design import PLAN, regimes
     from studies.llm_budgetmix.jobs import declare_jobs, warm_start_job, warm_start_jobs
 
@@ -222,7 +222,7 @@ def test_each_training_seed_of_the_llm_study_trains_its_own_warm_start(tmp_path,
     # Each warm start trains with its own seed (the model's init and its data order).
     trained = []
     monkeypatch.setattr(
-        baselines.llm.train,
+        baselines.llm.training.train,
         "train_llm",
         lambda config, out, log: trained.append((config.seed, config.warm_start, str(out))),
     )

@@ -18,8 +18,8 @@ import pytest
 from llm_fixtures import ChatServer
 
 from agent_envs.evaluation import evaluate
-from baselines.llm.openai_agent import OpenAIChatAgent
-from baselines.llm.tool_messages import EXAMPLE_END, NOT_PLAYED, TOOL_SYSTEM_PROMPT
+from baselines.llm.agents.openai_agent import OpenAIChatAgent
+from baselines.llm.prompting.tool_messages import EXAMPLE_END, NOT_PLAYED, TOOL_SYSTEM_PROMPT
 from wrappers.errors import InvalidValue
 from wrappers.info import ChatHistory
 

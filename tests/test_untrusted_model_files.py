@@ -25,9 +25,9 @@ from gguf_fixtures import tiny_llama, write_tiny_gguf  # noqa: E402
 from llm_fixtures import build_tiny_model  # noqa: E402
 
 from agent_envs import cli  # noqa: E402
-from baselines.llm import gguf_check  # noqa: E402
-from baselines.llm.model_cache import MANIFEST, STALE_AFTER_S  # noqa: E402
-from baselines.llm.models import CACHE_ENV, ModelError, check_gguf, resolve_model  # noqa: E402
+from baselines.llm.models import gguf_check  # noqa: E402
+from baselines.llm.models.model_cache import MANIFEST, STALE_AFTER_S  # noqa: E402
+from baselines.llm.models.models import CACHE_ENV, ModelError, check_gguf, resolve_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,7 +157,7 @@ def test_a_wrong_hidden_or_feed_forward_size_is_one_line_from_eval_and_train_llm
 
 def test_a_mismatch_transformers_finds_is_one_line_too(tmp_path, monkeypatch, tokenizer_path):
     """Item 2: a RuntimeError from from_pretrained (sizes) becomes a ModelError, not a trace."""
-    from baselines.llm import models
+    from baselines.llm.models import models
 
     def mismatched(*args, **kwargs):
         raise RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for x\n\tYou set")
@@ -290,7 +290,7 @@ def test_a_conversion_killed_by_sigkill_is_cleaned_by_the_next_run(gguf_path, ca
     """Item 4: kill -9 in the middle of a real conversion, then a later run."""
     script = (
         "import os, signal, sys\n"
-        "from baselines.llm import models\n"
+        "from baselines.llm.models import models\n"
         "real = models._dequantise\n"
         "def dies(path, folder):\n"
         "    real(path, folder)\n"

@@ -9,7 +9,7 @@ root: ``python tools/few_shot_table.py``.
 from __future__ import annotations
 
 from agent_envs.core import MAX_TASK_ID
-from baselines.llm.few_shot import oracle_episodes
+from baselines.llm.prompting.few_shot import oracle_episodes
 
 #: The smallest id of each family (real_llm.md's families table, plus GuessNumber-20).
 ENV_IDS = (

@@ -1,9 +1,9 @@
 """The paper's experiment in miniature, with an LLM: GRPO under turn budgets vs BudgetMix (v3).
 
-A tiny Llama (``baselines.llm.tiny``, about 0.1 M parameters) is trained from
+A tiny Llama (``baselines.llm.models.tiny``, about 0.1 M parameters) is trained from
 scratch on this machine, so the whole pipeline runs end to end: a supervised
 warm start on noisy-oracle transcripts (standing in for a pretrained instruct
-model), then GRPO on whole episodes (``baselines.llm.rollout``) under one of
+model), then GRPO on whole episodes (``baselines.llm.training.rollout``) under one of
 the regimes below, then the evaluator on held-out tasks.
 
 **Why GuessNumber-20 (v3).**  On GuessNumber-v0 (1..100) the warm start had

@@ -38,7 +38,7 @@ def _setup_worker() -> None:
 def train_config(budget: Any, tasks: list[int], **settings: Any) -> Any:
     """Return the study's ``LLMTrainConfig`` for one run."""
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.train import LLMTrainConfig
+    from baselines.llm.training.train import LLMTrainConfig
 
     return LLMTrainConfig(
         ENV_ID,
@@ -73,7 +73,7 @@ def warm_start_jobs(seeds: list[int], tasks: list[int], steps: int, work: Path) 
 
 def warm_start_job(job: Job) -> dict[str, Any]:
     """Build the tiny model and warm-start it with the job's training seed."""
-    from baselines.llm.train import train_llm
+    from baselines.llm.training.train import train_llm
 
     _setup_worker()
     started = time.perf_counter()
@@ -113,7 +113,7 @@ def declare_jobs(regimes: dict, seeds: list[int], common: dict, work: Path) -> l
 
 def _train(job: Job, config: Any, run: Path) -> float:
     """GRPO from the warm start (unless this run trained before it was stopped); seconds."""
-    from baselines.llm.train import train_llm
+    from baselines.llm.training.train import train_llm
 
     if (run / "train_llm.json").exists():  # trained; only the evaluation was missing
         return json.loads((run / "train_llm.json").read_text())["timings"]["grpo_seconds"]
@@ -127,7 +127,7 @@ def run_job(job: Job) -> dict[str, Any]:
     """Train one (regime, seed) from the warm start and evaluate it; return its seconds."""
     from agent_envs.env_stack import BudgetRegime
     from agent_envs.evaluation import EvalResult
-    from baselines.llm.train import evaluate_model
+    from baselines.llm.training.train import evaluate_model
 
     _setup_worker()
     s, run = job.settings, Path(job.folder)

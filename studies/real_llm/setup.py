@@ -3,7 +3,7 @@
 ``benchmarks/real_llm_grpo_speed.py``, :mod:`studies.real_llm.pick` and the
 real-model study import this module.
 
-The prompt is the product's few-shot prompt (:mod:`baselines.llm.few_shot`):
+The prompt is the product's few-shot prompt (:mod:`baselines.llm.prompting.few_shot`):
 the ``"action"`` reply format's system prompt, then ``FEW_SHOT`` episodes
 played by the env's oracle on the reserved example task ids (never trained
 or evaluated on), as earlier turns of the same chat; a reply ends at the end
@@ -30,7 +30,7 @@ LORA_TARGETS = ("q_proj", "v_proj")
 def model_folder(model: str) -> str:
     """Return a local model folder for ``model`` (a folder, a GGUF file or a short name)."""
     try:
-        from baselines.llm.models import resolve_model  # the model loader, where installed
+        from baselines.llm.models.models import resolve_model  # the model loader, where installed
     except ImportError:
         return model
     return os.fspath(resolve_model(model))
@@ -57,21 +57,18 @@ def rollout(
 ) -> Any:
     """Return the GRPO rollout: few-shot examples, bare actions, fixed budget."""
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.rollout import EpisodeRollout
+    from baselines.llm.training.rollout import EpisodeRollout
+    from baselines.llm.training.train_config import PolicySettings, RolloutSettings
 
-    return EpisodeRollout(
-        env_id,
-        BudgetRegime.fixed(budget),
-        seed=seed,
-        few_shot=few_shot,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
+    policy = PolicySettings(
+        few_shot=few_shot, temperature=temperature, max_new_tokens=max_new_tokens
     )
+    return EpisodeRollout(RolloutSettings(env_id, BudgetRegime.fixed(budget), policy, seed))
 
 
 def agent(model: Any, env_id: str, few_shot: int = FEW_SHOT, **kwargs: Any) -> Any:
     """Return an HFAgent that builds its prompts as :func:`rollout` does."""
-    from baselines.llm.hf_agent import HFAgent
+    from baselines.llm.agents.hf_agent import HFAgent
 
     settings = {
         "max_new_tokens": MAX_NEW_TOKENS,

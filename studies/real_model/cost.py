@@ -41,7 +41,7 @@ TARGET_HOURS, LIMIT_HOURS = HOURS["v3"]
 
 def _settings(steps: int) -> dict[str, Any]:
     """The v3 study's settings for one seed-0 job (what ``train_config`` reads)."""
-    from baselines.llm.models import resolve_model
+    from baselines.llm.models.models import resolve_model
 
     train, held_out = design.split(
         design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT
@@ -83,7 +83,7 @@ def plan(version: str, dtype: str) -> dict[str, Any]:
 def measure_steps(job: Job, steps: int) -> dict[str, Any]:
     """Train ``job``'s regime for ``steps`` GRPO steps; return CPU seconds at each step's log."""
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.train import train_llm
+    from baselines.llm.training.train import train_llm
     from studies.real_model.jobs import train_config
 
     job = Job(job.regime, 0, "", {**job.settings, "steps": steps})
@@ -104,7 +104,7 @@ def measure_steps(job: Job, steps: int) -> dict[str, Any]:
 
 def measure_evaluation(job: Job, tasks: int) -> dict[str, Any]:
     """Evaluate the base model as a study run does, on ``tasks`` held-out tasks; its CPU."""
-    from baselines.llm.train import evaluate_model
+    from baselines.llm.training.train import evaluate_model
     from studies.real_model.jobs import train_config
 
     s = job.settings

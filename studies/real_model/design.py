@@ -15,7 +15,7 @@
 * **Why this format, depth and update** (``docs/real_model_study/README.md``
   has the measurements): the terse format halves an episode's tokens; the
   update scores only the model's reply tokens
-  (:mod:`baselines.llm.shared_opening`, exact).  LoRA on the top 8 layers
+  (:mod:`baselines.llm.training.shared_opening`, exact).  LoRA on the top 8 layers
   (the second design) stopped the backward there, but kept only a third of
   what every layer learns (the learning gate, ``v2-top8/gate.md``), so this
   design adapts every layer (forecast 11.0 CPU-hours on one core, measured 10.9).
@@ -150,7 +150,7 @@ def split(env_id: str, train: int, held_out: int, few_shot: int) -> tuple[list[i
         ValueError: the env has too few distinct instances for the split.
     """
     from agent_envs.splits import instance_split
-    from baselines.llm.few_shot import oracle_episodes
+    from baselines.llm.prompting.few_shot import oracle_episodes
 
     examples = [task_id for task_id, _ in oracle_episodes(env_id, few_shot)] if few_shot else []
     return instance_split(env_id, train, held_out, exclude=examples)

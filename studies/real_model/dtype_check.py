@@ -2,7 +2,7 @@
 
 ``python -m studies.real_model.dtype_check`` reruns the real-model study's
 (v3) ``long`` regime for training seeds 0 and 1 with ``dtype`` bfloat16
-(:mod:`baselines.llm.precision`), everything else as that study launched it,
+(:mod:`baselines.llm.models.precision`), everything else as that study launched it,
 and compares the held-out Pass@(1,T) with the committed float32 runs of the
 same seeds.  Its verdict decides the dtype of the next study.
 

@@ -37,7 +37,7 @@ def train_config(job: Job, budget: Any) -> Any:
     later version (``studies.real_model_v4``) runs the same jobs with its own.
     """
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.train import LLMTrainConfig
+    from baselines.llm.training.train import LLMTrainConfig
 
     s = job.settings
     quick = s["quick"]  # the tiny model, built and warm-started first
@@ -73,7 +73,7 @@ def lora_spec(
     layers: int | None, rank: int = design.LORA_RANK, targets: Any = design.LORA_TARGETS
 ) -> Any:
     """Return the study's LoRA adapters on the top ``layers`` layers (``None``: every layer)."""
-    from baselines.llm.lora import LoRASpec
+    from baselines.llm.models.lora import LoRASpec
 
     return LoRASpec(rank, targets=tuple(targets), layers=layers)
 
@@ -91,7 +91,7 @@ def model_hash(folder: Path) -> str:
 def warm_start_job(job: Job) -> dict[str, Any]:
     """``--quick`` only: build the tiny model and warm-start it (the base of every regime)."""
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.train import LLMTrainConfig, train_llm
+    from baselines.llm.training.train import LLMTrainConfig, train_llm
 
     setup_process(job.settings["device"], 1)
     s, started = job.settings, time.perf_counter()
@@ -112,7 +112,7 @@ def warm_start_job(job: Job) -> dict[str, Any]:
 
 def _train(job: Job, config: Any, run: Path) -> list[dict]:
     """GRPO from the base model (unless this run trained before a stop); the per-step log."""
-    from baselines.llm.train import train_llm
+    from baselines.llm.training.train import train_llm
 
     if not (run / "train_llm.json").exists():
         prefix = f"[{job.regime} seed {job.seed}]"
@@ -123,7 +123,7 @@ def _train(job: Job, config: Any, run: Path) -> list[dict]:
 def run_job(job: Job) -> dict[str, Any]:
     """Train one (regime, seed) from the base model and evaluate it on the held-out grid."""
     from agent_envs.env_stack import BudgetRegime
-    from baselines.llm.train import evaluate_model
+    from baselines.llm.training.train import evaluate_model
 
     s, cpu = job.settings, time.process_time()
     setup_process(s["device"], s["threads"])
@@ -176,7 +176,7 @@ def _stopped(run: Path) -> dict | None:
 def pilot_job(job: Job) -> dict[str, Any]:
     """The calibration pilot on some training tasks: the base model, K=1, on the settings'
     ``pilot_t_grid`` (v3's ``PILOT_T_GRID`` by default)."""
-    from baselines.llm.train import evaluate_model
+    from baselines.llm.training.train import evaluate_model
 
     s, cpu = job.settings, time.process_time()
     setup_process(s["device"], s["threads"])

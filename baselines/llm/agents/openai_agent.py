@@ -2,13 +2,13 @@
 
 vLLM, SGLang, llama.cpp's server, TGI and the OpenAI API itself all serve
 ``POST /v1/chat/completions``.  The requests go through
-:class:`~baselines.llm.openai_client.ChatClient` (the standard library only,
+:class:`~baselines.llm.agents.openai_client.ChatClient` (the standard library only,
 so the ``openai`` SDK is not needed), which retries transient failures,
 enforces the deadline and the reply cap, and keeps the API key secret; see
-:mod:`baselines.llm.openai_client`.
+:mod:`baselines.llm.agents.openai_client`.
 
-Prompts and parsing are the ones :class:`~baselines.llm.hf_agent.HFAgent` uses
-(:mod:`baselines.llm.prompt_encoder`, :mod:`baselines.llm.replies`): the
+Prompts and parsing are the ones :class:`~baselines.llm.agents.hf_agent.HFAgent` uses
+(:mod:`baselines.llm.prompting.prompt_encoder`, :mod:`baselines.llm.prompting.replies`): the
 dialogue from ``info["messages"]`` or the observation alone, the system
 prompt first, and the action parsed out of the reply, whose full text is kept
 as ``AgentAction.raw``.  The server applies the chat template; the agent does
@@ -16,7 +16,7 @@ not trim long dialogues (use ``wrappers.ChatHistory(window=N)`` to bound them).
 
 Seeds.  Each request carries ``seed``, derived from the agent's ``seed``,
 ``info["episode_seed"]`` (different for every attempt), the turn and the
-prompt (:meth:`~baselines.llm.policy.LLMPolicy.reply_seed`).  Servers that
+prompt (:meth:`~baselines.llm.agents.policy.LLMPolicy.reply_seed`).  Servers that
 honour it (vLLM, SGLang, llama.cpp) then make a rerun draw the same samples
 while the K attempts of Pass@K stay independent.
 
@@ -36,15 +36,7 @@ from typing import Any
 
 from agent_envs.protocol import AgentAction
 from agent_envs.redaction import remember, scrub, secret_values
-from baselines.llm.few_shot import oracle_episodes
-from baselines.llm.messages import (
-    build_messages,
-    count_exchanges,
-    drop_exchanges,
-    insert_examples,
-    turn_of,
-)
-from baselines.llm.openai_client import (
+from baselines.llm.agents.openai_client import (
     DEFAULT_MAX_REPLY_BYTES,
     MAX_TIMEOUT,
     ChatClient,
@@ -53,14 +45,22 @@ from baselines.llm.openai_client import (
     ContextTooLong,
     chat_completions_url,
 )
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.replies import FORMAT_PROMPT, to_agent_action, with_tokens
-from baselines.llm.tool_calls import TOOL_NAME, action_tool
-from baselines.llm.tool_messages import (
-    TOOL_SYSTEM_PROMPT,
+from baselines.llm.agents.policy import LLMAgent
+from baselines.llm.prompting.few_shot import oracle_episodes
+from baselines.llm.prompting.messages import (
+    build_messages,
+    count_exchanges,
+    drop_exchanges,
+    insert_examples,
+    turn_of,
+)
+from baselines.llm.prompting.replies import to_agent_action, with_tokens
+from baselines.llm.prompting.tool_calls import TOOL_NAME, action_tool
+from baselines.llm.prompting.tool_messages import (
     example_turns,
     record_reply,
     tool_dialogue,
+    tool_settings,
 )
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED
@@ -77,7 +77,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class OpenAIChatAgent(LLMPolicy):
+class OpenAIChatAgent(LLMAgent):
     """Act with a model served behind an OpenAI-compatible ``/v1/chat/completions``.
 
     Args:
@@ -89,7 +89,7 @@ class OpenAIChatAgent(LLMPolicy):
             message from ``wrappers.ChatHistory`` takes its place.  By default
             the reply format's own, as ``HFAgent``'s.
         few_shot, reply_format, env_id: as ``HFAgent``'s
-            (:class:`~baselines.llm.few_shot.PromptStyle`): oracle episodes
+            (:class:`~baselines.llm.prompting.few_shot.PromptStyle`): oracle episodes
             shown first, and the reply format.  With the bare-action format
             each request carries ``"stop": ["\\n"]`` (unless ``extra_body``
             says otherwise), so the server ends a reply at its first line.
@@ -101,14 +101,17 @@ class OpenAIChatAgent(LLMPolicy):
             ``max_tokens``).
         timeout, max_retries, backoff, max_backoff, max_reply_bytes: the
             requests' deadline, retries and reply cap, as
-            :class:`~baselines.llm.openai_client.ChatClient`'s; a failure
+            :class:`~baselines.llm.agents.openai_client.ChatClient`'s; a failure
             that outlasts them is that episode's error.
-        concurrency: the most requests in flight during ``act_batch``.
+        concurrency: the most requests in flight during ``act_batch``, which
+            leaves a request that fails for good as its
+            :class:`ChatCompletionError` in that episode's slot (the
+            evaluator records an error for that episode alone).
         seed: the agent's seed, mixed into every request's ``seed``.
         extra_body: more JSON fields for every request, such as
             ``{"stop": ["\\n\\n"]}`` or vLLM's ``{"top_k": 20}``.
         tool_calls: offer the env's action as the function ``act``
-            (:func:`baselines.llm.tool_calls.action_tool`: a JSON schema, with
+            (:func:`baselines.llm.prompting.tool_calls.action_tool`: a JSON schema, with
             an enum of the admissible actions where they are few) and read
             the move from the reply's ``tool_calls``; a reply without a call
             of ``act`` is an empty action, counted as unparsable.  The server
@@ -121,46 +124,31 @@ class OpenAIChatAgent(LLMPolicy):
         action = agent.act(observation, info)   # an AgentAction; action.raw is the reply
     """
 
+    shown_before_seed = ("concurrency",)
+    shown_after_seed = ("client",)
+
     def __init__(
         self,
         base_url: str,
         model: str,
         *,
         api_key: str | None = None,
-        system_prompt: str | None = FORMAT_PROMPT,
-        few_shot: int = 0,
-        reply_format: str | None = None,
-        env_id: str | None = None,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
         timeout: float = 120.0,
         max_retries: int = 4,
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         concurrency: int = 16,
-        seed: int = 0,
         extra_body: dict[str, Any] | None = None,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         tool_calls: bool = False,
         tool_choice: str = "auto",
+        **settings: Any,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InvalidValue(f"model must be a non-empty str, got {model!r}.")
         tool_calls = check_bool(tool_calls, "tool_calls")
         self.tool_choice = _check_tool_choice(tool_choice, tool_calls)
-        if tool_calls and system_prompt == FORMAT_PROMPT:  # the text formats ask for a text line
-            system_prompt = TOOL_SYSTEM_PROMPT
-        super().__init__(
-            system_prompt=system_prompt,
-            few_shot=few_shot,
-            reply_format=reply_format,
-            env_id=env_id,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-        )
+        super().__init__(**tool_settings(settings, tool_calls))
         #: Sends the requests; holds the URL, the key, the deadline and the retries.
         self.client = ChatClient(
             base_url,
@@ -175,7 +163,7 @@ class OpenAIChatAgent(LLMPolicy):
         self.tool_calls = self.client.tool_calls = tool_calls
         self.required_info = (*self.required_info, *[ADMISSIBLE_ACTIONS] * tool_calls)
         self.concurrency = check_int(concurrency, "concurrency", 1)
-        self.model = model
+        self.model = self.name = model
         self.extra_body = _checked_extra_body(extra_body)
 
     @property
@@ -202,14 +190,6 @@ class OpenAIChatAgent(LLMPolicy):
         """
         self.client.interrupt()
 
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIChatAgent(model={self.model!r}, temperature={self.temperature}, "
-            f"top_p={self.top_p}, max_new_tokens={self.max_new_tokens}, "
-            f"concurrency={self.concurrency}, seed={self.seed}, client={self.client!r}, "
-            f"{self.style!r})"
-        )
-
     # ---------------------------------------------------------------- acting
     def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
         """Return the action for one episode."""
@@ -222,7 +202,7 @@ class OpenAIChatAgent(LLMPolicy):
         call = {"function": {"name": TOOL_NAME, "arguments": json.dumps({"action": action})}}
         return record_reply({"content": None, "tool_calls": [call]}, turn=0).raw
 
-    def act_batch(
+    def _act_batch(
         self, observations: list[str], infos: list[dict[str, Any]]
     ) -> list[AgentAction | ChatCompletionError]:
         """Return one action per episode, with up to ``concurrency`` requests in flight.
@@ -231,10 +211,6 @@ class OpenAIChatAgent(LLMPolicy):
         in that episode's slot, so the evaluator records an error for that
         episode alone and the others go on.
         """
-        if len(observations) != len(infos):
-            raise ValueError(
-                f"act_batch got {len(observations)} observations but {len(infos)} infos."
-            )
         bodies = [
             self.request_body(obs, info) for obs, info in zip(observations, infos, strict=True)
         ]
@@ -272,7 +248,7 @@ class OpenAIChatAgent(LLMPolicy):
             "top_p": self.top_p,
             "max_tokens": self.max_new_tokens,
             "n": 1,
-            "seed": self.reply_seed(info.get(EPISODE_SEED), turn_of(info), prompt_key),
+            "seed": self.policy.reply_seed(info.get(EPISODE_SEED), turn_of(info), prompt_key),
             **stop,
             **self.extra_body,
         }

@@ -45,7 +45,7 @@ from typing import Any
 import torch
 from transformers import AttentionInterface
 
-from baselines.llm.precision import autocast_for
+from baselines.llm.models.precision import autocast_for
 
 __all__ = ["PrefixCacheDecoder", "cache_argument"]
 

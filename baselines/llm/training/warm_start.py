@@ -4,13 +4,13 @@ A randomly initialised model never succeeds, so every GRPO group scores 0
 and nothing trains; the paper starts from a pretrained instruct model
 instead.  This module stands in for that: it plays ``NoisyOracleAgent``
 episodes (its random mistakes and the oracle's recoveries included) through
-the very machinery the GRPO rollout uses (:func:`baselines.llm.rollout.play_episodes`
+the very machinery the GRPO rollout uses (:func:`baselines.llm.training.rollout.play_episodes`
 with the same env stack and prompt encoder), so each transcript is one
 sequence of exactly the prompts the model will see, and fine-tunes on the
 assistant tokens only with TRL's ``SFTTrainer`` (``assistant_masks``).
 
 Each reply is the action in the rollout's reply format followed by the end
-token (:func:`baselines.llm.replies.format_action`): ``"Action: <action>"``
+token (:func:`baselines.llm.prompting.replies.format_action`): ``"Action: <action>"``
 for ``"think"``, the bare action for ``"action"``.
 
 :func:`run_warm_start` is ``train-llm``'s warm-start phase: both steps, with
@@ -25,14 +25,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from baselines.llm.generation import Generation, eos_token_ids, reply_decoder
-from baselines.llm.replies import format_action
-from baselines.llm.rollout import Episode, EpisodeRollout
+from baselines.llm.agents.generation import Generation, eos_token_ids, reply_decoder
+from baselines.llm.prompting.replies import format_action
+from baselines.llm.training.rollout import Episode, EpisodeRollout
 from baselines.simple_agents import NoisyOracleAgent
 from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TURN
 
 if TYPE_CHECKING:
-    from baselines.llm.train_config import WarmStartSettings
+    from baselines.llm.training.train_config import WarmStartSettings
 
 __all__ = ["OracleReplies", "demonstrations", "run_warm_start", "warm_start"]
 
@@ -124,7 +124,7 @@ def warm_start(
     from transformers import PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
-    from baselines.llm.grpo import no_checkpointing
+    from baselines.llm.training.grpo import no_checkpointing
 
     if steps < 1:
         return model

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baselines.llm.messages import (
+from baselines.llm.prompting.messages import (
     build_messages,
     drop_oldest_exchanges,
     insert_examples,
@@ -26,8 +26,8 @@ class PromptTooLongError(ValueError):
 class PromptEncoder:
     """Turn one turn's observation and info into the prompt token ids a model sees.
 
-    This is the one place where a prompt is built: :class:`~baselines.llm.hf_agent.HFAgent`
-    uses it to act, and the GRPO rollout (:mod:`baselines.llm.rollout`) uses it
+    This is the one place where a prompt is built: :class:`~baselines.llm.agents.hf_agent.HFAgent`
+    uses it to act, and the GRPO rollout (:mod:`baselines.llm.training.rollout`) uses it
     to train, so a trained model is evaluated on exactly the prompts it was
     trained on.  It needs only a tokenizer (no torch).
 
@@ -39,7 +39,7 @@ class PromptEncoder:
         max_new_tokens: the room kept for the generation.
         examples: chat turns put after the system prompt and before the
             episode's dialogue (few-shot examples,
-            :func:`baselines.llm.few_shot.example_messages`); always kept
+            :func:`baselines.llm.prompting.few_shot.example_messages`); always kept
             whole when a long dialogue is trimmed.
     """
 
@@ -70,7 +70,10 @@ class PromptEncoder:
         return self.budget is None or len(ids) <= self.budget
 
     def messages(self, observation: str, info: Mapping[str, Any]) -> list:
-        """Return the turn's chat messages (:func:`~baselines.llm.messages.build_messages`)."""
+        """Return the turn's chat messages.
+
+        See :func:`~baselines.llm.prompting.messages.build_messages`.
+        """
         return build_messages(observation, info, self.system_prompt)
 
     def full_ids(self, observation: str, info: Mapping[str, Any]) -> list[int]:

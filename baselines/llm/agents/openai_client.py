@@ -14,7 +14,7 @@ agent can shorten it; anything else, or a transient error that outlasts the
 retries, raises :class:`ChatCompletionError`.
 
 Secrets (the URL check and the key's holder are
-:mod:`baselines.llm.chat_endpoint`).  The API key goes only into the
+:mod:`baselines.llm.agents.chat_endpoint`).  The API key goes only into the
 ``Authorization`` header of requests to ``base_url`` itself: it is never
 logged, never in ``repr`` and never in an exception message.  Design
 decision: redirects are never followed (``urllib`` re-sends every header, the
@@ -49,7 +49,7 @@ import urllib.parse
 from typing import Any, NamedTuple
 
 from agent_envs.redaction import redact_url, remember, scrub, secret_values
-from baselines.llm.chat_endpoint import Secret, chat_completions_url
+from baselines.llm.agents.chat_endpoint import Secret, chat_completions_url
 from wrappers.errors import InvalidType
 from wrappers.utils.validators import check_int, check_number
 

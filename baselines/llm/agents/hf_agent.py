@@ -7,11 +7,11 @@ How a turn goes:
 
 1. The prompt is the dialogue in ``info["messages"]`` (from
    ``wrappers.ChatHistory``) or else the observation alone, with the system
-   prompt first (see :func:`baselines.llm.messages.build_messages`).  The
+   prompt first (see :func:`baselines.llm.prompting.messages.build_messages`).  The
    first turn's is rendered with the tokenizer's chat template, or with the
-   plain format of :func:`baselines.llm.messages.plain_prompt` when there is
+   plain format of :func:`baselines.llm.prompting.messages.plain_prompt` when there is
    none.  Later turns are token-level, as in GRPO training
-   (:class:`baselines.llm.chat_tokens.TokenHistory`): the previous prompt, the
+   (:class:`baselines.llm.prompting.chat_tokens.TokenHistory`): the previous prompt, the
    reply's tokens as sampled and the template's delta for the env's answer,
    whenever the dialogue continues the previous turn's
    (``ChatHistory(record="raw")`` without a sliding window).  Otherwise, and
@@ -22,10 +22,10 @@ How a turn goes:
 2. ``act_batch`` generates all live episodes, a micro-batch of
    ``batch_size`` at a time (similar prompt lengths together).  With the
    prefix cache (the default) a micro-batch's new tokens run packed into one
-   sequence (:mod:`baselines.llm.prefix_cache`); without it, each
+   sequence (:mod:`baselines.llm.agents.prefix_cache`); without it, each
    micro-batch is one left-padded ``model.generate`` call.
 3. The action is parsed out of the generation by
-   :func:`baselines.llm.replies.parse_action`; the generation itself is kept
+   :func:`baselines.llm.prompting.replies.parse_action`; the generation itself is kept
    as ``AgentAction.raw`` for the transcript.
 
 Sampling and seeds.  ``temperature=0`` is greedy decoding, which is
@@ -34,7 +34,7 @@ seeded from (``seed``, ``info["episode_seed"]``, the turn, the prompt), see
 :func:`wrappers.utils.seeding.sampling_seed`.  The evaluator gives every attempt
 a different ``episode_seed``, so the K attempts of Pass@K draw independent
 samples, and a rerun draws the same ones.  Sampling is the Gumbel-max trick
-(:class:`baselines.llm.generation.GumbelSampler`, shared with GRPO training):
+(:class:`baselines.llm.agents.generation.GumbelSampler`, shared with GRPO training):
 per-row exponential noise is added to the temperature- and top-p-processed
 logits and the token is the arg-max, which is an exact sample from that
 distribution.  Because each row owns its noise, what an episode samples does
@@ -66,29 +66,32 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
 from agent_envs.protocol import AgentAction
-from baselines.llm.chat_tokens import ChatTokens, TokenHistory
-from baselines.llm.few_shot import oracle_episodes
-from baselines.llm.generation import (
+from baselines.llm.agents.generation import (
     GumbelSampler,
     context_length,
     eos_token_ids,
     generate_replies,
 )
-from baselines.llm.hf_loading import load_for_inference
-from baselines.llm.hf_tools import ToolPromptEncoder, check_tool_template, message_from_text
-from baselines.llm.messages import turn_of
-from baselines.llm.models import resolve_model
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.prefix_cache import PrefixCacheDecoder
-from baselines.llm.prompt_encoder import PromptEncoder, PromptTooLongError
-from baselines.llm.replies import (
-    FORMAT_PROMPT,
+from baselines.llm.agents.policy import LLMAgent
+from baselines.llm.agents.prefix_cache import PrefixCacheDecoder
+from baselines.llm.models.hf_loading import load_for_inference
+from baselines.llm.models.models import resolve_model
+from baselines.llm.prompting.chat_tokens import ChatTokens, TokenHistory
+from baselines.llm.prompting.few_shot import oracle_episodes
+from baselines.llm.prompting.hf_tools import (
+    ToolPromptEncoder,
+    check_tool_template,
+    message_from_text,
+)
+from baselines.llm.prompting.messages import turn_of
+from baselines.llm.prompting.prompt_encoder import PromptEncoder, PromptTooLongError
+from baselines.llm.prompting.replies import (
     ReplyStop,
     reply_with_end,
     to_agent_action,
     with_tokens,
 )
-from baselines.llm.tool_messages import TOOL_SYSTEM_PROMPT, example_turns, record_reply
+from baselines.llm.prompting.tool_messages import example_turns, record_reply, tool_settings
 from wrappers.errors import InvalidValue
 from wrappers.utils.validators import check_bool, check_int
 
@@ -108,18 +111,19 @@ def _room_for_replies(
     return context
 
 
-class HFAgent(LLMPolicy):
+class HFAgent(LLMAgent):
     """Act with a Hugging Face causal LM, decoding a micro-batch of episodes at a time.
 
     Args:
         model: a local HF folder, a ``.gguf`` file or a short name such as
-            ``"smollm2-135m"`` (see :mod:`baselines.llm.models`; nothing is
+            ``"smollm2-135m"`` (see :mod:`baselines.llm.models.models`; nothing is
             downloaded), loaded with ``AutoModelForCausalLM.from_pretrained``,
             or an already-loaded model (then ``tokenizer`` is required).
         tokenizer: a tokenizer, or its folder; by default the model's.
         system_prompt, few_shot, reply_format, env_id, temperature, top_p,
-            max_new_tokens, seed: the prompt style and the sampling, as
-            :class:`~baselines.llm.policy.LLMPolicy` describes them.
+            max_new_tokens, seed: the prompt style and the sampling, passed
+            through to the :class:`~baselines.llm.agents.policy.LLMPolicy` the
+            agent holds, which describes them.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; by default CUDA when
             available (a loaded model stays where it is).
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` or a
@@ -127,14 +131,14 @@ class HFAgent(LLMPolicy):
             elsewhere.  ``"auto"`` is, on a CPU, bfloat16 where the CPU
             computes it natively and float32 where not; on a GPU, the
             checkpoint's own.  A bfloat16 model on a CPU runs under bfloat16
-            autocast (:mod:`baselines.llm.precision`), as training does.
+            autocast (:mod:`baselines.llm.models.precision`), as training does.
         batch_size: the most episodes per ``generate`` call.
         max_context: the context length in tokens; by default read from the
             model config.
         trust_remote_code: passed to ``from_pretrained``; off by default
             because it runs code from the model repository.
         prefix_cache: keep each episode's keys and values from one turn to
-            the next (:mod:`baselines.llm.prefix_cache`), so that a turn runs
+            the next (:mod:`baselines.llm.agents.prefix_cache`), so that a turn runs
             only the tokens added since the last one.  The prompts and the
             samples are the same; multi-turn episodes with a history generate
             several times faster, and the rows are packed without padding.
@@ -151,9 +155,9 @@ class HFAgent(LLMPolicy):
             cores spins instead of computing.
         tool_calls: play through the function ``act``, as
             ``OpenAIChatAgent(tool_calls=True)`` does: the tool-native
-            dialogue (:mod:`baselines.llm.tool_messages`) rendered by the
+            dialogue (:mod:`baselines.llm.prompting.tool_messages`) rendered by the
             chat template with ``tools=[act]``, and the move read from the
-            calls the reply writes (:mod:`baselines.llm.hf_tools`).  A
+            calls the reply writes (:mod:`baselines.llm.prompting.hf_tools`).  A
             template that ignores tools (SmolLM2-135M-Instruct's) is refused.
             Each prompt is rendered from the dialogue's text (no token-level
             history), and a reply ends at an end token or ``max_new_tokens``.
@@ -164,41 +168,25 @@ class HFAgent(LLMPolicy):
         action = agent.act(observation, info)   # an AgentAction; action.raw is the generation
     """
 
+    shown_before_seed = ("batch_size",)
+
     def __init__(
         self,
         model: Any,
         *,
         tokenizer: Any = None,
-        system_prompt: str | None = FORMAT_PROMPT,
-        few_shot: int = 0,
-        reply_format: str | None = None,
-        env_id: str | None = None,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
         device: str | None = None,
         dtype: Any = None,
         batch_size: int = 8,
-        seed: int = 0,
         max_context: int | None = None,
         trust_remote_code: bool = False,
         prefix_cache: bool = True,
         threads: int | None = 1,
         tool_calls: bool = False,
+        **settings: Any,
     ) -> None:
         self.tool_calls = check_bool(tool_calls, "tool_calls")
-        super().__init__(
-            system_prompt=TOOL_SYSTEM_PROMPT
-            if tool_calls and system_prompt == FORMAT_PROMPT
-            else system_prompt,
-            few_shot=few_shot,
-            reply_format=reply_format,
-            env_id=env_id,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-        )
+        super().__init__(**tool_settings(settings, tool_calls))
         self.batch_size = check_int(batch_size, "batch_size", 1)
         check_bool(trust_remote_code, "trust_remote_code")
         check_bool(prefix_cache, "prefix_cache")
@@ -209,7 +197,7 @@ class HFAgent(LLMPolicy):
         )
         self.model.eval()
         self.max_context = _room_for_replies(
-            self.model, self.tokenizer, max_context, max_new_tokens
+            self.model, self.tokenizer, max_context, self.max_new_tokens
         )
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
@@ -217,7 +205,7 @@ class HFAgent(LLMPolicy):
         self._setup_prompts()
         #: Tokens generated so far (up to and including the end-of-sequence token).
         self.generated_tokens = self._generate_row_steps = 0
-        decoder = PrefixCacheDecoder(self.model, self._eos_ids, max_new_tokens)
+        decoder = PrefixCacheDecoder(self.model, self._eos_ids, self.max_new_tokens)
         self._decoder = decoder if prefix_cache else None  # a cheap object either way
 
     def _setup_prompts(self) -> None:
@@ -263,24 +251,9 @@ class HFAgent(LLMPolicy):
         folder = resolve_model(self.name)  # the folder it was loaded from (cached)
         return folder_fingerprint(folder) if os.path.isdir(folder) else None
 
-    def __repr__(self) -> str:
-        return (
-            f"HFAgent(model={self.name!r}, temperature={self.temperature}, top_p={self.top_p}, "
-            f"max_new_tokens={self.max_new_tokens}, batch_size={self.batch_size}, "
-            f"seed={self.seed}, {self.style!r})"
-        )
-
     # ---------------------------------------------------------------- acting
-    def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
-        """Return the action for one episode (a batch of one)."""
-        return self.act_batch([observation], [info])[0]
-
-    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
+    def _act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
         """Return one action per episode, generating in micro-batches of ``batch_size``."""
-        if len(observations) != len(infos):
-            raise ValueError(
-                f"act_batch got {len(observations)} observations but {len(infos)} infos."
-            )
         keys = [_episode_key(info, row) for row, info in enumerate(infos)]
         for history in self._histories.values():
             history.retain(keys)
@@ -290,7 +263,8 @@ class HFAgent(LLMPolicy):
             self.prompt_ids(obs, info, key)
             for obs, info, key in zip(observations, infos, keys, strict=True)
         ]
-        seeds = [self._sample_seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
+        seed = self.policy.sample_seed
+        seeds = [seed(info, ids) for info, ids in zip(infos, prompts, strict=True)]
         # Batching similar lengths together wastes little padding; the results
         # do not depend on the grouping.
         order = sorted(range(len(prompts)), key=lambda row: len(prompts[row]))
@@ -402,7 +376,7 @@ def _episode_key(info: dict[str, Any], row: int) -> Any:
     """Name an episode across turns (token history, prefix cache): its seed, or its row.
 
     A token history is continued only when the dialogue continues its own
-    (see :class:`baselines.llm.chat_tokens.TokenHistory`), and a cache is used
+    (see :class:`baselines.llm.prompting.chat_tokens.TokenHistory`), and a cache is used
     only while it is a prefix of the prompt, so a key that names another
     episode costs a re-rendered prompt or a prefill, never a wrong reply.
     """

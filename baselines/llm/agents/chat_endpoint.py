@@ -3,7 +3,7 @@
 :func:`chat_completions_url` turns a ``base_url`` into the endpoint and
 refuses a user name or password inside it (URLs are printed in warnings and
 errors); :class:`Secret` holds the API key so that it never prints.  The HTTP
-client that uses both is :class:`baselines.llm.openai_client.ChatClient`.
+client that uses both is :class:`baselines.llm.agents.openai_client.ChatClient`.
 """
 
 from __future__ import annotations

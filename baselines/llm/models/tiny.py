@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 
 import agent_envs  # noqa: F401  (registers the env ids)
-from baselines.llm.replies import DEFAULT_SYSTEM_PROMPT, format_reply
+from baselines.llm.prompting.replies import DEFAULT_SYSTEM_PROMPT, format_reply
 from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, TASK_ID, TURN
 
 __all__ = ["CHAT_TEMPLATE", "TINY_CONFIG", "build_tiny_model", "env_corpus"]
@@ -120,7 +120,7 @@ def _train_tokenizer(env_id: str, vocab_size: int) -> Any:
     bpe = Tokenizer(models.BPE())
     # One token per digit, as Qwen and Llama 3 do: a number then has a single
     # tokenization, so a sampled reply always tokenizes back to the sampled
-    # tokens and the episode's turns stay one sequence (see baselines.llm.rollout).
+    # tokens and the episode's turns stay one sequence (see baselines.llm.training.rollout).
     bpe.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Digits(individual_digits=True),

@@ -3,7 +3,7 @@
 The config is the run's flat record (its flags, and ``train_llm.json``); on
 construction it builds one settings object per phase and hands each whole to
 the phase that uses it, as TRL hands a ``GRPOConfig`` to its trainer:
-:attr:`LLMTrainConfig.source` (a :class:`~baselines.llm.model_source.ModelSource`),
+:attr:`LLMTrainConfig.source` (a :class:`~baselines.llm.models.model_source.ModelSource`),
 :attr:`~LLMTrainConfig.rollout` (:class:`RolloutSettings`, holding the
 :class:`PolicySettings` that evaluation prompts and samples with too),
 :attr:`~LLMTrainConfig.warm` (:class:`WarmStartSettings`) and
@@ -23,12 +23,13 @@ from typing import Any
 from agent_envs.arguments import flag, int_arg, number_arg, parse_tasks
 from agent_envs.env_stack import BudgetRegime
 from agent_envs.evaluation.settings import check_tasks
-from baselines.llm.few_shot import EXAMPLE_POOL
-from baselines.llm.lora import LoRASpec
-from baselines.llm.model_source import ModelSource
-from baselines.llm.precision import DTYPES, check_dtype, resolve_dtype
-from baselines.llm.replies import FORMAT_PROMPT, REPLY_FORMATS
-from baselines.llm.rewards import REWARDS
+from baselines.llm.agents.policy import check_temperature
+from baselines.llm.models.lora import LoRASpec
+from baselines.llm.models.model_source import ModelSource
+from baselines.llm.models.precision import DTYPES, check_dtype, resolve_dtype
+from baselines.llm.prompting.few_shot import EXAMPLE_POOL
+from baselines.llm.prompting.replies import FORMAT_PROMPT, REPLY_FORMATS
+from baselines.llm.training.rewards import REWARDS
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import BUDGET
 from wrappers.utils.validators import check_int, check_number, check_probability
@@ -69,13 +70,13 @@ QUICK = {"warm_start": 4, "steps": 2, "tasks": 2, "k": 2, "eval_tasks": 2, "eval
 class PolicySettings:
     """How the model is prompted and sampled, in training and evaluation alike.
 
-    The keywords of every :class:`~baselines.llm.policy.LLMPolicy`: the GRPO
+    The keywords of every :class:`~baselines.llm.agents.policy.LLMPolicy`: the GRPO
     rollout's and the evaluation's ``HFAgent`` take the same ones, so the
     model is evaluated as it was trained.  Checked here, as the policy would
     check them, without building one.
 
     Args:
-        system_prompt: the system prompt (:data:`~baselines.llm.replies.FORMAT_PROMPT`:
+        system_prompt: the system prompt (:data:`~baselines.llm.prompting.replies.FORMAT_PROMPT`:
             the reply format's own; ``None``: none).
         few_shot: oracle episodes shown before each real one.
         reply_format: ``"action"``, ``"think"`` or ``None`` (the default for ``few_shot``).
@@ -91,7 +92,7 @@ class PolicySettings:
 
     def __post_init__(self) -> None:
         check_int(self.max_new_tokens, "max_new_tokens", 1)
-        check_number(self.temperature, "temperature", 0.0, open_low=True)
+        check_temperature(self.temperature, greedy=False)
         check_int(self.few_shot, "few_shot", 0, EXAMPLE_POOL)
         if self.reply_format is not None and self.reply_format not in REPLY_FORMATS:
             raise InvalidValue(
@@ -114,14 +115,15 @@ class RolloutSettings:
         budget: the turn budgets of the episodes (a
             :class:`~agent_envs.env_stack.BudgetRegime`, which the rollout
             checks when it is built).
-        policy: how the model is prompted and sampled.
+        policy: how the model is prompted and sampled (by default
+            :class:`PolicySettings`' defaults).
         seed: the base seed of episode seeds, budget draws and sampling.
         process_reward: track each episode's progress (for the process reward).
     """
 
     env_id: str
     budget: BudgetRegime
-    policy: PolicySettings
+    policy: PolicySettings = field(default_factory=PolicySettings)
     seed: int = 0
     process_reward: bool = False
 
@@ -165,12 +167,13 @@ class GRPOSettings:
         k: attempts per task in a group.
         tasks_per_step: groups per step.
         micro_batch: episodes per forward and backward pass (``None``: all).
-        learning_rate, temperature, max_new_tokens, beta: TRL's settings.
+        learning_rate, max_new_tokens, beta: TRL's settings (its
+            ``temperature`` is the rollout's: :class:`PolicySettings`).
         process_reward: the process reward's coefficient (0: outcome only).
         collapse_invalid: the collapse guard's invalid-reply limit.
         tasks: the training task ids.
         seed: the trainer's seed.
-        reward: the episode reward (:data:`~baselines.llm.rewards.REWARDS`).
+        reward: the episode reward (:data:`~baselines.llm.training.rewards.REWARDS`).
     """
 
     steps: int
@@ -178,7 +181,6 @@ class GRPOSettings:
     tasks_per_step: int
     micro_batch: int | None
     learning_rate: float
-    temperature: float
     max_new_tokens: int
     beta: float
     process_reward: float
@@ -231,7 +233,7 @@ class LLMTrainConfig:
         env_id: a registered env id.
         budget: the turn budgets of training episodes (fixed T or BudgetMix).
         model: a local HF folder, a .gguf file or a short name such as ``smollm2-135m``
-            (:func:`baselines.llm.models.resolve_model`); ``None`` builds the tiny model.
+            (:func:`baselines.llm.models.models.resolve_model`); ``None`` builds the tiny model.
         tasks: the training task ids.
         k: attempts per task in a GRPO group (``num_generations``).
         tasks_per_step: tasks (groups) per GRPO step; a step plays
@@ -251,13 +253,13 @@ class LLMTrainConfig:
         system_prompt: the system prompt (as ``HFAgent``'s; by default the
             reply format's own).
         few_shot: oracle episodes shown before each real one, in training
-            and evaluation alike (as ``HFAgent``'s; :mod:`baselines.llm.few_shot`).
+            and evaluation alike (as ``HFAgent``'s; :mod:`baselines.llm.prompting.few_shot`).
         reply_format: ``"action"`` or ``"think"`` (as ``HFAgent``'s; by
             default ``"action"`` with ``few_shot``, else ``"think"``).
         context: the context length of the built-in tiny model, in tokens
             (ignored with ``model``); a longer budget or a wordier env needs
             more, or its episodes end with ``end_reason="context"``.
-        lora: train LoRA adapters only (:mod:`baselines.llm.lora`); ``None``:
+        lora: train LoRA adapters only (:mod:`baselines.llm.models.lora`); ``None``:
             full fine-tuning.
         micro_batch: episodes per forward and backward pass of the GRPO update
             (gradients are accumulated over the step's episodes); ``None``:
@@ -269,7 +271,7 @@ class LLMTrainConfig:
             success) or ``validity`` (the share of the episode's replies that
             were valid actions: a control that rewards the format alone).
         dtype: the number format of the model's compute
-            (:mod:`baselines.llm.precision`): ``float32``; ``bfloat16``, the
+            (:mod:`baselines.llm.models.precision`): ``float32``; ``bfloat16``, the
             frozen base stored in bfloat16 and every forward under bfloat16
             autocast, the LoRA adapters, their gradients and the optimizer
             state float32 (needs ``lora``); or ``auto``, bfloat16 where the
@@ -423,7 +425,6 @@ class LLMTrainConfig:
                 tasks_per_step=self.tasks_per_step,
                 micro_batch=self.micro_batch,
                 learning_rate=self.learning_rate,
-                temperature=self.temperature,
                 max_new_tokens=self.max_new_tokens,
                 beta=self.beta,
                 process_reward=self.process_reward,

@@ -4,9 +4,9 @@ transformers must dequantise a GGUF file to float32 before it can run it
 (about 28 s for SmolLM2-135M, once; then a cached HF folder); llama.cpp runs
 the quantised file as it is and loads it in a fraction of a second.
 
-Prompts are :class:`~baselines.llm.hf_agent.HFAgent`'s, token for token: the
-same :class:`~baselines.llm.prompt_encoder.PromptEncoder`, reply formats, few-shot
-examples (:class:`~baselines.llm.few_shot.PromptStyle`) and stopping, with
+Prompts are :class:`~baselines.llm.agents.hf_agent.HFAgent`'s, token for token: the
+same :class:`~baselines.llm.prompting.prompt_encoder.PromptEncoder`, reply formats, few-shot
+examples (:class:`~baselines.llm.prompting.few_shot.PromptStyle`) and stopping, with
 the tokenizer that transformers reads from the GGUF file's own metadata.  The
 agent hands llama.cpp token ids, never text, so its tokenizer is not used.
 
@@ -42,10 +42,10 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.protocol import AgentAction
-from baselines.llm.models import gguf_file
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.prompt_encoder import PromptEncoder
-from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action, with_tokens
+from baselines.llm.agents.policy import LLMAgent
+from baselines.llm.models.models import gguf_file
+from baselines.llm.prompting.prompt_encoder import PromptEncoder
+from baselines.llm.prompting.replies import ReplyStop, to_agent_action, with_tokens
 from wrappers.errors import InvalidValue
 from wrappers.protocol import EPISODE_SEED
 from wrappers.utils.validators import check_bool, check_int
@@ -105,18 +105,16 @@ def _llama_class() -> Any:
     return Llama
 
 
-class LlamaCppAgent(LLMPolicy):
+class LlamaCppAgent(LLMAgent):
     """Act with a GGUF model through llama.cpp, one episode at a time.
 
     Args:
         model: a ``.gguf`` file or a short name such as ``"smollm2-135m"``
-            (:mod:`baselines.llm.models`); nothing is downloaded.
-        system_prompt, few_shot, reply_format, env_id: as ``HFAgent``'s.
-        temperature: ``0`` for greedy decoding, else the sampling temperature
-            (1.0 by default, as ``HFAgent``).
-        top_p: nucleus sampling threshold in ``(0, 1]``.
-        max_new_tokens: the most tokens generated per turn.
-        seed: the agent's seed, mixed into every sampling seed.
+            (:mod:`baselines.llm.models.models`); nothing is downloaded.
+        system_prompt, few_shot, reply_format, env_id, temperature, top_p,
+            max_new_tokens, seed: the prompt style and the sampling, as
+            ``HFAgent``'s (:class:`~baselines.llm.agents.policy.LLMPolicy`);
+            ``seed`` also seeds llama.cpp.
         max_context: llama.cpp's context in tokens; by default the model's.
         threads: CPU threads for llama.cpp, for reading prompts and for
             decoding; 1 by default, as ``HFAgent``'s (on 2 busy cores a
@@ -138,28 +136,12 @@ class LlamaCppAgent(LLMPolicy):
         self,
         model: str | os.PathLike[str] = "smollm2-135m",
         *,
-        system_prompt: str | None = FORMAT_PROMPT,
-        few_shot: int = 0,
-        reply_format: str | None = None,
-        env_id: str | None = None,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
-        seed: int = 0,
         max_context: int | None = None,
         threads: int | None = 1,
         repack: bool = False,
+        **settings: Any,
     ) -> None:
-        super().__init__(
-            system_prompt=system_prompt,
-            few_shot=few_shot,
-            reply_format=reply_format,
-            env_id=env_id,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-        )
+        super().__init__(**settings)
         if threads is not None:
             check_int(threads, "threads", 1)
         path = gguf_file(model)
@@ -175,15 +157,15 @@ class LlamaCppAgent(LLMPolicy):
                 n_ctx=context,
                 n_threads=threads,
                 n_threads_batch=threads,
-                seed=seed,
+                seed=self.seed,
                 verbose=False,
             )
         # Free llama.cpp's memory before interpreter shutdown tears its bindings down.
         weakref.finalize(self, self.llm.close)
         self.max_context = self.llm.n_ctx()
-        if self.max_context <= max_new_tokens:
+        if self.max_context <= self.max_new_tokens:
             raise InvalidValue(
-                f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the "
+                f"max_new_tokens ({self.max_new_tokens}) leaves no room for a prompt in the "
                 f"context of {self.max_context} tokens."
             )
         self._eos_ids = {self.llm.token_eos(), self.tokenizer.eos_token_id} - {None, -1}
@@ -195,28 +177,13 @@ class LlamaCppAgent(LLMPolicy):
         self.tokens_read = 0
         self._states = _EpisodeStates(self.llm)
 
-    def __repr__(self) -> str:
-        return (
-            f"LlamaCppAgent(model={self.name!r}, temperature={self.temperature}, "
-            f"top_p={self.top_p}, max_new_tokens={self.max_new_tokens}, seed={self.seed}, "
-            f"{self.style!r})"
-        )
-
-    def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
-        """Return the action for one episode (a batch of one)."""
-        return self.act_batch([observation], [info])[0]
-
-    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
+    def _act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[AgentAction]:
         """Return one action per episode, generating them one after another."""
-        if len(observations) != len(infos):
-            raise ValueError(
-                f"act_batch got {len(observations)} observations but {len(infos)} infos."
-            )
         self._states.retain(info.get(EPISODE_SEED) for info in infos)
         actions = []
         for observation, info in zip(observations, infos, strict=True):
             prompt = self.prompt_ids(observation, info)
-            seed = self._sample_seed(info, prompt)
+            seed = self.policy.sample_seed(info, prompt)
             before = self.generated_tokens
             reply = self._reply(prompt, seed, info.get(EPISODE_SEED))
             actions.append(

@@ -2,9 +2,9 @@
 
 :func:`train_grpo` trains a causal LM with TRL's ``GRPOTrainer`` (its
 log-probs computed with the shared opening once,
-:mod:`baselines.llm.shared_opening`) on whole
-episodes played by a :class:`baselines.llm.rollout.EpisodeRollout`, taking
-GRPO's settings whole (:class:`~baselines.llm.train_config.GRPOSettings`);
+:mod:`baselines.llm.training.shared_opening`) on whole
+episodes played by a :class:`baselines.llm.training.rollout.EpisodeRollout`, taking
+GRPO's settings whole (:class:`~baselines.llm.training.train_config.GRPOSettings`);
 :class:`GRPOLog` is its one callback: a short line per step, the training
 log, and the collapse guard.  Imports transformers (the ``[rl]`` extra).
 """
@@ -22,7 +22,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainingArguments
 
 from agent_envs.files import save_folder
-from baselines.llm.train_config import COLLAPSE_WINDOW, GRPOSettings, LLMTrainConfig
+from baselines.llm.training.train_config import COLLAPSE_WINDOW, GRPOSettings, LLMTrainConfig
 from wrappers.protocol import SUCCESS
 
 __all__ = [
@@ -66,10 +66,10 @@ def grpo_config(output_dir: str | os.PathLike[str], **settings: Any) -> Any:
 
 
 def make_rollout(config: LLMTrainConfig) -> Any:
-    """Return the :class:`~baselines.llm.rollout.EpisodeRollout` of ``config``."""
-    from baselines.llm.rollout import EpisodeRollout
+    """Return the :class:`~baselines.llm.training.rollout.EpisodeRollout` of ``config``."""
+    from baselines.llm.training.rollout import EpisodeRollout
 
-    return EpisodeRollout.from_settings(config.rollout)
+    return EpisodeRollout(config.rollout)
 
 
 def train_grpo(
@@ -88,11 +88,11 @@ def train_grpo(
     from datasets import Dataset
     from transformers import PrinterCallback, ProgressCallback
 
-    from baselines.llm.rewards import REWARDS, process_reward
-    from baselines.llm.shared_opening import SharedOpeningGRPOTrainer
-    from baselines.llm.tasks import task_prompt
+    from baselines.llm.training.rewards import REWARDS, process_reward
+    from baselines.llm.training.rollout import task_prompt
+    from baselines.llm.training.shared_opening import SharedOpeningGRPOTrainer
 
-    args = _trainer_args(settings, work)
+    args = _trainer_args(settings, rollout.temperature, work)
     rewards: list[Any] = [REWARDS[settings.reward]]
     if settings.process_reward > 0:
         rewards.append(process_reward(settings.process_reward))
@@ -117,8 +117,12 @@ def train_grpo(
     return trainer.model
 
 
-def _trainer_args(settings: GRPOSettings, work: Path) -> Any:
-    """Return TRL's ``GRPOConfig`` for GRPO's settings, working in ``work``."""
+def _trainer_args(settings: GRPOSettings, temperature: float, work: Path) -> Any:
+    """Return TRL's ``GRPOConfig`` for GRPO's settings, working in ``work``.
+
+    ``temperature`` is the rollout's: TRL recomputes the log-probabilities
+    of the sampled tokens with it.
+    """
     micro = settings.micro_batch or settings.episodes
     return grpo_config(
         work,
@@ -130,7 +134,7 @@ def _trainer_args(settings: GRPOSettings, work: Path) -> Any:
         steps_per_generation=settings.episodes // micro,
         learning_rate=settings.learning_rate,
         lr_scheduler_type="constant",
-        temperature=settings.temperature,
+        temperature=temperature,
         max_completion_length=settings.max_new_tokens,  # one reply (used by vLLM only)
         beta=settings.beta,
         save_strategy="no",

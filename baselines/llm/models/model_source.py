@@ -23,8 +23,8 @@ class ModelSource:
 
     Args:
         model: a local HF folder, a .gguf file or a short name
-            (:func:`baselines.llm.models.resolve_model`); ``None`` builds the
-            tiny model (:mod:`baselines.llm.tiny`).
+            (:func:`baselines.llm.models.models.resolve_model`); ``None`` builds the
+            tiny model (:mod:`baselines.llm.models.tiny`).
         env_id: the env whose text the tiny model's tokenizer learns.
         seed: the tiny model's seed.
         context: the tiny model's context length, in tokens.
@@ -59,19 +59,19 @@ class ModelSource:
         no check.
 
         Raises:
-            baselines.llm.models.ModelError: ``model`` names no loadable model.
+            baselines.llm.models.models.ModelError: ``model`` names no loadable model.
         """
         if self.model is not None:
-            from baselines.llm.models import check_model
+            from baselines.llm.models.models import check_model
 
             check_model(self.model)
 
     def folder(self, out: Path) -> Path:
         """Return the model's local Hugging Face folder, building the tiny model in ``out/base``."""
         if self.model is None:
-            from baselines.llm.tiny import build_tiny_model
+            from baselines.llm.models.tiny import build_tiny_model
 
             return build_tiny_model(out / "base", self.env_id, seed=self.seed, context=self.context)
-        from baselines.llm.models import resolve_model
+        from baselines.llm.models.models import resolve_model
 
         return resolve_model(self.model)

@@ -1,7 +1,7 @@
 """The number format a transformers model computes in: float32, or bfloat16 where it is native.
 
 ``bfloat16`` here means one thing everywhere (training, its rollouts and
-:class:`~baselines.llm.hf_agent.HFAgent`): the model's frozen weights are
+:class:`~baselines.llm.agents.hf_agent.HFAgent`): the model's frozen weights are
 stored in bfloat16, and every forward pass runs under
 ``torch.autocast("cpu", torch.bfloat16)``, which keeps norms, softmax and the
 loss in float32.  Weights that train (LoRA adapters), their gradients and the

@@ -19,14 +19,14 @@ Nothing is ever downloaded: a name that is none of these (a hub name such as
 architecture transformers cannot dequantise, and one whose declared shape
 (layers, hidden and feed-forward sizes, vocabulary, heads) the tensors it
 holds contradict, checked before any model is built
-(:mod:`baselines.llm.gguf_check`).
+(:mod:`baselines.llm.models.gguf_check`).
 
 The cache directory is ``$AGENT_ENVS_MODEL_CACHE`` if set, else
 ``$XDG_CACHE_HOME/agent-envs/models``, else ``~/.cache/agent-envs/models``.
 A converted model is written to a staging folder, with a manifest of hashes,
 and renamed into place, so an interrupted conversion never leaves a folder
 that looks complete; a cache entry is used only if its manifest matches
-(:mod:`baselines.llm.model_cache`), and staging folders left by killed
+(:mod:`baselines.llm.models.model_cache`), and staging folders left by killed
 conversions are removed.
 
 Importing this module imports neither torch nor transformers; converting a
@@ -44,8 +44,8 @@ import time
 from pathlib import Path
 
 from agent_envs.progress import format_seconds, notice
-from baselines.llm.gguf_check import ModelError, check_gguf
-from baselines.llm.model_cache import (
+from baselines.llm.models.gguf_check import ModelError, check_gguf
+from baselines.llm.models.model_cache import (
     file_sha256,
     make_staging,
     remove_stale_staging,
@@ -203,7 +203,7 @@ def convert_gguf(path: str | os.PathLike[str], cache: Path | None = None) -> Pat
     a new folder, and a renamed copy of the same bytes finds the old one only
     if its stem matches.  The folder is used only if its manifest names this
     file's full hash and every file in it matches (see
-    :mod:`baselines.llm.model_cache`); otherwise it is converted again.  An
+    :mod:`baselines.llm.models.model_cache`); otherwise it is converted again.  An
     entry that is a symlink, another user's, or writable by all is refused.
     Staging folders left by killed conversions are removed first.
     """

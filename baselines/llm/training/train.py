@@ -2,17 +2,18 @@
 
 The command ``train-llm`` (:class:`LLMCommand`, on the training-command
 skeleton :class:`baselines.command.TrainingCommand`) and :func:`train_llm`.
-The settings are :mod:`baselines.llm.train_config` (each flag beside its
-field), the GRPO wiring :mod:`baselines.llm.grpo`, and the evaluation of the
-trained model :mod:`baselines.llm.post_training_eval`.  Run it through the package CLI or as a
-script::
+The settings are :mod:`baselines.llm.training.train_config` (each flag beside
+its field), the GRPO wiring :mod:`baselines.llm.training.grpo`, and the
+evaluation of the trained model
+:mod:`baselines.llm.training.post_training_eval`.  Run it through the package
+CLI or as a script::
 
     agent-envs train-llm agent_envs/GuessNumber-v0 --budget-mix 4,6,8,12 \\
         --warm-start 300 --steps 150 --out runs/guess-mix
-    python -m baselines.llm.train agent_envs/GuessNumber-v0 --quick
+    python -m baselines.llm.training.train agent_envs/GuessNumber-v0 --quick
 
 Without ``--model`` it trains the built-in tiny model
-(:mod:`baselines.llm.tiny`) from scratch.  The run folder holds ``model/``
+(:mod:`baselines.llm.models.tiny`) from scratch.  The run folder holds ``model/``
 (the model and tokenizer, which ``from_pretrained`` and ``--agent hf``
 load, and ``train_llm.json``: every setting, the exact evaluation command,
 the training log), the marker ``agent_envs_run.json`` and, unless
@@ -42,10 +43,20 @@ from typing import Any
 from agent_envs import arguments as cli
 from agent_envs.files import add_run_folder_flags, atomic_write_text, read_json_input, save_folder
 from baselines.command import TrainingCommand, base_parser, check_same_settings, versions
-from baselines.llm.few_shot import check_not_example_instance
-from baselines.llm.lora import LoRASpec, apply_lora, save_model
-from baselines.llm.post_training_eval import eval_command, evaluate_into, evaluate_model, id_span
-from baselines.llm.train_config import COLLAPSE_WINDOW, EVAL_FIRST_TASK, QUICK, LLMTrainConfig
+from baselines.llm.models.lora import LoRASpec, apply_lora, save_model
+from baselines.llm.prompting.few_shot import check_not_example_instance
+from baselines.llm.training.post_training_eval import (
+    eval_command,
+    evaluate_into,
+    evaluate_model,
+    id_span,
+)
+from baselines.llm.training.train_config import (
+    COLLAPSE_WINDOW,
+    EVAL_FIRST_TASK,
+    QUICK,
+    LLMTrainConfig,
+)
 
 __all__ = [
     "COLLAPSE_WINDOW",
@@ -84,9 +95,9 @@ def train_llm(
     import torch
     from transformers import set_seed
 
-    from baselines.llm.grpo import GRPOLog, remove_scratch, scratch_folder, train_grpo
-    from baselines.llm.rollout import EpisodeRollout
-    from baselines.llm.warm_start import run_warm_start
+    from baselines.llm.training.grpo import GRPOLog, remove_scratch, scratch_folder, train_grpo
+    from baselines.llm.training.rollout import EpisodeRollout
+    from baselines.llm.training.warm_start import run_warm_start
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"
     datasets.disable_progress_bars()
@@ -101,13 +112,13 @@ def train_llm(
             model = apply_lora(model.to(getattr(torch, config.compute_dtype())), config.lora)
         started = time.perf_counter()
         if warm.steps:  # each phase plays a rollout of its own, from the same seeds
-            rollout = EpisodeRollout.from_settings(config.rollout)
+            rollout = EpisodeRollout(config.rollout)
             model = run_warm_start(model, tokenizer, rollout, warm, scratch, log)
         timings["warm_start_seconds"] = round(time.perf_counter() - started, 1)
         progress = GRPOLog(grpo.steps, grpo.collapse_invalid, log)  # its bar starts with GRPO
         started = time.perf_counter()
         if grpo.steps:
-            rollout = EpisodeRollout.from_settings(config.rollout)
+            rollout = EpisodeRollout(config.rollout)
             model = train_grpo(model, tokenizer, rollout, grpo, scratch, progress)
         timings["grpo_seconds"] = round(time.perf_counter() - started, 1)
     finally:

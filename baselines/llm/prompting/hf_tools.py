@@ -1,7 +1,7 @@
 """Tool mode for a local model: the chat template renders the tool, the reply's calls are read back.
 
 ``HFAgent(tool_calls=True)`` prompts with the tool-native dialogue of
-:mod:`baselines.llm.tool_messages`, rendered by the tokenizer's chat template
+:mod:`baselines.llm.prompting.tool_messages`, rendered by the tokenizer's chat template
 with ``tools=[act]`` (:class:`ToolPromptEncoder`), and reads the calls out of
 the generated text (:func:`message_from_text`).  Only a template that renders
 the tools it is given can do this; :func:`check_tool_template` refuses any
@@ -27,9 +27,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from baselines.llm.prompt_encoder import PromptEncoder
-from baselines.llm.tool_calls import TOOL_NAME, action_tool
-from baselines.llm.tool_messages import tool_dialogue
+from baselines.llm.prompting.prompt_encoder import PromptEncoder
+from baselines.llm.prompting.tool_calls import TOOL_NAME, action_tool
+from baselines.llm.prompting.tool_messages import tool_dialogue
 from wrappers.errors import InvalidValue
 
 __all__ = ["ToolPromptEncoder", "check_tool_template", "message_from_text"]
@@ -60,7 +60,7 @@ class ToolPromptEncoder(PromptEncoder):
 
     The tool's schema holds this turn's admissible actions, so each turn's
     messages set the ``tools`` the template renders.  Examples (tool-call
-    turns, :func:`~baselines.llm.tool_messages.example_turns`) follow the
+    turns, :func:`~baselines.llm.prompting.tool_messages.example_turns`) follow the
     system prompt as in text mode.
     """
 
@@ -74,7 +74,7 @@ def message_from_text(text: str) -> dict[str, Any]:
     """Return a generated reply as an assistant message: its text, and the calls it writes.
 
     A call whose JSON does not parse is kept with its text as ``arguments``,
-    so that :func:`~baselines.llm.tool_messages.record_reply` records it as
+    so that :func:`~baselines.llm.prompting.tool_messages.record_reply` records it as
     malformed.
     """
     blocks = _BLOCK.findall(text)

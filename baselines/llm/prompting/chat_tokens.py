@@ -26,9 +26,9 @@ appends the delta, so it differs from a fresh rendering of the whole dialogue,
 on purpose: the model is trained and evaluated on what it actually read.
 
 :class:`ChatTokens` computes deltas; the GRPO rollout
-(:mod:`baselines.llm.rollout`) appends them to each episode's sequence.
+(:mod:`baselines.llm.training.rollout`) appends them to each episode's sequence.
 :class:`TokenHistory` keeps one sequence per episode for an agent that acts
-turn by turn (:class:`~baselines.llm.hf_agent.HFAgent`), so that evaluation
+turn by turn (:class:`~baselines.llm.agents.hf_agent.HFAgent`), so that evaluation
 reads exactly the tokens training read.
 
 This module imports neither torch nor transformers.
@@ -40,8 +40,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baselines.llm.messages import build_messages
-from baselines.llm.prompt_encoder import PromptEncoder
+from baselines.llm.prompting.messages import build_messages
+from baselines.llm.prompting.prompt_encoder import PromptEncoder
 
 __all__ = ["ChatTokens", "TokenHistory"]
 
@@ -54,7 +54,7 @@ class ChatTokens:
     """The first prompt of a dialogue, and the tokens the env's answers add to it.
 
     Args:
-        encoder: the :class:`~baselines.llm.prompt_encoder.PromptEncoder` that builds
+        encoder: the :class:`~baselines.llm.prompting.prompt_encoder.PromptEncoder` that builds
             the first prompt (and so the system prompt and chat template).
         eos_ids: the tokens that end a reply.
     """
@@ -127,7 +127,7 @@ class TokenHistory:
     ``ChatHistory``, ``record="action"``, a sliding ``window``) and whenever
     the token prompt would not leave room for the reply, the prompt is the
     rendered dialogue (:meth:`PromptEncoder.prompt_ids
-    <baselines.llm.prompt_encoder.PromptEncoder.prompt_ids>`, which drops old
+    <baselines.llm.prompting.prompt_encoder.PromptEncoder.prompt_ids>`, which drops old
     exchanges to fit).
     """
 

@@ -1,10 +1,11 @@
 """Whole multi-turn episodes of any registered env as GRPO samples for TRL.
 
 :class:`EpisodeRollout` is a ``rollout_func`` for ``trl.GRPOTrainer``.  Each
-dataset prompt names one task (:func:`baselines.llm.tasks.task_prompt`); TRL
-hands every prompt over K times in a row (``num_generations``), and the K
-copies are K attempts at that task, with K distinct episode seeds derived as
-the evaluator derives them (:func:`wrappers.utils.seeding.episode_seed`).
+dataset prompt names one task (:func:`task_prompt`, read back by
+:func:`task_of`); TRL hands every prompt over K times in a row
+(``num_generations``), and the K copies are K attempts at that task, with K
+distinct episode seeds derived as the evaluator derives them
+(:func:`wrappers.utils.seeding.episode_seed`).
 
 One episode is one sample.  Its prompt is the first turn's prompt; its
 completion is everything after it: the model's reply of turn 1, the env's
@@ -14,24 +15,24 @@ model's tokens and 0 on the env's, so the loss never trains on env text.
 
 Token in, token out.  The sampled tokens are the truth: an episode's
 sequence is its first prompt (the task, rendered by
-:class:`baselines.llm.prompt_encoder.PromptEncoder` from ``info["messages"]`` of a
+:class:`baselines.llm.prompting.prompt_encoder.PromptEncoder` from ``info["messages"]`` of a
 ``ChatHistory(record="raw")`` stack, :data:`TRAINING_STACK`), then every reply
 exactly as sampled, each followed by the chat template's delta for the env's
-answer (:class:`baselines.llm.chat_tokens.ChatTokens`: the end of the
+answer (:class:`baselines.llm.prompting.chat_tokens.ChatTokens`: the end of the
 assistant turn, the user message, the start of the next assistant turn),
 tokenised once.  Nothing is re-tokenised, so a non-canonical split or a
 special token inside a reply changes nothing.
-:class:`~baselines.llm.hf_agent.HFAgent` builds its prompts the same way
-(:class:`baselines.llm.chat_tokens.TokenHistory`), so ``evaluate`` replays
+:class:`~baselines.llm.agents.hf_agent.HFAgent` builds its prompts the same way
+(:class:`baselines.llm.prompting.chat_tokens.TokenHistory`), so ``evaluate`` replays
 the prompts of training.  An episode ends with one of :data:`END_REASONS`:
 ``"success"``, ``"budget"`` (out of turns), ``"failure"`` (the env ended it
 without success) or ``"context"`` (the next prompt would not leave
 ``max_new_tokens`` of room in the model's context; HFAgent would drop old
 exchanges there, a training sequence cannot).
 
-Generation (:mod:`baselines.llm.generation`) is one batched decode per turn
+Generation (:mod:`baselines.llm.agents.generation`) is one batched decode per turn
 for all live episodes of the step, each episode's keys and values kept from
-one turn to the next (:mod:`baselines.llm.prefix_cache`; ``HFGenerator(...,
+one turn to the next (:mod:`baselines.llm.agents.prefix_cache`; ``HFGenerator(...,
 prefix_cache=False)`` calls ``model.generate`` instead).  Sampling is
 ``HFAgent``'s seeded Gumbel-max sampler, so what an episode samples does not
 depend on the batch it shares; each sampled token's log-probability is
@@ -39,7 +40,7 @@ recorded.  With ``use_vllm=True`` generation goes through
 ``trainer.vllm_generation``, written against TRL 1.16 but untested here (no GPU).
 
 The budgets of training episodes are a :class:`~agent_envs.env_stack.BudgetRegime`;
-the rewards are in :mod:`baselines.llm.rewards`.
+the rewards are in :mod:`baselines.llm.training.rewards`.
 """
 
 from __future__ import annotations
@@ -52,8 +53,7 @@ from typing import Any
 import gymnasium as gym
 
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
-from baselines.llm.chat_tokens import ChatTokens
-from baselines.llm.generation import (
+from baselines.llm.agents.generation import (
     Generate,
     Generation,
     HFGenerator,
@@ -62,10 +62,11 @@ from baselines.llm.generation import (
     eos_token_ids,
     reply_decoder,
 )
-from baselines.llm.policy import LLMPolicy
-from baselines.llm.prompt_encoder import PromptEncoder
-from baselines.llm.replies import FORMAT_PROMPT, ReplyStop, to_agent_action
-from baselines.llm.tasks import task_of
+from baselines.llm.agents.policy import LLMPolicy, PolicyHolder
+from baselines.llm.prompting.chat_tokens import ChatTokens
+from baselines.llm.prompting.prompt_encoder import PromptEncoder
+from baselines.llm.prompting.replies import ReplyStop, to_agent_action
+from baselines.llm.training.train_config import RolloutSettings
 from wrappers.protocol import BUDGET, EPISODE_SEED, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers.utils import seeding
 
@@ -76,6 +77,8 @@ __all__ = [
     "play_episodes",
     "start_episode",
     "summarize",
+    "task_of",
+    "task_prompt",
 ]
 
 #: Why an episode ended: solved (``"success"``), out of turns (``"budget"``), ended by
@@ -97,6 +100,31 @@ _FIELDS = (
     "end_reason",
     "process_return",
 )
+
+#: TRL's ``GRPOTrainer`` hands a rollout dataset prompts, not env states: each
+#: prompt names one task, which the rollout reads back (:func:`task_of`).
+_TASK_PREFIX = "agent_envs task "
+
+
+def task_prompt(task_id: int) -> str:
+    """Return the dataset prompt that names ``task_id`` (the rollout reads it back).
+
+    >>> task_of(task_prompt(17))
+    17
+    """
+    return f"{_TASK_PREFIX}{int(task_id)}"
+
+
+def task_of(prompt: Any) -> int:
+    """Return the task id a dataset prompt names; ``ValueError`` for any other prompt."""
+    if isinstance(prompt, str) and prompt.startswith(_TASK_PREFIX):
+        number = prompt[len(_TASK_PREFIX) :]
+        if number.isdigit():
+            return int(number)
+    raise ValueError(
+        f"EpisodeRollout needs prompts made by task_prompt(task_id), such as "
+        f"{task_prompt(0)!r}; got {prompt!r:.80}."
+    )
 
 
 @dataclass
@@ -228,27 +256,28 @@ def start_episode(
     return episode
 
 
-class EpisodeRollout:
+class EpisodeRollout(PolicyHolder):
     """A TRL ``rollout_func``: whole episodes of ``env_id`` under a budget spec.
 
     A rollout is not a policy: it plays episodes with one, :attr:`policy`, an
-    :class:`~baselines.llm.policy.LLMPolicy` that owns the prompt style, the
+    :class:`~baselines.llm.agents.policy.LLMPolicy` that owns the prompt style, the
     sampling settings and the seed of each reply, so that the model is
     prompted and sampled as ``HFAgent`` prompts and samples it in evaluation.
 
     Args:
-        env_id: a registered env id.
-        budget: a :class:`~agent_envs.env_stack.BudgetRegime` (a fixed T or a
-            BudgetMix; its ``shared``: whether a group's attempts share one T).
-        seed: the base seed of episode seeds, budget draws and sampling.
-        system_prompt, few_shot, reply_format, max_new_tokens: as
-            :class:`~baselines.llm.policy.LLMPolicy`'s, so as ``HFAgent``'s; a
-            reply ends once its action line is complete, and training task
-            ids must lie below the few-shot examples' reserved ids.
-        temperature: the sampling temperature (> 0); must equal the trainer's
-            ``temperature``, which TRL uses to recompute log-probs.
-        process_reward: track each episode's progress toward success with the
-            env's oracle, as ``process_return`` (for :func:`baselines.llm.rewards.process_reward`).
+        settings: a :class:`~baselines.llm.training.train_config.RolloutSettings`,
+            taken whole: the env id, the budgets (a
+            :class:`~agent_envs.env_stack.BudgetRegime`: a fixed T or a
+            BudgetMix; its ``shared``: whether a group's attempts share one
+            T), the base seed of episode seeds, budget draws and sampling,
+            whether to track each episode's progress toward success with the
+            env's oracle (as ``process_return``, for
+            :func:`baselines.llm.training.rewards.process_reward`), and the
+            policy's settings (:class:`~baselines.llm.training.train_config.PolicySettings`:
+            as ``HFAgent``'s; a reply ends once its action line is complete,
+            training task ids must lie below the few-shot examples' reserved
+            ids, and the temperature, > 0, is the one TRL's trainer must
+            recompute log-probs with).
         batch_size: the most episodes per ``generate`` call (``None``: all
             live episodes at once; 1: one at a time, for benchmarks).
 
@@ -261,83 +290,22 @@ class EpisodeRollout:
     (``episodes/success`` and so on).
     """
 
-    def __init__(
-        self,
-        env_id: str,
-        budget: BudgetRegime,
-        *,
-        seed: int = 0,
-        system_prompt: str | None = FORMAT_PROMPT,
-        few_shot: int = 0,
-        reply_format: str | None = None,
-        max_new_tokens: int = 16,
-        temperature: float = 1.0,
-        process_reward: bool = False,
-        batch_size: int | None = None,
-    ) -> None:
-        if not isinstance(budget, BudgetRegime):
-            raise TypeError(f"budget must be a BudgetRegime, got {type(budget).__name__}.")
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0 for GRPO sampling, got {temperature}.")
+    def __init__(self, settings: RolloutSettings, batch_size: int | None = None) -> None:
+        if not isinstance(settings, RolloutSettings):
+            raise TypeError(f"settings must be a RolloutSettings, got {type(settings).__name__}.")
+        if not isinstance(settings.budget, BudgetRegime):
+            raise TypeError(f"budget must be a BudgetRegime, got {type(settings.budget).__name__}.")
+        #: What the rollout plays: the env, the budgets, the seed, the process reward.
+        self.settings = settings
         #: The policy the episodes are played with (prompt style, sampling, reply seeds).
         self.policy = LLMPolicy(
-            system_prompt=system_prompt,
-            few_shot=few_shot,
-            reply_format=reply_format,
-            env_id=env_id,
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
+            env_id=settings.env_id, seed=settings.seed, **settings.policy.keywords()
         )
-        self.env_id = env_id
-        self.budget = budget
-        self.process_reward = process_reward
         self.batch_size = batch_size
-        self._budget_rng = budget.draws.generator(self.seed)
+        self._budget_rng = settings.budget.draws.generator(self.seed)
         self._attempts: Counter[int] = Counter()  # attempts played so far per task
         self._stacks: list[gym.Env] = []
         self.last_stats: dict[str, float] = {}
-
-    @classmethod
-    def from_settings(cls, settings: Any, batch_size: int | None = None) -> EpisodeRollout:
-        """Return the rollout that ``settings`` describe, handed whole.
-
-        ``settings`` is a :class:`~baselines.llm.train_config.RolloutSettings`:
-        the env, the budget spec, the seed, the process reward and the policy's.
-        """
-        policy = settings.policy
-        return cls(
-            settings.env_id,
-            settings.budget,
-            seed=settings.seed,
-            system_prompt=policy.system_prompt,
-            few_shot=policy.few_shot,
-            reply_format=policy.reply_format,
-            max_new_tokens=policy.max_new_tokens,
-            temperature=policy.temperature,
-            process_reward=settings.process_reward,
-            batch_size=batch_size,
-        )
-
-    @property
-    def seed(self) -> int:
-        """The base seed of episode seeds, budget draws and sampling (the policy's)."""
-        return self.policy.seed
-
-    @property
-    def style(self) -> Any:
-        """The policy's :class:`~baselines.llm.few_shot.PromptStyle`."""
-        return self.policy.style
-
-    @property
-    def temperature(self) -> float:
-        """The sampling temperature (the policy's; TRL's trainer must use the same)."""
-        return self.policy.temperature
-
-    @property
-    def max_new_tokens(self) -> int:
-        """The most tokens of one reply (the policy's)."""
-        return self.policy.max_new_tokens
 
     # ------------------------------------------------------------- TRL entry
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
@@ -366,20 +334,23 @@ class EpisodeRollout:
         keep_prompts: bool = False,
     ) -> list[Episode]:
         """Play one episode per entry of ``task_ids`` (a group per run of equal ids)."""
-        self.style.check_tasks(self.env_id, task_ids)  # no example's instance, no example id
+        env_id, budget, progress = (
+            self.settings.env_id,
+            self.settings.budget,
+            self.settings.process_reward,
+        )
+        self.style.check_tasks(env_id, task_ids)  # no example's instance, no example id
         episodes = []
         group_budget = None
         for index, task_id in enumerate(task_ids):
             new_group = index == 0 or task_ids[index - 1] != task_id
-            if new_group or not self.budget.shared:
-                group_budget = self.budget.draws.draw(self._budget_rng)
+            if new_group or not budget.shared:
+                group_budget = budget.draws.draw(self._budget_rng)
             sample = self._attempts[task_id]
             self._attempts[task_id] += 1
             seed = seeding.episode_seed(self.seed, task_id, sample)
             stack = self._stack(index)
-            episodes.append(
-                start_episode(stack, chat, task_id, seed, group_budget, self.process_reward)
-            )
+            episodes.append(start_episode(stack, chat, task_id, seed, group_budget, progress))
         play_episodes(episodes, chat, generate, decode, keep_prompts)
         self.last_stats = summarize(episodes)
         return episodes
@@ -403,9 +374,10 @@ class EpisodeRollout:
 
     def _stack(self, index: int) -> gym.Env:
         # Envs are reused across steps: building a stack costs more than a reset.
+        budget = self.settings.budget
         while len(self._stacks) <= index:
-            regime = BudgetRegime.fixed(self.budget.max_budget, self.budget.visible)
-            self._stacks.append(make_stack(self.env_id, regime, TRAINING_STACK))
+            regime = BudgetRegime.fixed(budget.max_budget, budget.visible)
+            self._stacks.append(make_stack(self.settings.env_id, regime, TRAINING_STACK))
         return self._stacks[index]
 
     @staticmethod

@@ -1,6 +1,6 @@
 """The evaluation after ``train-llm``: the saved model, prompted and sampled as training did.
 
-:func:`evaluate_model` evaluates a model that :func:`baselines.llm.train.train_llm`
+:func:`evaluate_model` evaluates a model that :func:`baselines.llm.training.train.train_llm`
 saved, on training's env stack and prompt format; :func:`evaluate_into` writes
 that result into a run folder; :func:`eval_command` is the ``agent-envs eval``
 line that repeats it, which the run's sidecar records and the command prints.
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.llm.replies import FORMAT_PROMPT
-from baselines.llm.train_config import LLMTrainConfig
+from baselines.llm.prompting.replies import FORMAT_PROMPT
+from baselines.llm.training.train_config import LLMTrainConfig
 
 __all__ = ["eval_command", "evaluate_into", "evaluate_model", "id_span", "training_agent"]
 
@@ -65,7 +65,7 @@ def training_agent(
     path: str | os.PathLike[str], config: LLMTrainConfig, batch_size: int = 64, seed: int = 0
 ) -> Any:
     """Return an ``HFAgent`` for the saved model that prompts and samples as training did."""
-    from baselines.llm.hf_agent import HFAgent
+    from baselines.llm.agents.hf_agent import HFAgent
 
     return HFAgent(
         str(path),
@@ -97,7 +97,7 @@ def evaluate_model(
 ) -> Any:
     """Evaluate the saved model with ``evaluate`` on the training prompt format.
 
-    The env stack is training's (:data:`baselines.llm.rollout.TRAINING_STACK`:
+    The env stack is training's (:data:`baselines.llm.training.rollout.TRAINING_STACK`:
     ``ChatHistory(record="raw")`` outside the budget) and the agent an
     ``HFAgent`` with the training settings, so every prompt is built as in
     training.  ``step_quality`` also judges the
@@ -108,7 +108,7 @@ def evaluate_model(
     """
     from agent_envs.env_stack import StackRecipe
     from agent_envs.evaluation import evaluate
-    from baselines.llm.rollout import TRAINING_STACK
+    from baselines.llm.training.rollout import TRAINING_STACK
 
     agent = training_agent(path, config, batch_size, seed)
     extra = {

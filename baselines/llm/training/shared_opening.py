@@ -45,8 +45,8 @@ import torch
 from transformers import DynamicCache
 from trl import GRPOTrainer
 
-from baselines.llm.precision import autocast_for
-from baselines.llm.prefix_cache import cache_argument
+from baselines.llm.agents.prefix_cache import cache_argument
+from baselines.llm.models.precision import autocast_for
 
 __all__ = ["MIN_SHARED_TOKENS", "SharedOpeningGRPOTrainer", "shared_opening_logps"]
 

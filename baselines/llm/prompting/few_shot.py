@@ -45,7 +45,7 @@ import gymnasium as gym
 
 from agent_envs.core import EXAMPLE_POOL, FIRST_EXAMPLE_ID, MAX_TASK_ID
 from agent_envs.instances import instance_key
-from baselines.llm.replies import (
+from baselines.llm.prompting.replies import (
     FORMAT_PROMPT,
     choose_reply_format,
     format_action,
@@ -217,10 +217,10 @@ class PromptStyle:
     Args:
         few_shot: how many oracle episodes to show before the real one (0: none).
         reply_format: ``"action"`` or ``"think"`` (see
-            :data:`~baselines.llm.replies.REPLY_FORMATS`); ``None`` picks
-            :func:`~baselines.llm.replies.choose_reply_format`'s default.
+            :data:`~baselines.llm.prompting.replies.REPLY_FORMATS`); ``None`` picks
+            :func:`~baselines.llm.prompting.replies.choose_reply_format`'s default.
         system_prompt: a system prompt, ``None`` for none, or
-            :data:`~baselines.llm.replies.FORMAT_PROMPT` for the reply
+            :data:`~baselines.llm.prompting.replies.FORMAT_PROMPT` for the reply
             format's own.
         env_id: the env the examples come from; by default each episode's
             ``info["registered_id"]``, which the evaluator adds because

@@ -1,7 +1,7 @@
 """Generation with a transformers model: seeded sampling, batched replies, end tokens.
 
-What :class:`~baselines.llm.hf_agent.HFAgent` (evaluation) and the GRPO
-rollout (:mod:`baselines.llm.rollout`, training) share to turn prompts into
+What :class:`~baselines.llm.agents.hf_agent.HFAgent` (evaluation) and the GRPO
+rollout (:mod:`baselines.llm.training.rollout`, training) share to turn prompts into
 replies, so that a model is trained on replies sampled exactly as it is
 evaluated:
 
@@ -34,9 +34,9 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from baselines.llm.precision import autocast_for
-from baselines.llm.prefix_cache import PrefixCacheDecoder
-from baselines.llm.replies import reply_with_end
+from baselines.llm.agents.prefix_cache import PrefixCacheDecoder
+from baselines.llm.models.precision import autocast_for
+from baselines.llm.prompting.replies import reply_with_end
 from wrappers.utils.validators import check_int
 
 __all__ = [
@@ -94,7 +94,7 @@ class GumbelSampler(LogitsProcessor):
     Each row has its own generator, so a row's samples do not depend on the
     other rows in the batch.  Under ``generate`` rows that have already
     finished still draw noise (their tokens are discarded);
-    :class:`~baselines.llm.prefix_cache.PrefixCacheDecoder` drops them, and
+    :class:`~baselines.llm.agents.prefix_cache.PrefixCacheDecoder` drops them, and
     :meth:`noisy` samples only the rows still going.
     """
 
@@ -247,13 +247,13 @@ class HFGenerator:
     default) and records the sampled tokens' log-probabilities under
     ``softmax(logits / temperature)``, the distribution TRL's trainer scores
     them with.  With ``prefix_cache`` (the default) each episode's keys and
-    values are kept between turns (:class:`~baselines.llm.prefix_cache.
+    values are kept between turns (:class:`~baselines.llm.agents.prefix_cache.
     PrefixCacheDecoder`); without it every turn left-pads the whole prompts
     and calls ``model.generate``.  Both sample the same tokens.
 
     ``rollout`` says how to sample (:class:`ReplySampling`): the reply length,
     the temperature and each reply's seed.  ``stop`` (for example a
-    :class:`~baselines.llm.replies.ReplyStop`) ends a reply once its action
+    :class:`~baselines.llm.prompting.replies.ReplyStop`) ends a reply once its action
     line is complete, as ``HFAgent`` ends it; the stopping token is kept.
     """
 

@@ -1,7 +1,7 @@
 """Tool-native episodes: the dialogue of a tool-calling agent, as the OpenAI convention has it.
 
 In tool mode (``OpenAIChatAgent(tool_calls=True)``) a turn is not a line of
-text but a call of the function ``act`` (:mod:`baselines.llm.tool_calls`), and
+text but a call of the function ``act`` (:mod:`baselines.llm.prompting.tool_calls`), and
 the dialogue sent back to the server follows the tool-calling protocol that
 servers and chat templates check:
 
@@ -44,7 +44,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_envs.protocol import AgentAction
-from baselines.llm.tool_calls import TOOL_NAME
+from baselines.llm.prompting.replies import FORMAT_PROMPT
+from baselines.llm.prompting.tool_calls import TOOL_NAME
 from wrappers.protocol import MESSAGES
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "example_turns",
     "record_reply",
     "tool_dialogue",
+    "tool_settings",
 ]
 
 #: The default system prompt in tool mode: the game, and the call; no text line.
@@ -64,6 +66,20 @@ TOOL_SYSTEM_PROMPT = (
     f"as the game describes; the game's answer comes back as the function's result. "
     f"Call `{TOOL_NAME}` once per turn."
 )
+
+
+def tool_settings(settings: Mapping[str, Any], tool_calls: bool) -> dict[str, Any]:
+    """Return an agent's prompt settings, in tool mode with :data:`TOOL_SYSTEM_PROMPT`.
+
+    The reply format's own system prompt (the default,
+    :data:`~baselines.llm.prompting.replies.FORMAT_PROMPT`) asks for a text
+    line; in tool mode the tool's prompt takes its place.  A prompt given
+    explicitly is kept.
+    """
+    if tool_calls and settings.get("system_prompt", FORMAT_PROMPT) == FORMAT_PROMPT:
+        return {**settings, "system_prompt": TOOL_SYSTEM_PROMPT}
+    return dict(settings)
+
 
 #: The tool answer of a call that was not played (only the first call of ``act`` is).
 NOT_PLAYED = f"Not played: one action per turn, and only the first call of {TOOL_NAME} counts."
@@ -80,7 +96,7 @@ def record_reply(message: Any, turn: int) -> AgentAction:
 
     The action is that of the first call of ``act`` whose arguments hold a
     string ``action``, ``""`` if there is none (as
-    :func:`~baselines.llm.tool_calls.action_from_message` reads it).  Calls
+    :func:`~baselines.llm.prompting.tool_calls.action_from_message` reads it).  Calls
     without an ``id`` get ``call_<turn>_<index>``, so that the tool messages
     of the next turns can link to them.
     """
@@ -140,7 +156,7 @@ def tool_dialogue(
 ) -> list[dict[str, Any]]:
     """Return the chat messages of one turn in tool mode.
 
-    As :func:`~baselines.llm.messages.build_messages`: the dialogue comes from
+    As :func:`~baselines.llm.prompting.messages.build_messages`: the dialogue comes from
     ``info["messages"]`` (``wrappers.ChatHistory``) or is ``observation``
     alone, the system prompt goes first unless the dialogue has its own, and
     the last message holds ``observation`` itself.  Each assistant turn is
@@ -228,7 +244,9 @@ def _action_of(call: Mapping[str, Any]) -> str | None:
 
 
 def example_turns(episodes: Sequence[tuple[int, Sequence[tuple[str, str]]]]) -> list[dict]:
-    """Return oracle episodes (:func:`~baselines.llm.few_shot.oracle_episodes`) as tool-call turns.
+    """Return oracle episodes as tool-call turns.
+
+    The episodes are :func:`~baselines.llm.prompting.few_shot.oracle_episodes`'s.
 
     Each observation answers the call before it (the first is a ``user``
     message), and each episode's last call is answered by :data:`EXAMPLE_END`,
