@@ -1,9 +1,10 @@
-"""Packaging promises: light imports, type markers, no text evaluated."""
+"""Packaging promises: light imports, type markers, no text evaluated, extras that cover."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -54,3 +55,25 @@ def test_nothing_evaluates_text():
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     assert node.func.id not in {"eval", "exec"}, f"{path}: {node.func.id}()"
+
+
+def _extra(name: str) -> set[str]:
+    """The distribution names an extra of pyproject.toml requires (normalised, no versions)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {
+        re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower().replace("_", "-")
+        for requirement in extras["optional-dependencies"][name]
+    }
+
+
+@pytest.mark.parametrize("extra", ["llm", "smollm2", "all"])
+def test_the_extras_that_load_gguf_files_install_what_loading_imports(extra):
+    """transformers 5 refused GGUF files without accelerate, which [llm] did not install."""
+    from baselines.llm.models import GGUF_PACKAGES
+
+    assert {"torch", "transformers", "gguf", "accelerate"} <= set(GGUF_PACKAGES)
+    assert set(GGUF_PACKAGES) <= _extra(extra)
