@@ -35,7 +35,15 @@ import numpy as np
 from agent_envs.suites import Suite
 from wrappers.protocol import BUDGET
 
-__all__ = ["BENCH_FORMAT", "BOOTSTRAP", "EPISODE_COST", "bench_score", "episode_costs", "run_bench"]
+__all__ = [
+    "BENCH_FORMAT",
+    "BOOTSTRAP",
+    "EPISODE_COST",
+    "bench_score",
+    "episode_costs",
+    "family_scores",
+    "run_bench",
+]
 
 #: The format tag of a bench result.
 BENCH_FORMAT = "agent-envs-bench/1"
@@ -180,6 +188,42 @@ def bench_score(
         for e, t, g in zip(suite.entries, tight, generous, strict=True)
     }
     return score
+
+
+def _cell(result: Mapping[str, Any], budget: int) -> tuple[float, float]:
+    """The result's own interval of Pass@(1, budget), as its surface's cell holds it."""
+    settings = result["settings"]
+    if 1 not in settings["ks"]:
+        return (float("nan"), float("nan"))
+    i, j = settings["ks"].index(1), settings["budgets"].index(budget)
+    return (float(result["ci_low"][i][j]), float(result["ci_high"][i][j]))
+
+
+def family_scores(
+    result: Mapping[str, Any], tight: int, generous: int, seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """Return one row's tight, generous and budget gap, each with its 95% interval.
+
+    ``result`` is the row's result (``to_dict()``).  Tight and generous are
+    the Pass@(1,T) of :func:`bench_score`'s ``per_family`` with the result's
+    own interval of that cell (``ci_low``/``ci_high``: a bootstrap over
+    tasks); the gap's interval is a paired bootstrap of the per-task gaps
+    (:data:`BOOTSTRAP` resamples, seeded), as the score's.
+    """
+    low, high = _pass1(result, tight), _pass1(result, generous)
+    gaps = high - low
+    draws = gaps[np.random.default_rng(seed).integers(0, len(gaps), (BOOTSTRAP, len(gaps)))]
+    draws = draws.mean(axis=1)
+    scores = {}
+    for name, values, budget in (("tight", low, tight), ("generous", high, generous)):
+        ci_low, ci_high = _cell(result, budget)
+        scores[name] = {"value": float(values.mean()), "low": ci_low, "high": ci_high}
+    scores["budget_gap"] = {
+        "value": scores["generous"]["value"] - scores["tight"]["value"],
+        "low": float(np.quantile(draws, 0.025)),
+        "high": float(np.quantile(draws, 0.975)),
+    }
+    return scores
 
 
 def score_table(result: Mapping[str, Any]) -> str:
