@@ -46,7 +46,7 @@ def _episodes(logs: list[LogRef]) -> tuple[list[dict], list[str]]:
     bare: dict[tuple[str, str], list[str]] = {}  # (agent, command) -> its logs without any
     for ref in logs:
         try:
-            kept, found = read_episodes(ref.path)
+            kept, found = read_episodes(ref.path, agent=ref.agent)
         except UserInputError as exc:
             if ref.given:
                 raise
