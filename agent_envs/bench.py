@@ -5,7 +5,8 @@
 so a stopped bench resumes with nothing lost or repeated.  Its result is one
 JSON (:data:`BENCH_FORMAT`): the suite version, the agent, every id's whole
 :class:`~agent_envs.evaluation.EvalResult` (surface, intervals, diagnostics),
-each id's CPU and wall seconds, each episode's cost (:data:`EPISODE_COST`, read
+each id's CPU and wall seconds summed over every process that ran it
+(:func:`row_seconds`), each episode's cost (:data:`EPISODE_COST`, read
 back from the id's run log) and the score (:func:`bench_score`).
 
 The score, defined in ``docs/bench.md``:
@@ -35,7 +36,16 @@ import numpy as np
 from agent_envs.suites import Suite
 from wrappers.protocol import BUDGET
 
-__all__ = ["BENCH_FORMAT", "BOOTSTRAP", "EPISODE_COST", "bench_score", "episode_costs", "run_bench"]
+__all__ = [
+    "BENCH_FORMAT",
+    "BOOTSTRAP",
+    "EPISODE_COST",
+    "bench_score",
+    "episode_costs",
+    "family_scores",
+    "row_seconds",
+    "run_bench",
+]
 
 #: The format tag of a bench result.
 BENCH_FORMAT = "agent-envs-bench/1"
@@ -87,12 +97,14 @@ def run_bench(
             env_name=entry.env_id,
             **settings,
         )
-        results[entry.env_id] = _evaluate(make_policy(), entry.env_id, history, entry_settings)
-        seconds[entry.env_id] = {
-            "cpu": round(time.process_time() - cpu, 2),
-            "wall": round(time.perf_counter() - wall, 2),
-        }
-        costs[entry.env_id] = episode_costs(Path(entry_settings.log_path))
+        result = _evaluate(make_policy(), entry.env_id, history, entry_settings)
+        here = (time.process_time() - cpu, time.perf_counter() - wall)
+        results[entry.env_id] = result
+        episodes = _episode_lines(Path(entry_settings.log_path))
+        remote = result["settings"]["backend"] != "local"  # played by Ray workers
+        fresh = result["timing"]["episodes_run"]
+        seconds[entry.env_id] = row_seconds(episodes, fresh, *here, elsewhere=remote)
+        costs[entry.env_id] = _cost_rows(episodes)
     return {
         "format": BENCH_FORMAT,
         "suite": suite.version,
@@ -115,13 +127,75 @@ def episode_costs(log: Path) -> list[list[Any]]:
     The log is the one this bench just wrote and closed; an episode of a log
     written before costs were recorded has ``None`` in their columns.
     """
-    rows = []
+    return _cost_rows(_episode_lines(log))
+
+
+def _cost_rows(lines: list[dict[str, Any]]) -> list[list[Any]]:
+    return [[line.get(column) for column in EPISODE_COST] for line in lines]
+
+
+def _episode_lines(log: Path) -> list[dict[str, Any]]:
+    """Every episode line of a run log this bench just wrote and closed, in its order."""
     with log.open(encoding="utf-8") as handle:
         next(handle)  # the header
-        for line in handle:
-            episode = json.loads(line)
-            rows.append([episode.get(column) for column in EPISODE_COST])
-    return rows
+        return [json.loads(line) for line in handle]
+
+
+def _seconds(line: Mapping[str, Any], key: str) -> float:
+    value = line.get(key)
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.0
+
+
+def _span(lines: list[Mapping[str, Any]]) -> float:
+    """The wall seconds during which any of ``lines``' episodes was being played.
+
+    An episode with ``ended_at`` is the interval ``[ended_at - wall_s,
+    ended_at]``, and overlapping intervals (episodes in lockstep) count once;
+    one from a log written before ``ended_at`` counts its ``wall_s`` whole.
+    """
+    intervals, total = [], 0.0
+    for line in lines:
+        wall, end = _seconds(line, "wall_s"), line.get("ended_at")
+        if isinstance(end, (int, float)):
+            intervals.append((end - wall, end))
+        else:
+            total += wall
+    reach = float("-inf")
+    for start, end in sorted(intervals):
+        total += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return total
+
+
+def row_seconds(
+    episodes: list[Mapping[str, Any]],
+    fresh: int,
+    cpu: float,
+    wall: float,
+    elsewhere: bool = False,
+) -> dict[str, float]:
+    """Return a row's CPU and wall seconds, summed over every process that ran it.
+
+    ``episodes`` are the row's run-log lines in the log's order, of which the
+    last ``fresh`` are this process's run, which took ``cpu`` and ``wall``
+    seconds here (building the agent, playing, counting).  The earlier lines
+    are episodes an earlier, stopped process played: their ``cpu_s`` and the
+    wall time they span (:func:`_span`) are added.  With ``elsewhere`` (Ray),
+    this run's episodes were played in other processes: their ``cpu_s`` is
+    added too (their wall time is within this process's).  What a stopped
+    process spent outside its finished episodes (loading its model, an
+    episode cut short) is in no log, and so in no sum.
+
+    >>> earlier = [{"cpu_s": 2.0, "wall_s": 3.0, "ended_at": 10.0},
+    ...            {"cpu_s": 2.0, "wall_s": 3.0, "ended_at": 11.0}]
+    >>> row_seconds([*earlier, {"cpu_s": 1.0, "wall_s": 1.0}], 1, 1.5, 2.0)
+    {'cpu': 5.5, 'wall': 6.0}
+    """
+    before = episodes[: len(episodes) - fresh]
+    cpu += sum(_seconds(line, "cpu_s") for line in before)
+    if elsewhere:
+        cpu += sum(_seconds(line, "cpu_s") for line in episodes[len(episodes) - fresh :])
+    return {"cpu": round(cpu, 2), "wall": round(wall + _span(before), 2)}
 
 
 def _evaluate(policy: Any, env_id: str, history: str | None, settings: Any) -> dict[str, Any]:
@@ -180,6 +254,42 @@ def bench_score(
         for e, t, g in zip(suite.entries, tight, generous, strict=True)
     }
     return score
+
+
+def _cell(result: Mapping[str, Any], budget: int) -> tuple[float, float]:
+    """The result's own interval of Pass@(1, budget), as its surface's cell holds it."""
+    settings = result["settings"]
+    if 1 not in settings["ks"]:
+        return (float("nan"), float("nan"))
+    i, j = settings["ks"].index(1), settings["budgets"].index(budget)
+    return (float(result["ci_low"][i][j]), float(result["ci_high"][i][j]))
+
+
+def family_scores(
+    result: Mapping[str, Any], tight: int, generous: int, seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """Return one row's tight, generous and budget gap, each with its 95% interval.
+
+    ``result`` is the row's result (``to_dict()``).  Tight and generous are
+    the Pass@(1,T) of :func:`bench_score`'s ``per_family`` with the result's
+    own interval of that cell (``ci_low``/``ci_high``: a bootstrap over
+    tasks); the gap's interval is a paired bootstrap of the per-task gaps
+    (:data:`BOOTSTRAP` resamples, seeded), as the score's.
+    """
+    low, high = _pass1(result, tight), _pass1(result, generous)
+    gaps = high - low
+    draws = gaps[np.random.default_rng(seed).integers(0, len(gaps), (BOOTSTRAP, len(gaps)))]
+    draws = draws.mean(axis=1)
+    scores = {}
+    for name, values, budget in (("tight", low, tight), ("generous", high, generous)):
+        ci_low, ci_high = _cell(result, budget)
+        scores[name] = {"value": float(values.mean()), "low": ci_low, "high": ci_high}
+    scores["budget_gap"] = {
+        "value": scores["generous"]["value"] - scores["tight"]["value"],
+        "low": float(np.quantile(draws, 0.025)),
+        "high": float(np.quantile(draws, 0.975)),
+    }
+    return scores
 
 
 def score_table(result: Mapping[str, Any]) -> str:

@@ -68,9 +68,11 @@ class ProgressLines:
     ``interval`` defaults to :data:`INTERVAL`.
 
     ``initial`` episodes were done before (a resumed run): they count toward
-    ``done`` but not toward the rate.  With ``heartbeat`` a thread writes the
-    records on time even while no episode finishes, as when a batching policy
-    plays every episode in lockstep.  ``clock`` and ``stream`` (default: the
+    ``done`` but not toward the rate.  ``turns`` returns the turns (agent
+    steps) this process has played so far; each record then adds them and
+    their rate.  With ``heartbeat`` a thread writes the records on time even
+    while no episode finishes (:meth:`beat`), as when a batching policy plays
+    every episode in lockstep.  ``clock`` and ``stream`` (default: the
     ``sys.stderr`` of the moment) are for tests.  After at least one record,
     :meth:`close` writes a last one with the whole time taken.
     """
@@ -85,8 +87,10 @@ class ProgressLines:
         stream: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         heartbeat: bool = False,
+        turns: Callable[[], int] | None = None,
     ) -> None:
         self.total, self.done, self._initial = total, initial, initial
+        self._turns = turns
         self.description = description
         self.interval = INTERVAL if interval is None else interval
         self._stream = stream
@@ -113,11 +117,15 @@ class ProgressLines:
             self._last = now
             self._write(self._record(now, self._errors))
 
+    def beat(self) -> None:
+        """Write a record if ``interval`` has passed, whether or not an episode finished."""
+        with self._lock:
+            self._maybe_write()
+
     def _beating(self) -> None:
         """Write a record every ``interval`` even while no episode finishes (``heartbeat``)."""
         while not self._stopped.wait(self.interval):
-            with self._lock:
-                self._maybe_write()
+            self.beat()
 
     def close(self) -> None:
         """Stop the heartbeat; write the closing record (only if a record was written)."""
@@ -126,7 +134,10 @@ class ProgressLines:
             self._beat.join()
         if self.records:
             took = format_seconds(self._clock() - self._start)
-            self._write(f"progress {self.description}: {self.done}/{self.total} episodes in {took}")
+            played = f", {self._turns()} turns" if self._turns is not None else ""
+            self._write(
+                f"progress {self.description}: {self.done}/{self.total} episodes{played} in {took}"
+            )
 
     def _record(self, now: float, errors: int) -> str:
         played, elapsed = self.done - self._initial, max(now - self._start, 1e-9)
@@ -138,6 +149,9 @@ class ProgressLines:
             text += f", about {format_seconds((self.total - self.done) / rate)} left"
         else:  # nothing finished yet (episodes played in lockstep finish together)
             text += f", running for {format_seconds(elapsed)}"
+        if self._turns is not None:  # the sign of life while no episode finishes
+            turns = self._turns()
+            text += f", {turns} turns ({60 * turns / elapsed:.1f} turns/min)"
         return text + (f", {errors} errors" if errors else "")
 
     def _write(self, text: str) -> None:

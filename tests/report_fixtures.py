@@ -78,3 +78,25 @@ class Page(HTMLParser):
         """Return the transcript browser's data block, decoded."""
         [text] = [body for attrs, body in self.scripts if attrs.get("id") == "episodes"]
         return json.loads(text)
+
+
+def partial_bench(source: Path, env_ids: list[str], folder: Path, **changes) -> Path:
+    """Write the rows ``env_ids`` of the bench result ``source`` as a partial bench result.
+
+    Its score is recomputed over those rows, as ``bench --only`` computes it;
+    ``changes`` replace top-level keys (``agent``, ``history``).
+    """
+    from agent_envs.bench import bench_score
+    from agent_envs.suites import load_suite, select
+
+    bench = json.loads(source.read_text())
+    suite = select(load_suite(bench["suite"]), env_ids)
+    rows = [entry.env_id for entry in suite.entries]
+    bench.update(partial=True, rows=rows, **changes)
+    for key in ("results", "seconds", "episodes"):
+        bench[key] = {env_id: bench[key][env_id] for env_id in rows}
+    bench["score"] = bench_score(suite, bench["results"])
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench.json"
+    path.write_text(json.dumps(bench))
+    return path

@@ -238,3 +238,68 @@ def test_the_result_holds_each_episodes_tokens_and_seconds(tmp_path):
     plain = _bench(Suite("test", 1, (1,), suite.entries[:1]), "random", tmp_path / "plain")
     rows = plain["episodes"]["agent_envs/GuessNumber-v0"]
     assert len(rows) == 3 and all(row[3] is None and row[4] is None for row in rows)
+
+
+def test_a_rows_seconds_sum_every_process_and_count_overlapping_wall_once():
+    from agent_envs.bench import row_seconds
+
+    earlier = [  # a stopped process: two episodes in lockstep, then a third
+        {"cpu_s": 1.0, "wall_s": 4.0, "ended_at": 104.0},
+        {"cpu_s": 1.0, "wall_s": 4.0, "ended_at": 104.5},
+        {"cpu_s": 0.5, "wall_s": 1.0, "ended_at": 106.0},
+    ]
+    mine = [{"cpu_s": 0.25, "wall_s": 1.0, "ended_at": 200.0}] * 2
+    # Here: this process's own seconds, plus the earlier episodes' CPU and the time they span.
+    assert row_seconds([*earlier, *mine], 2, 0.75, 3.0) == {"cpu": 3.25, "wall": 8.5}
+    # On Ray this run's episodes ran in workers: their CPU is added, their wall is within ours.
+    assert row_seconds([*earlier, *mine], 2, 0.75, 3.0, elsewhere=True) == {
+        "cpu": 3.75,
+        "wall": 8.5,
+    }
+    # Uninterrupted: this process's own seconds alone.
+    assert row_seconds(mine, 2, 0.75, 3.0) == {"cpu": 0.75, "wall": 3.0}
+    # A log written before ended_at: each episode's wall counts whole; no cost recorded: 0.
+    old = [{"cpu_s": 1.0, "wall_s": 4.0}, {"cpu_s": 1.0, "wall_s": 4.0}, {"cpu_s": None}]
+    assert row_seconds([*old, *mine], 2, 0.75, 3.0) == {"cpu": 2.75, "wall": 11.0}
+
+
+class StopsAfter:
+    """A random agent that is stopped (Ctrl-C) when its episode ``limit + 1`` starts."""
+
+    def __init__(self, limit):
+        from baselines import RandomAgent
+
+        self.agent, self.limit, self.started = RandomAgent(), limit, 0
+        self.required_info = self.agent.required_info
+
+    def act(self, observation, info):
+        if info["turn"] == 0:
+            self.started += 1
+            if self.started > self.limit:
+                raise KeyboardInterrupt
+        return self.agent.act(observation, info)
+
+
+def test_a_row_stopped_and_resumed_costs_the_sum_of_its_parts(tmp_path, monkeypatch):
+    """After a resume, a row's CPU was the last process's alone (0.36 s of 0.76 s)."""
+    import time
+
+    from baselines import RandomAgent
+
+    ticks = iter(range(1, 1_000_000))
+    monkeypatch.setattr(time, "process_time", lambda: float(next(ticks)))  # 1 s a call
+    entry = SuiteEntry("agent_envs/GuessNumber-v0", "G", (0, 1, 2), (3, 6))
+    suite = Suite("test", 2, (1,), (entry,))
+    quiet = dict(log=lambda line: None)
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(suite, lambda: StopsAfter(3), "random", tmp_path, **quiet)
+    log = tmp_path / "logs" / "agent_envs__GuessNumber-v0.jsonl"
+    first = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    assert len(first) == 3 and all(line["cpu_s"] == 1.0 for line in first)
+    before = time.process_time()
+    result = run_bench(suite, RandomAgent, "random", tmp_path, **quiet)
+    here = time.process_time() - before - 2  # the bench's own bracket around the row
+    assert result["results"][entry.env_id]["timing"]["episodes_resumed"] == 3
+    assert result["seconds"][entry.env_id]["cpu"] == here + 3.0  # its part and the first's
+    lines = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    assert len(lines) == 6 and sum(line["cpu_s"] for line in lines) == 6.0

@@ -156,6 +156,24 @@ def test_an_unsupported_quantisation_gets_one_line(tmp_path, tokenizer_path, lla
     assert not cache.exists() or not any(cache.iterdir())
 
 
+def test_a_missing_loading_package_is_named_in_one_line(gguf_path, cache, monkeypatch):
+    """transformers 5 refuses a GGUF file without accelerate: say so before converting."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "accelerate" else find_spec(name, *a),
+    )
+    with pytest.raises(ModelError, match=r"needs accelerate, which the \[llm\] extra") as error:
+        resolve_model(gguf_path)
+    assert "\n" not in str(error.value) and str(gguf_path) in str(error.value)
+    assert not cache.exists() or not any(cache.iterdir())
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    assert resolve_model(gguf_path).is_dir()  # with accelerate it converts
+
+
 def test_a_missing_path_or_hub_name_fails_at_once_without_the_network(no_network, cache):
     for name in ("no/such/model", "Qwen/Qwen2.5-0.5B-Instruct", "missing.gguf"):
         with pytest.raises(ModelError, match="never downloaded") as error:

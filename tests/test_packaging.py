@@ -1,9 +1,10 @@
-"""Packaging promises: light imports, type markers, no text evaluated."""
+"""Packaging promises: light imports, type markers, no text evaluated, extras that cover."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -74,3 +75,25 @@ def test_the_wheel_installs_the_library_only(tmp_path):
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     top = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {name for name in top if not name.endswith(".dist-info")} == set(LIBRARY)
+
+
+def _extra(name: str) -> set[str]:
+    """The distribution names an extra of pyproject.toml requires (normalised, no versions)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {
+        re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower().replace("_", "-")
+        for requirement in extras["optional-dependencies"][name]
+    }
+
+
+@pytest.mark.parametrize("extra", ["llm", "smollm2", "all"])
+def test_the_extras_that_load_gguf_files_install_what_loading_imports(extra):
+    """transformers 5 refused GGUF files without accelerate, which [llm] did not install."""
+    from baselines.llm.models.models import GGUF_PACKAGES
+
+    assert {"torch", "transformers", "gguf", "accelerate"} <= set(GGUF_PACKAGES)
+    assert set(GGUF_PACKAGES) <= _extra(extra)

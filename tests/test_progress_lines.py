@@ -77,7 +77,7 @@ def test_the_evaluator_writes_records_when_stderr_is_no_terminal(monkeypatch, ca
         line for line in records[:3] if re.fullmatch(r"progress GuessNumber-v0: \d/3 .*", line)
     ]
     assert [record.split(":")[1].split()[0] for record in records[:3]] == ["1/3", "2/3", "3/3"]
-    assert re.fullmatch(r"progress GuessNumber-v0: 3/3 episodes in \d+s", records[3])
+    assert re.fullmatch(r"progress GuessNumber-v0: 3/3 episodes, \d+ turns in \d+s", records[3])
 
 
 @pytest.mark.parametrize(("flag", "shown"), [((), True), (("--no-progress",), False)])
@@ -105,3 +105,54 @@ def test_the_heartbeat_writes_while_no_episode_finishes():
     first = out.getvalue().splitlines()[0]
     pattern = r"progress Batch: 0/20 episodes \(0%\), 0\.0 episodes/min, running for \d+s"
     assert re.fullmatch(pattern, first), first
+
+
+def test_records_count_the_turns_while_no_episode_finishes():
+    """Lockstep episodes showed "0/80 episodes, 0.0 episodes/min" for minutes: now the turns."""
+    clock, out, played = Clock(), io.StringIO(), [0]
+    lines = ProgressLines(80, 0, "Wordle-v0", interval=30.0, stream=out, clock=clock,
+                          turns=lambda: played[0])  # fmt: skip
+    for _ in range(4):  # 64 episodes in lockstep: 64 turns every 10 s, none finished
+        clock.now += 10.0
+        played[0] += 64
+        lines.beat()
+    clock.now += 20.0
+    lines.update(errors=0)
+    lines.close()
+    assert out.getvalue().splitlines() == [
+        "progress Wordle-v0: 0/80 episodes (0%), 0.0 episodes/min, running for 30s, "
+        "192 turns (384.0 turns/min)",
+        "progress Wordle-v0: 1/80 episodes (1%), 1.0 episodes/min, about 1h 19m left, "
+        "256 turns (256.0 turns/min)",
+        "progress Wordle-v0: 1/80 episodes, 256 turns in 1m 00s",
+    ]
+
+
+class LockstepGuesser:
+    """Guesses 50 in every live episode at once, and reads the turn count at every call."""
+
+    def __init__(self, seen):
+        self.seen = seen
+
+    def act_batch(self, observations, infos):
+        self.seen.append(self.turns())
+        return ["50"] * len(observations)
+
+
+def test_the_evaluator_counts_turns_as_they_are_played(monkeypatch):
+    """The count the records show grows every lockstep turn, before any episode ends."""
+    made = []
+
+    def spy(*args, **kwargs):
+        made.append(ProgressLines(*args, **{**kwargs, "heartbeat": False}))
+        return made[-1]
+
+    monkeypatch.setattr(session, "ProgressLines", spy)
+    monkeypatch.setattr(session, "wants_lines", lambda: True)
+    seen = []
+    policy = LockstepGuesser(seen)
+    policy.turns = lambda: made[0]._turns()
+    result = evaluate(policy, "agent_envs/GuessNumber-v0", ks=[1], budgets=[3], tasks=4,
+                      samples=1, batch_size=4, diagnostics=False, progress=True)  # fmt: skip
+    assert seen == [4, 8, 12]  # 4 episodes in lockstep, 3 turns: no episode ended before
+    assert made[0]._turns() == result.timing["env_steps"] == 12

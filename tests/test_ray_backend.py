@@ -230,3 +230,30 @@ def test_a_worker_that_cannot_build_stops_the_run_at_once():
     env = functools.partial(_env_that_fails_in_workers, os.getpid())
     with pytest.raises(RuntimeError, match=r"could not build the policy or the env .*my_envs"):
         evaluate(NoisyOracleAgent(), env, **GRID, **TWO)
+
+
+def test_cli_bench_on_ray_gives_the_local_rows_result(tmp_path, capsys):
+    """`bench --backend ray`: one row of the suite, the same result as played here."""
+    row = ["bench", "v1", "--agent", "noisy-oracle", "--agent-kwargs", '{"epsilon": 0.3}',
+           "--only", "agent_envs/GuessNumber-v0"]  # fmt: skip
+    assert main([*row, "--out", str(tmp_path / "local")]) == 0
+    assert main([*row, "--backend", "ray", "--workers", "2", "--out", str(tmp_path / "ray")]) == 0
+    capsys.readouterr()
+    local, remote = (
+        json.loads((tmp_path / f / "bench.json").read_text()) for f in ("local", "ray")
+    )
+    assert remote["score"] == local["score"] and remote["rows"] == ["agent_envs/GuessNumber-v0"]
+    [(env_id, ray_row)] = remote["results"].items()
+    assert ray_row["settings"]["backend"] == "ray" and ray_row["timing"]["workers"] == 2
+    for result in (ray_row, local["results"][env_id]):
+        result.pop("timing")
+        for name in HOW:
+            result["settings"].pop(name)
+    assert ray_row == local["results"][env_id]
+    assert episodes(tmp_path / "ray" / "logs" / "agent_envs__GuessNumber-v0.jsonl") == episodes(
+        tmp_path / "local" / "logs" / "agent_envs__GuessNumber-v0.jsonl"
+    )
+    # The row's CPU holds the workers' episodes, which the bench process did not play.
+    cost = remote["episode_columns"].index("cpu_s")
+    workers = sum(episode[cost] for episode in remote["episodes"][env_id])
+    assert remote["seconds"][env_id]["cpu"] >= round(workers, 2)

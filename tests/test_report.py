@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from report_fixtures import ACTION, AGENT, ENV, REPLY, Page, hostile_run
+from report_fixtures import ACTION, AGENT, ENV, REPLY, Page, hostile_run, partial_bench
 
 from agent_envs import cli
 from agent_envs.cli.outputs import REPORT, output_kind
@@ -74,7 +74,9 @@ def test_the_bench_page_shows_the_score_the_suite_table_and_each_difference():
                 item["low"],
                 item["high"],
             ]
-            assert f"{item['value']:.3f} [{item['low']:.3f}, {item['high']:.3f}]" in cell["text"]
+            sign = "+" if key == "budget_gap" else ""  # a gap is a difference: signed
+            shown = f"{item['value']:{sign}.3f} [{item['low']:{sign}.3f}, {item['high']:{sign}.3f}]"
+            assert shown in cell["text"]
         for family, row in bench["score"]["per_family"].items():
             for budget in ("tight", "generous"):
                 [cell] = page.find(data_agent=name, data_family=family, data_budget=budget)
@@ -257,11 +259,105 @@ def test_the_committed_bench_page_holds_the_committed_scores():
     assert page.find(name="generator", content=GENERATOR)
 
 
-def test_two_results_of_one_agent_name_are_told_apart_by_their_files():
+def test_each_result_is_labelled_by_its_agent_and_settings_never_its_file():
+    """Two oracle benches were both "oracle (file name)"; the visible budget tells them apart."""
     page = Page(build_report([BENCH / "oracle.json", BENCH / "oracle-visible.json"]))
-    assert page.find(data_agent="oracle (oracle-visible)", data_score="tight")
-    assert page.find(data_kind="surface", data_env=ENV, data_agent="oracle (oracle)")
-    assert page.find(data_kind="difference", data_env=ENV, data_b="oracle (oracle-visible)")
+    assert page.find(data_agent="oracle visible budget", data_score="tight")
+    assert page.find(data_kind="surface", data_env=ENV, data_agent="oracle")
+    assert page.find(data_kind="difference", data_env=ENV, data_b="oracle visible budget")
+    # Still the same label: #2, in the order given, and no file name anywhere in a label.
+    page = Page(build_report([BENCH / "random.json", BENCH / "random.json"]))
+    labels = [e["attrs"]["data-agent"] for e in page.elements if "data-score" in e["attrs"]]
+    assert labels == ["random"] * 3 + ["random #2"] * 3
+    assert page.find(data_kind="difference", data_env=ENV, data_a="random", data_b="random #2")
+
+
+def test_an_llm_agents_label_holds_its_model_and_settings(tmp_path):
+    agent = ('hf {"base_url": "http://x", "dtype": "bfloat16", "few_shot": 1, '
+             '"model": "smollm2-135m", "temperature": 0.7, "threads": 1}')  # fmt: skip
+    labels = []
+    for name in ("a", "b"):
+        path = partial_bench(BENCH / "random.json", [ENV], tmp_path / name, agent=agent,
+                             history="raw")  # fmt: skip
+        labels.append(json.loads(path.read_text())["agent"])
+    page = Page(build_report([tmp_path / "a" / "bench.json", tmp_path / "b" / "bench.json"]))
+    want = "hf smollm2-135m few_shot=1 temperature=0.7 bfloat16 history=raw"
+    assert page.find(data_agent=want, data_score="tight")
+    assert page.find(data_agent=f"{want} #2", data_score="tight")
+    assert not [e for e in page.elements if "bench.json" in e["attrs"].get("data-agent", "")]
+
+
+def test_the_family_table_joins_every_results_rows(tmp_path):
+    """`report wordle/bench.json guess/bench.json` listed Wordle only: the first result's rows."""
+    wordle = partial_bench(BENCH / "oracle.json", ["agent_envs/Wordle-v0"], tmp_path / "wordle")
+    guess = partial_bench(BENCH / "oracle.json", [ENV], tmp_path / "guess")
+    page = Page(build_report([wordle, guess]))
+    [table] = page.find(data_kind="suite")
+    heads = [e["text"] for e in page.elements[page.elements.index(table) :]
+             if e["tag"] == "th" and e["attrs"].get("scope") == "rowgroup"]  # fmt: skip
+    assert heads == ["GuessNumber", "Wordle"]  # both, in the suite's order
+    for family in heads:  # one agent: the two files are its parts, under one label
+        assert len(page.find(data_agent="oracle", data_family=family, data_budget="tight")) == 1
+
+
+def test_partial_results_are_marked_and_kept_apart_from_the_suite_score(tmp_path):
+    wordle = partial_bench(BENCH / "random.json", ["agent_envs/Wordle-v0"], tmp_path / "w")
+    page = Page(build_report([BENCH / "oracle.json", wordle]))
+    [whole] = page.find(data_kind="score")
+    [partial] = page.find(data_kind="partial-score")
+    assert "oracle" in whole["text"] and "random" not in whole["text"]
+    assert "random partial" in partial["text"] and "comparable with neither" in partial["text"]
+    [cell] = page.find(data_agent="random", data_score="tight")
+    assert cell in _cells(page, partial, 3)
+    assert "Wordle" in partial["text"]  # the rows it ran
+
+
+def test_each_family_shows_its_intervals_and_budget_gap():
+    from agent_envs.bench import family_scores
+
+    page = Page(build_report([BENCH / "oracle.json"]))
+    bench = json.loads((BENCH / "oracle.json").read_text())
+    for (family, row), result in zip(
+        bench["score"]["per_family"].items(), bench["results"].values(), strict=True
+    ):
+        budgets = result["settings"]["budgets"]
+        cells = {}
+        for budget in ("tight", "generous", "budget_gap"):
+            [cell] = page.find(data_agent="oracle", data_family=family, data_budget=budget)
+            cells[budget] = [float(cell["attrs"][f"data-{n}"]) for n in ("value", "low", "high")]
+        for budget, j in (("tight", 0), ("generous", -1)):  # K=1: the surface's first row
+            assert cells[budget] == [row[budget], result["ci_low"][0][j], result["ci_high"][0][j]]
+        low, high = cells["budget_gap"][1:]
+        assert cells["budget_gap"][0] == row["generous"] - row["tight"]
+        assert low <= cells["budget_gap"][0] <= high
+        assert family_scores(result, budgets[0], budgets[-1])["budget_gap"]["low"] == low
+    # FrozenLake-Slippery's gap varies task to task: its interval has width.
+    [gap] = page.find(data_agent="oracle", data_family="FrozenLake-Slippery",
+                      data_budget="budget_gap")  # fmt: skip
+    assert float(gap["attrs"]["data-low"]) < float(gap["attrs"]["data-high"])
+
+
+def test_a_note_names_each_log_without_transcripts_once_and_how_to_keep_them(tmp_path):
+    ids = "agent_envs/Wordle-v0,agent_envs/GuessNumber-v0"
+    out = tmp_path / "b"
+    assert cli.main(["bench", "v1", "--agent", "oracle", "--only", ids, "--out", str(out)]) == 0
+    eval_path, _ = hostile_run(tmp_path)  # kept its transcripts
+    bare = tmp_path / "bare.jsonl"
+    cli.main(["eval", ENV, "--agent", "random", "--k", "1", "--t", "3", "--tasks", "2",
+              "--n-bootstrap", "10", "--log", str(bare), "--out", str(tmp_path / "bare.json"),
+              "--no-progress"])  # fmt: skip
+    notes = Page(build_report([out / "bench.json", out / "bench.json", eval_path,
+                               tmp_path / "bare.json"])).episodes()["notes"]  # fmt: skip
+    command = (f"agent-envs bench v1 --agent oracle --only {ids.split(',')[1]},"
+               f"{ids.split(',')[0]} --transcripts --out NEW_FOLDER")  # fmt: skip
+    [bench_note] = [note for note in notes if note.startswith("oracle: ")]
+    assert ("2 run logs kept no transcripts (agent_envs__GuessNumber-v0.jsonl, "
+            "agent_envs__Wordle-v0.jsonl)") in bench_note  # fmt: skip
+    assert command in bench_note and "a new folder" in bench_note
+    [eval_note] = [note for note in notes if note.startswith("random: ")]
+    assert "1 run log kept no transcripts (bare.jsonl)" in eval_note
+    assert "agent-envs eval ... --log NEW.jsonl --transcripts" in eval_note
+    assert "hostile.jsonl: 6 episodes" in notes
 
 
 def test_the_committed_smollm2_page_is_what_report_makes_of_its_files(monkeypatch):

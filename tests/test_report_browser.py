@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from report_fixtures import REPLY, Page, hostile_run
+from report_fixtures import REPLY, Page, hostile_run, partial_bench
 
 from agent_envs.evaluation import EvalResult
 from agent_envs.report import build_report
@@ -95,7 +95,24 @@ def test_the_bench_page_shows_the_scores_in_the_browser(tmp_path):
         [cell] = dom.find(data_agent=name, data_score="budget_gap")
         gap = score["budget_gap"]
         assert float(cell["attrs"]["data-value"]) == gap["value"]
-        assert f"{gap['value']:.3f} [{gap['low']:.3f}, {gap['high']:.3f}]" in cell["text"]
+        assert f"{gap['value']:+.3f} [{gap['low']:+.3f}, {gap['high']:+.3f}]" in cell["text"]
+
+
+def test_the_joined_rows_and_the_partial_table_show_in_the_browser(tmp_path):
+    """Two partial benches of one agent: both rows under its one label, apart from the suite's."""
+    wordle = partial_bench(BENCH / "random.json", ["agent_envs/Wordle-v0"], tmp_path / "w")
+    guess = partial_bench(BENCH / "random.json", ["agent_envs/GuessNumber-v0"], tmp_path / "g")
+    dom, stderr = _dom(tmp_path, build_report([BENCH / "oracle.json", wordle, guess]))
+    assert dom.find(id="report-status")[0]["attrs"]["data-js"] == "ok"
+    assert _errors(dom) == "" and _console(stderr) == []
+    for family in ("Wordle", "GuessNumber"):
+        for agent in ("oracle", "random"):
+            [cell] = dom.find(data_agent=agent, data_family=family, data_budget="budget_gap")
+            assert cell["text"].startswith("+")
+    [whole] = dom.find(data_kind="score")
+    assert "random" not in whole["text"]
+    [partial] = dom.find(data_kind="partial-score")
+    assert partial["text"].count("random partial") == 2
 
 
 def test_markup_that_escaped_the_escaping_would_be_refused_and_recorded(tmp_path):

@@ -49,6 +49,7 @@ EPISODE_KEYS = {
     "tokens_generated",
     "wall_s",
     "cpu_s",
+    "ended_at",  # when it ended (epoch seconds): overlapping episodes count their wall once
 }
 
 

@@ -30,11 +30,14 @@ class EpisodeExecutor(Protocol):
         name: the backend's name, recorded in the result's timing.
         workers: how many processes played episodes.
         policy_calls: policy calls made so far (``act`` or ``act_batch``).
+        turns: turns played so far (for progress: where episodes play in
+            lockstep, none finishes for a long time, but turns go on).
     """
 
     name: str
     workers: int
     policy_calls: int
+    turns: int
 
     def run(self, keys: Sequence[EpisodeKey], finish: Finish) -> None:
         """Play every key once and call ``finish(record, transcript)`` as each ends.
@@ -80,6 +83,11 @@ class LocalExecutor:
     def policy_calls(self) -> int:
         """Policy calls made so far."""
         return self.adapter.calls
+
+    @property
+    def turns(self) -> int:
+        """Turns played so far, each counted as the policy is asked for its action."""
+        return self.adapter.turns
 
     def _slots(self, count: int) -> list[gym.Env]:
         while len(self._envs) < count:

@@ -154,10 +154,12 @@ class PolicyAdapter:
             (:class:`~agent_envs.protocol.ReplyWriter`): how it writes a move
             as a reply of its own; by default the bare action.
         calls: number of policy calls made so far (``act`` or ``act_batch``).
+        turns: number of actions asked for so far (an ``act_batch`` call asks
+            for one per live episode): the turns played, counted as they start.
     """
 
     def __init__(self, policy: Any) -> None:
-        self.calls = 0
+        self.calls = self.turns = 0
         self._shared: Any = None
         self._factory: Callable[[], Any] | None = None
         if isinstance(policy, PerEpisode):
@@ -226,6 +228,7 @@ class PolicyAdapter:
     def _counted(self, act: Actor) -> Actor:
         def call(observation: str, info: dict[str, Any]) -> Any:
             self.calls += 1
+            self.turns += 1
             return act(observation, info)
 
         return call
@@ -233,6 +236,7 @@ class PolicyAdapter:
     def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[Any]:
         """Act for many live episodes in one call (only when :attr:`batched`)."""
         self.calls += 1
+        self.turns += len(observations)
         return _check_batch(self._shared.act_batch(observations, infos), len(observations))
 
 

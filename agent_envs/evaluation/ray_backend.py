@@ -199,6 +199,8 @@ class RayExecutor:
         self.settings = settings
         self.workers = 0
         self.policy_calls = 0
+        #: Turns of the episodes received so far (a worker's chunk arrives whole).
+        self.turns = 0
         self._job = _Job(policy, stack, options, settings.batch_size)
         self._batched = batched
 
@@ -269,6 +271,7 @@ class RayExecutor:
                 for record, transcript in finished:
                     if record.ident not in seen:  # each episode is logged once
                         seen.add(record.ident)
+                        self.turns += record.turns
                         finish(record, transcript)
                 fill()
         finally:

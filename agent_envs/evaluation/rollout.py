@@ -107,6 +107,10 @@ class EpisodeRecord:
             split evenly among the episodes it acted for).  A model served by
             another process (an OpenAI-compatible server) spends its CPU
             there, which this does not see.
+        ended_at: when the episode ended, in seconds since the epoch (as
+            ``time.time()``): with ``wall_s`` it places the episode in time,
+            so that the wall time of episodes that overlapped (played in
+            lockstep, or on Ray) is counted once (``agent_envs.bench``).
 
     The cost fields (tokens, wall and CPU seconds) are measurements: they are
     logged but play no part in any count, so results stay the same run to run.
@@ -134,6 +138,7 @@ class EpisodeRecord:
     tokens_generated: int | None = None
     wall_s: float | None = None
     cpu_s: float | None = None
+    ended_at: float | None = None
 
     _JSON_KEYS = (
         ("task", "task_id"),
@@ -158,11 +163,14 @@ class EpisodeRecord:
         ("tokens_generated", "tokens_generated"),
         ("wall_s", "wall_s"),
         ("cpu_s", "cpu_s"),
+        ("ended_at", "ended_at"),
     )
     #: The fields that are timings, which differ from run to run.
-    TIMINGS = ("wall_s", "cpu_s")
+    TIMINGS = ("wall_s", "cpu_s", "ended_at")
     #: Fields a log written before they existed lacks; such a log still resumes.
-    _LATER_KEYS = frozenset({"unparsable", "tokens_read", "tokens_generated", "wall_s", "cpu_s"})
+    _LATER_KEYS = frozenset(
+        {"unparsable", "tokens_read", "tokens_generated", "wall_s", "cpu_s", "ended_at"}
+    )
 
     @property
     def ident(self) -> tuple[int, int, int]:
@@ -309,6 +317,7 @@ class EpisodeRun:
         """Stop the episode's clocks and return its finished record."""
         self.record.wall_s = round(time.perf_counter() - self._started, 4)
         self.record.cpu_s = round(self._cpu, 4)
+        self.record.ended_at = round(time.time(), 3)
         return self.record
 
     def policy_info(self, info: dict[str, Any]) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def _play(setup: RunSetup, started: float) -> tuple[RunState, EpisodeExecutor, f
     after it, is not part of the run's time.
     """
     executor = _executor(setup)  # refuses an unpicklable policy before the log opens
-    run = RunState(setup.settings)
+    run = RunState(setup.settings, turns=lambda: executor.turns)
     with run:
         executor.run(run.todo, run.finish)
     return run, executor, time.perf_counter() - started

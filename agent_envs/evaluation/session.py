@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from agent_envs import __version__
@@ -34,13 +35,20 @@ class Progress:
     interval instead.  Without tqdm on a terminal: nothing.
     """
 
-    def __init__(self, enabled: bool, total: int, initial: int, description: str) -> None:
+    def __init__(
+        self,
+        enabled: bool,
+        total: int,
+        initial: int,
+        description: str,
+        turns: Callable[[], int] | None = None,
+    ) -> None:
         self._bar: Any = None
         self._lines = enabled and wants_lines()
         if not enabled:
             return
         if self._lines:
-            self._bar = ProgressLines(total, initial, description, heartbeat=True)
+            self._bar = ProgressLines(total, initial, description, heartbeat=True, turns=turns)
             return
         try:
             from tqdm.auto import tqdm
@@ -68,9 +76,10 @@ class RunState:
 
     Used as a context manager around the rollout so that the log and the
     progress bar are closed whatever happens (KeyboardInterrupt included).
+    ``turns`` returns the turns played so far, which the progress records show.
     """
 
-    def __init__(self, settings: EvalSettings) -> None:
+    def __init__(self, settings: EvalSettings, turns: Callable[[], int] | None = None) -> None:
         self.plan = settings.plan()
         log_path = settings.log_path
         self.log = RunLog.open(log_path, settings, __version__) if log_path else None
@@ -94,7 +103,7 @@ class RunState:
         self._error_kinds: Counter[str] = Counter()
         self._max_error_rate = settings.max_error_rate
         name = (settings.env_name or "").split("/")[-1]
-        self._bar = Progress(settings.progress, len(self.plan), len(self.done), name)
+        self._bar = Progress(settings.progress, len(self.plan), len(self.done), name, turns)
 
     def __enter__(self) -> RunState:
         return self

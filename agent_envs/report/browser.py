@@ -36,6 +36,7 @@ figure.run{margin:0}figcaption,.note{color:#444;font-size:.9em;max-width:40em}
 table{border-collapse:collapse;margin:.5em 0}caption{text-align:left;font-weight:600;padding:.3em 0}
 th,td{border:1px solid #bbb;padding:.3em .5em;text-align:left;vertical-align:top}
 td.cell{text-align:center;min-width:7em}.ci{font-size:.85em;opacity:.85}
+.partial{font-size:.8em;background:#fd6;color:#000;padding:0 .3em;border-radius:.2em}
 td.marked{outline:3px solid #111;outline-offset:-3px}.mark{display:block;font-size:.8em}
 .diagnostics h4{margin:.3em 0}
 #filters label{margin-right:1em}#episodes-table button{font:inherit}

@@ -2,6 +2,12 @@
 
 Every file is told apart by its ``format`` key, so one command takes any mix;
 a file that is none of these is a user error (one line, exit status 2).
+
+Each result is labelled by its agent, model and settings
+(:mod:`agent_envs.report.labels`), never by its file's name.  A bench's run
+logs are looked for beside it only (``logs/<id>.jsonl``), so that a page of
+committed files is the same whatever else lies around; an eval result's log
+is also looked for where its settings name it.
 """
 
 from __future__ import annotations
@@ -16,14 +22,28 @@ import numpy as np
 from agent_envs.evaluation.compare import CompareResult
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.files import read_json_input
+from agent_envs.report.labels import agent_label, bench_command, bench_label, unique_labels
 from wrappers.errors import InvalidValue
 
-__all__ = ["BENCH_FORMAT", "COMPARE_FORMAT", "Inputs", "Run", "load_inputs"]
+__all__ = [
+    "BENCH_FORMAT",
+    "COMPARE_FORMAT",
+    "SERVER_FILE",
+    "Inputs",
+    "LogRef",
+    "Run",
+    "load_inputs",
+]
 
 #: The format tags of the results a report reads (eval results of both formats load).
 COMPARE_FORMAT = "agent-envs-compare/1"
 BENCH_FORMAT = "agent-envs-bench/1"
 _RESULT_FORMATS = ("agent-envs-result/1", "agent-envs-result/2")
+#: The file beside a ``bench.json`` that says what served its model and at what
+#: CPU cost (``benchmarks/bench_smollm2_server.py`` writes it).
+SERVER_FILE = "server.json"
+#: What an eval run's missing transcripts note tells the user to run.
+EVAL_RERUN = "agent-envs eval ... --log NEW.jsonl --transcripts"
 #: The arrays of a comparison, ``None`` (a cell outside a Holm family) read as nan.
 _COMPARE_ARRAYS = ("diff", "ci_low", "ci_high", "p_value", "p_adjusted")
 
@@ -36,19 +56,40 @@ class Run:
     source: str
     result: EvalResult
     logs: list[Path] = field(default_factory=list)
+    #: The bench result it is a row of, or ``None`` for an eval result.
+    bench: dict[str, Any] | None = None
+
+
+@dataclass
+class LogRef:
+    """A run log to read: whether the user named it (an unreadable one is then an
+    error; one merely found beside a result is skipped with a note), whose it is
+    and the command that would keep its transcripts."""
+
+    path: Path
+    given: bool
+    agent: str = ""
+    rerun: str = EVAL_RERUN
 
 
 @dataclass
 class Inputs:
-    """Everything a page shows: the runs, the comparisons, the bench results and the logs."""
+    """Everything a page shows: the runs, the comparisons, the bench results and the logs.
+
+    Each bench is its JSON with ``source`` (its file's name), ``label`` and
+    ``server`` (the :data:`SERVER_FILE` beside it, or ``None``) added.
+    """
 
     sources: list[str] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
     compares: list[tuple[str, CompareResult]] = field(default_factory=list)
     benches: list[dict[str, Any]] = field(default_factory=list)
-    #: Each run log to read, and whether the user named it (an unreadable one is
-    #: then an error; one merely found beside a result is skipped with a note).
-    logs: list[tuple[Path, bool]] = field(default_factory=list)
+    logs: list[LogRef] = field(default_factory=list)
+    #: Per result file: its label before :func:`unique_labels`, its env ids,
+    #: its runs and its bench (or ``None``), to be labelled once all are read.
+    _labelled: list[tuple[str, frozenset[str], list[Run], dict[str, Any] | None]] = field(
+        default_factory=list
+    )
 
 
 def read_json(path: Path) -> Any:
@@ -65,19 +106,28 @@ def load_inputs(
         path = Path(name)
         _add_file(inputs, path, read_json(path))
         inputs.sources.append(os.fspath(path))
-    _label_runs(inputs.runs)
-    names = [bench["label"] for bench in inputs.benches]
-    for bench in inputs.benches:  # two benches of one agent name: their files tell them apart
-        if names.count(bench["label"]) > 1:
-            bench["label"] = f"{bench['label']} ({Path(bench['source']).stem})"
-    found = [(Path(log), True) for log in logs]
-    found += [(log, False) for run in inputs.runs for log in run.logs]
+    _label(inputs)
+    found = [LogRef(Path(log), True) for log in logs]
+    for run in inputs.runs:
+        bench = run.bench
+        rerun = EVAL_RERUN if bench is None else bench_command(bench)
+        found += [LogRef(log, False, run.label, rerun) for log in run.logs]
     seen: set[Path] = set()
-    for log, given in found:
-        if log.resolve() not in seen:
-            seen.add(log.resolve())
-            inputs.logs.append((log, given))
+    for ref in found:
+        if ref.path.resolve() not in seen:
+            seen.add(ref.path.resolve())
+            inputs.logs.append(ref)
     return inputs
+
+
+def _label(inputs: Inputs) -> None:
+    """Give every run and bench its final label: #2, #3 where two would share one."""
+    labels = unique_labels([(label, envs) for label, envs, _, _ in inputs._labelled])
+    for final, (_, _, runs, bench) in zip(labels, inputs._labelled, strict=True):
+        for run in runs:
+            run.label = final
+        if bench is not None:
+            bench["label"] = final
 
 
 def _add_file(inputs: Inputs, path: Path, data: Any) -> None:
@@ -88,12 +138,27 @@ def _add_file(inputs: Inputs, path: Path, data: Any) -> None:
             result = EvalResult.from_dict(data)
         except ValueError as exc:
             raise InvalidValue(f"{path}: {exc}") from None
-        inputs.runs.append(Run(result.agent, path.name, result, _logs_of(result, path)))
+        label = agent_label(str(result.agent))
+        if result.settings.visible_budget:
+            label += " visible budget"
+        run = Run(label, path.name, result, _logs_of(result, path))
+        inputs.runs.append(run)
+        inputs._labelled.append((label, frozenset([result.env_id]), [run], None))
     elif fmt == COMPARE_FORMAT:
-        inputs.compares.append((path.name, _compare_from_dict(data, path)))
+        difference = _compare_from_dict(data, path)
+        difference.a, difference.b = agent_label(difference.a), agent_label(difference.b)
+        inputs.compares.append((path.name, difference))
     elif fmt == BENCH_FORMAT:
-        inputs.runs.extend(_bench_runs(data, path))
-        inputs.benches.append({**data, "source": path.name, "label": str(data.get("agent"))})
+        runs = _bench_runs(data, path)
+        server = _server(path)
+        bench = {**data, "source": path.name, "server": server}
+        bench["label"] = bench_label(data, server)
+        for run in runs:
+            run.bench = bench
+        inputs.runs.extend(runs)
+        inputs.benches.append(bench)
+        envs = frozenset(run.result.env_id for run in runs)
+        inputs._labelled.append((bench["label"], envs, runs, bench))
     else:
         what = f"its format is {fmt!r}" if isinstance(fmt, str) else "it has no format key"
         raise InvalidValue(
@@ -141,29 +206,25 @@ def _bench_runs(data: dict[str, Any], path: Path) -> list[Run]:
         except ValueError as exc:
             raise InvalidValue(f"{path}: {env_id}: {exc}") from None
         beside = path.parent / "logs" / f"{env_id.replace('/', '__')}.jsonl"
-        runs.append(Run(str(data.get("agent")), path.name, result, _logs_of(result, path, beside)))
+        logs = [beside] if beside.is_file() else []
+        runs.append(Run(str(data.get("agent")), path.name, result, logs))
     return runs
 
 
-def _logs_of(result: EvalResult, path: Path, *candidates: Path) -> list[Path]:
-    """Return the run log of ``result`` where one exists: beside it, or where its settings say."""
+def _server(path: Path) -> dict[str, Any] | None:
+    """Return the :data:`SERVER_FILE` beside a bench result, if there is one."""
+    beside = path.parent / SERVER_FILE
+    if not beside.is_file():
+        return None
+    data = read_json_input(beside, "server file", " It says what served a bench's model.")
+    return data if isinstance(data, dict) else None
+
+
+def _logs_of(result: EvalResult, path: Path) -> list[Path]:
+    """Return the run log of an eval result where one exists: where its settings say."""
     named = result.settings.log_path
     if named:
-        candidates = (*candidates, Path(named), path.parent / named)
-    for candidate in candidates:
-        if candidate.is_file():
-            return [candidate]
+        for candidate in (Path(named), path.parent / named):
+            if candidate.is_file():
+                return [candidate]
     return []
-
-
-def _label_runs(runs: list[Run]) -> None:
-    """Tell apart two runs of one env with the same agent name by their file's name."""
-    for run in runs:
-        twins = [
-            other
-            for other in runs
-            if other.result.env_id == run.result.env_id and other.label == run.label
-        ]
-        if len(twins) > 1:
-            for twin in twins:
-                twin.label = f"{twin.label} ({Path(twin.source).stem})"

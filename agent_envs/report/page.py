@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from pathlib import Path
 
 from agent_envs.report.browser import GUARD, SCRIPT, STYLE, data_block
 from agent_envs.report.cells import name
-from agent_envs.report.inputs import Inputs, Run
+from agent_envs.report.inputs import Inputs, LogRef, Run
 from agent_envs.report.suite_table import bench_section
 from agent_envs.report.surfaces import anchor, env_section
 from agent_envs.report.transcripts import read_episodes
@@ -41,32 +40,46 @@ def _policy() -> str:
     )
 
 
-def _episodes(logs: list[tuple[Path, bool]]) -> tuple[list[dict], list[str]]:
+def _episodes(logs: list[LogRef]) -> tuple[list[dict], list[str]]:
     """Read every log's episodes with transcripts; a note on what each log gave."""
-    episodes, notes, bare = [], [], []
-    for path, given in logs:
+    episodes, notes = [], []
+    bare: dict[tuple[str, str], list[str]] = {}  # (agent, command) -> its logs without any
+    for ref in logs:
         try:
-            kept, found = read_episodes(path)
+            kept, found = read_episodes(ref.path, agent=ref.agent)
         except UserInputError as exc:
-            if given:
+            if ref.given:
                 raise
-            notes.append(f"{path.name}: skipped ({exc})")
+            notes.append(f"{ref.path.name}: skipped ({exc})")
             continue
         if not found:
-            bare.append(path.name)
+            names = bare.setdefault((ref.agent, ref.rerun), [])
+            if ref.path.name not in names:
+                names.append(ref.path.name)
         elif len(kept) < found:
-            notes.append(f"{path.name}: the first {len(kept)} of {found} episodes")
+            notes.append(f"{ref.path.name}: the first {len(kept)} of {found} episodes")
         else:
-            notes.append(f"{path.name}: {found} episodes")
+            notes.append(f"{ref.path.name}: {found} episodes")
         episodes += kept
-    if bare:  # one note for them all: a bench has a log per env, none with transcripts
-        notes.append(
-            f"{len(bare)} run log{'s' if len(bare) > 1 else ''} kept no transcripts "
-            f"({', '.join(bare)}): run eval with --log and --transcripts to keep them."
-        )
+    notes += [_bare_note(agent, rerun, names) for (agent, rerun), names in bare.items()]
     if not logs:
         notes.append("No run log was given or found beside the results (--log FILE).")
     return episodes, notes
+
+
+def _bare_note(agent: str, rerun: str, names: list[str]) -> str:
+    """One note per agent for its logs without transcripts, and the command that keeps them."""
+    whose = f"{agent}: " if agent else ""
+    logs = f"{len(names)} run log{'s' if len(names) > 1 else ''}"
+    where = (
+        "a new folder: in the old one the bench would resume every episode and play none again"
+        if rerun.startswith("agent-envs bench")
+        else "a new log: the old one would resume every episode and play none again"
+    )
+    return (
+        f"{whose}{logs} kept no transcripts ({', '.join(names)}); to keep them, run {rerun} "
+        f"(into {where})."
+    )
 
 
 def _by_env(inputs: Inputs) -> dict[str, tuple[list[Run], list]]:

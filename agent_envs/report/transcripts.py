@@ -13,6 +13,7 @@ from typing import Any
 
 from agent_envs.files import MAX_LOG_BYTES, open_input
 from agent_envs.report.cells import plain
+from agent_envs.report.labels import agent_label
 from wrappers.errors import InvalidValue
 from wrappers.protocol import BUDGET, SUCCESS
 
@@ -59,8 +60,14 @@ def _header(path: Path, first: bytes) -> dict[str, Any]:
     return settings if isinstance(settings, dict) else {}
 
 
-def read_episodes(path: Path, limit: int = MAX_EPISODES) -> tuple[list[dict[str, Any]], int]:
+def read_episodes(
+    path: Path, limit: int = MAX_EPISODES, agent: str = ""
+) -> tuple[list[dict[str, Any]], int]:
     """Return up to ``limit`` of the log's episodes that kept a transcript, and how many did.
+
+    Each episode's agent is ``agent`` (the label of the result the log is
+    of), or else the label of the agent its header names
+    (:func:`~agent_envs.report.labels.agent_label`), as the tables show it.
 
     The log is read line by line (:func:`~agent_envs.files.open_input`: a
     regular file of at most :data:`~agent_envs.files.MAX_LOG_BYTES`), and only
@@ -73,6 +80,8 @@ def read_episodes(path: Path, limit: int = MAX_EPISODES) -> tuple[list[dict[str,
     seen: set[tuple[Any, ...]] = set()
     with open_input(path, "--log", MAX_LOG_BYTES) as handle:
         settings = _header(path, handle.readline(_MAX_LINE))
+        named = settings.get("agent_name")
+        settings["agent_name"] = agent or (None if named is None else agent_label(str(named)))
         for line in handle:
             try:
                 data = json.loads(line)

@@ -17,7 +17,7 @@ could not conclude, and what this version changes:
   the oracle's worst case); ``long`` (T=20); ``mix`` (BudgetMix over 7, 14,
   20); ``long-pr``, long with the process reward (the paper's process
   supervision: the share of the oracle distance covered,
-  :func:`baselines.llm.rewards.process_reward`, coefficient
+  :func:`baselines.llm.training.rewards.process_reward`, coefficient
   ``PROCESS_REWARD``); ``validity``, the long settings with a reward for valid
   replies only, which separates what the task's reward teaches from what the
   format alone teaches.
@@ -46,7 +46,7 @@ could not conclude, and what this version changes:
 The model, prompt and update are v3's: SmolLM2-135M-Instruct, LoRA rank 16 on
 ``q_proj`` and ``v_proj`` of every layer, 3 oracle examples, temperature 0.7,
 30 GRPO steps of 2 tasks x 8 attempts.  The dtype is bfloat16
-(:mod:`baselines.llm.precision`), as the learning check
+(:mod:`baselines.llm.models.precision`), as the learning check
 (``docs/real_model_study/bf16-check``) allowed.
 """
 

@@ -30,7 +30,8 @@ that looks complete; a cache entry is used only if its manifest matches
 conversions are removed.
 
 Importing this module imports neither torch nor transformers; converting a
-GGUF file needs the ``[llm]`` extra and ``gguf``.
+GGUF file needs the packages :data:`GGUF_PACKAGES` names, which the ``[llm]``
+extra installs (``tests/test_packaging.py`` checks that it does).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from wrappers.errors import InvalidType
 
 __all__ = [
     "CACHE_ENV",
+    "GGUF_PACKAGES",
     "SHORT_NAMES",
     "ModelError",
     "cache_dir",
@@ -76,6 +78,11 @@ SHORT_NAMES: dict[str, tuple[str, str, str]] = {
 }
 
 _GGUF_MAGIC = b"GGUF"
+
+#: What loading a GGUF file imports (each is its own pip name too): transformers
+#: dequantises it with ``gguf``, and transformers 5 refuses to without ``accelerate``.
+#: The ``[llm]``, ``[smollm2]`` and ``[all]`` extras hold every one of them.
+GGUF_PACKAGES = ("torch", "transformers", "gguf", "accelerate")
 
 logger = logging.getLogger(__name__)
 
@@ -223,6 +230,7 @@ def convert_gguf(path: str | os.PathLike[str], cache: Path | None = None) -> Pat
         logger.warning(
             "converting %s again: the cache entry %s is stale (%s).", path, folder, stale
         )
+    _check_packages(path)
     check_gguf(path)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = make_staging(folder)
@@ -254,6 +262,16 @@ def _move_into_place(staging: Path, folder: Path, source: str, replace: bool) ->
         # Another process finished the same conversion first: keep its folder if it is whole.
         if not trusted_entry(folder) or verify_entry(folder, source) is not None:
             raise
+
+
+def _check_packages(path: Path) -> None:
+    """Refuse in one line, naming them, when a package that GGUF loading imports is missing."""
+    missing = [name for name in GGUF_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ModelError(
+            f"loading {os.fspath(path)!r} needs {', '.join(missing)}, which the [llm] extra "
+            'installs: pip install -e ".[llm]"'
+        )
 
 
 def _dequantise(path: Path, folder: Path) -> None:
