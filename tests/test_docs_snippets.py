@@ -229,6 +229,13 @@ SKIP = {
     ("docs/bench.md", "python benchmarks/bench_smollm2_server.py --server-python"):
         "needs llama-cpp-python's server (minutes of compiling); an hour of CPU: "
         "tests/test_report.py checks the committed page is what report makes of its files",
+    ("docs/bench.md", "python tools/leaderboard.py --check"):
+        "writes the committed leaderboard from every committed result: "
+        "tests/test_leaderboard.py checks the page is what it writes",
+    ("docs/bench.md", "--history raw --transcripts --out docs/bench/smollm2-inprocess"):
+        "1.6 CPU-hours of the real model: tests/test_report.py checks the committed result's page",
+    ("docs/bench.md", "agent-envs report docs/bench/smollm2-inprocess/bench.json"):
+        "writes the committed page from the committed run: tests/test_report.py checks it is so",
     ("docs/real_model_study/README.md", "python -m studies.real_model.pinned"):
         "CPU-hours: the real-model study itself",
     ("docs/real_model_study/v4/README.md", "python -m studies.real_model_v4 --calibrate"):

@@ -31,7 +31,7 @@ def test_its_inputs_are_every_committed_bench_result_the_reference_rows_first():
         assert (path.relative_to(ROOT) in found) == is_bench, path  # tool_mode/ is no bench
 
 
-def test_it_shows_the_oracles_random_and_the_served_smollm2_row():
+def test_it_shows_the_oracles_random_and_both_smollm2_rows():
     page = Page((ROOT / PAGE).read_text(encoding="utf-8"))
     [whole] = page.find(data_kind="score")
     for label, source in (("oracle", "oracle"), ("oracle visible budget", "oracle-visible"),
@@ -47,10 +47,12 @@ def test_it_shows_the_oracles_random_and_the_served_smollm2_row():
     assert served not in whole["text"]
     server = json.loads((ROOT / SMOLLM2).with_name("server.json").read_text())
     assert f"+ {server['server_cpu_s']:.1f} in its server" in partial["text"]
-    # Every Wordle row is in the family table: the three reference rows and SmolLM2's.
+    in_process = "hf smollm2-135m few_shot=1 temperature=0.7 bfloat16 history=raw"
+    assert in_process in partial["text"] and in_process not in whole["text"]
+    # Every Wordle row is in the family table: the three reference rows and both SmolLM2 rows.
     wordle = page.find(data_family="Wordle", data_budget="tight")
     assert [cell["attrs"]["data-agent"] for cell in wordle] == [
-        "oracle", "oracle visible budget", "random", served,
+        "oracle", "oracle visible budget", "random", served, in_process,
     ]  # fmt: skip
 
 

@@ -382,3 +382,20 @@ def test_the_committed_smollm2_page_is_what_report_makes_of_its_files(monkeypatc
         shown = [e for e in page.episodes()["episodes"] if e["env"] == bench["rows"][0]]
         assert len(shown) == episodes
         assert all(len(e["steps"]) == int(e["turns"]) for e in shown)
+
+
+def test_the_committed_in_process_smollm2_page_is_what_report_makes_of_its_files(monkeypatch):
+    """docs/bench/smollm2-inprocess/: nine families in-process, every transcript on its page."""
+    monkeypatch.chdir(ROOT)
+    folder = Path("docs") / "bench" / "smollm2-inprocess"
+    result = folder / "bench.json"
+    assert build_report([result]) == (folder / "report.html").read_text()
+    bench = json.loads(result.read_text())
+    assert bench["partial"] and bench["agent"].startswith("hf") and len(bench["rows"]) == 9
+    assert "agent_envs/KnowledgeSearch-v0" not in bench["rows"]
+    shown = Page((folder / "report.html").read_text()).episodes()["episodes"]
+    for env_id in bench["rows"]:
+        log = folder / "logs" / f"{env_id.replace('/', '__')}.jsonl"
+        episodes = len(log.read_text().splitlines()) - 1
+        assert episodes == len(bench["episodes"][env_id]) == 80
+        assert len([e for e in shown if e["env"] == env_id]) == episodes
