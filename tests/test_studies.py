@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -42,7 +43,11 @@ print(sum(s["reused"] for s in summaries), "reused")
 
 def _run_fake(script: Path, work: Path, kill_at: int) -> subprocess.CompletedProcess:
     command = [sys.executable, str(script), str(work), str(kill_at)]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # studies/ runs from the checkout (the wheel installs the library only), and a
+    # script run by path has its own folder on sys.path, not the working directory.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def _snapshot(paths) -> dict[Path, tuple[int, bytes]]:
