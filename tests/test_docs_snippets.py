@@ -226,9 +226,6 @@ SKIP = {
     ("docs/bench.md", "agent-envs report docs/bench/v1/oracle.json"):
         "writes the committed page from the committed rows (not in the empty folder blocks run "
         "in): tests/test_report.py checks that page's numbers",
-    ("docs/bench.md", "python tools/leaderboard.py --check"):
-        "writes the committed leaderboard from the committed results (not in the empty folder "
-        "blocks run in): tests/test_leaderboard.py checks it is byte for byte what this writes",
     ("docs/bench.md", "python benchmarks/bench_smollm2_server.py --server-python"):
         "needs llama-cpp-python's server (minutes of compiling); an hour of CPU: "
         "tests/test_report.py checks the committed page is what report makes of its files",
