@@ -47,8 +47,12 @@ def test_it_shows_the_oracles_random_and_both_smollm2_rows():
     assert served not in whole["text"]
     server = json.loads((ROOT / SMOLLM2).with_name("server.json").read_text())
     assert f"+ {server['server_cpu_s']:.1f} in its server" in partial["text"]
+    # The in-process row ran the whole suite, so it is scored beside the reference rows.
     in_process = "hf smollm2-135m few_shot=1 temperature=0.7 bfloat16 history=raw"
-    assert in_process in partial["text"] and in_process not in whole["text"]
+    assert in_process in whole["text"] and in_process not in partial["text"]
+    score = json.loads((ROOT / FOLDER / "smollm2-inprocess" / "bench.json").read_text())["score"]
+    [cell] = page.find(data_agent=in_process, data_score="generous")
+    assert float(cell["attrs"]["data-value"]) == score["generous"]["value"]
     # Every Wordle row is in the family table: the three reference rows and both SmolLM2 rows.
     wordle = page.find(data_family="Wordle", data_budget="tight")
     assert [cell["attrs"]["data-agent"] for cell in wordle] == [

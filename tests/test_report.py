@@ -385,14 +385,14 @@ def test_the_committed_smollm2_page_is_what_report_makes_of_its_files(monkeypatc
 
 
 def test_the_committed_in_process_smollm2_page_is_what_report_makes_of_its_files(monkeypatch):
-    """docs/bench/smollm2-inprocess/: nine families in-process, every transcript on its page."""
+    """docs/bench/smollm2-inprocess/: the whole suite in-process, every transcript on its page."""
     monkeypatch.chdir(ROOT)
     folder = Path("docs") / "bench" / "smollm2-inprocess"
     result = folder / "bench.json"
     assert build_report([result]) == (folder / "report.html").read_text()
     bench = json.loads(result.read_text())
-    assert bench["partial"] and bench["agent"].startswith("hf") and len(bench["rows"]) == 9
-    assert "agent_envs/KnowledgeSearch-v0" not in bench["rows"]
+    assert not bench["partial"] and bench["agent"].startswith("hf") and len(bench["rows"]) == 10
+    assert "agent_envs/KnowledgeSearch-v0" in bench["rows"]
     shown = Page((folder / "report.html").read_text()).episodes()["episodes"]
     for env_id in bench["rows"]:
         log = folder / "logs" / f"{env_id.replace('/', '__')}.jsonl"
