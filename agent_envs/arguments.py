@@ -46,6 +46,7 @@ from agent_envs.errors import CommandError
 from wrappers.errors import UserInputError
 from wrappers.utils.validators import (
     MAX_COUNT,
+    MAX_SEED,
     MAX_TURNS,
     check_at_most,
     check_int,
@@ -61,9 +62,19 @@ __all__ = [
     "EvalArguments",
     "Parser",
     "UsageError",
+    "add_agent_flags",
+    "add_backend_flags",
     "add_budget_arguments",
     "add_config_arguments",
     "add_eval_arguments",
+    "add_history_flag",
+    "add_log_flag",
+    "add_out_flag",
+    "add_overwrite_flag",
+    "add_plot_flag",
+    "add_seed_flag",
+    "add_transcripts_flag",
+    "add_visible_budget_flag",
     "budget_regime",
     "config_values",
     "error_line",
@@ -389,11 +400,7 @@ def add_budget_arguments(
         default=None,
         help="the BudgetMix budgets' weights, e.g. 1,1,2,2 (default: uniform)",
     )
-    parser.add_argument(
-        "--visible-budget",
-        action="store_true",
-        help="show the turns left in every observation (default: hidden)",
-    )
+    add_visible_budget_flag(parser)
 
 
 def budget_regime(args: argparse.Namespace, *, shared: bool = True) -> Any:
@@ -418,6 +425,138 @@ def budget_regime(args: argparse.Namespace, *, shared: bool = True) -> Any:
             f"--weights has {len(args.weights)} values but --budget-mix has {len(args.budget_mix)}."
         )
     return BudgetRegime.mixed(args.budget_mix, args.weights, args.visible_budget, shared)
+
+
+# ------------------------------------------------- flags of several commands
+# Each flag that more than one command takes is declared here once, so that
+# its type, default and help cannot drift apart between the commands.
+def add_visible_budget_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add ``--visible-budget`` (``eval``, ``bench``, the training commands, ``serve``)."""
+    parser.add_argument(
+        "--visible-budget",
+        action="store_true",
+        help="show the turns left in every observation (default: hidden)",
+    )
+
+
+def add_agent_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--agent`` and ``--agent-kwargs`` (``eval``, ``bench``)."""
+    from agent_envs.plugins import agent_names
+
+    parser.add_argument(
+        "--agent",
+        default="random",
+        help=f"one of {', '.join(agent_names())}, or module:Class (default random)",
+    )
+    parser.add_argument(
+        "--agent-kwargs",
+        default=None,
+        help="JSON keyword arguments for the agent, e.g. '{\"epsilon\": 0.1}'; secrets such "
+        "as api_key are never shown or stored (default: none)",
+    )
+
+
+def add_backend_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--backend`` and ``--workers`` (``eval``, ``bench``)."""
+    parser.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="play episodes here or on Ray actors (needs [ray]); same numbers (default local)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int_arg(1, MAX_COUNT),
+        default=None,
+        help="Ray actors (default: one per cluster CPU)",
+    )
+
+
+def add_transcripts_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--transcripts`` (``eval``, ``bench``): run logs that keep every exchange."""
+    parser.add_argument(
+        "--transcripts",
+        action="store_true",
+        help="keep every observation and reply in the run log, for the report's transcript "
+        "browser (default: off)",
+    )
+
+
+def add_history_flag(parser: argparse.ArgumentParser, *, window: bool) -> None:
+    """Add ``--history`` (``eval``, ``bench``): the agent gets the dialogue in info['messages'].
+
+    The two commands take it in two forms, kept as they are: ``window=True``
+    (``eval``) is ``--history [WINDOW]`` beside ``--history-record``;
+    ``window=False`` (``bench``) names what each reply keeps, ``raw`` or ``action``.
+    """
+    if not window:
+        parser.add_argument(
+            "--history",
+            choices=("raw", "action"),
+            default=None,
+            help="give the agent the dialogue in info['messages'], keeping each whole reply "
+            "(raw, the format train-llm trains on) or its action; an LLM agent needs it "
+            "(default: none)",
+        )
+        return
+    parser.add_argument(
+        "--history",
+        type=int_arg(0, MAX_TURNS),
+        nargs="?",
+        const=0,
+        default=None,
+        metavar="WINDOW",
+        help="give the agent the dialogue in info['messages'] (wrappers.ChatHistory); "
+        "WINDOW keeps the last exchanges only (default: no history; without WINDOW: all)",
+    )
+
+
+def add_seed_flag(parser: argparse.ArgumentParser, what: str, *, bounded: bool = True) -> None:
+    """Add ``--seed`` (``eval``, ``play``), default 0.
+
+    ``bounded``: the value is checked while parsing, and the help names the
+    limit; otherwise the command checks it itself, naming the flag (``play``).
+    """
+    parser.add_argument(
+        "--seed",
+        type=int_arg(0, MAX_SEED) if bounded else int,
+        default=0,
+        help=f"{what} (default 0)",
+    )
+
+
+def add_out_flag(parser: argparse.ArgumentParser, what: str, *, required: bool = False) -> None:
+    """Add ``--out`` (``eval``, ``compare``, ``report``, ``bench``): where ``what`` goes."""
+    parser.add_argument(
+        "--out",
+        required=required,
+        default=None,
+        help=f"{what} ({'required' if required else 'default: none'})",
+    )
+
+
+def add_plot_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--plot`` (``eval``, ``compare``): write ``what``, a heatmap PNG, there."""
+    parser.add_argument("--plot", default=None, help=f"{what} (default: none)")
+
+
+def add_log_flag(parser: argparse.ArgumentParser, help: str, *, repeat: bool = False) -> None:
+    """Add ``--log`` (``eval``, ``report``): a run log, or with ``repeat`` a list of them."""
+    if repeat:
+        parser.add_argument("--log", action="append", default=[], help=help)
+    else:
+        parser.add_argument("--log", default=None, help=help)
+
+
+def add_overwrite_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--overwrite`` (``eval``, ``compare``, ``report``), which the outputs' check reads."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --out or --plot that is not of this command's kind: a file "
+        "agent-envs did not write, or another of its outputs (default: off; a file of the "
+        "same kind is replaced without it)",
+    )
 
 
 # -------------------------------------------------------- settings as flags

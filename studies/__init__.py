@@ -9,5 +9,4 @@ The top layer: a study may import ``baselines``, ``agent_envs`` and
   finished job's summary is written atomically, and a rerun skips it;
 * :mod:`studies.report`: the report kit (tables, seed-level surfaces,
   reference agents, GRPO training logs, results files);
-* :mod:`studies.families`: the Holm families of seed-level tests.
 """

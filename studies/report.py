@@ -1,8 +1,8 @@
 """The studies' report kit: markdown tables, seed-level surfaces, reference agents, plots.
 
 Each helper returns markdown lines and fills a JSON record, so a study's
-``results.md`` and ``results.json`` come from the same numbers.  The Holm
-families live in :mod:`studies.families`.
+``results.md`` and ``results.json`` come from the same numbers.  The
+statistics, the Holm families among them, are :mod:`agent_envs.statistics`'.
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.evaluation import EvalResult, compare
-from agent_envs.evaluation.result import bootstrap_rng
-from agent_envs.evaluation.seed_stats import hierarchical_bootstrap, task_sampler
+from agent_envs.evaluation import EvalResult
 from agent_envs.files import atomic_write_text
-from studies.families import holm_family
+from agent_envs.statistics import bootstrap_rng, hierarchical_bootstrap, task_sampler
 
 __all__ = [
     "cell",
-    "compare_family",
     "diagnostics_table",
+    "family_table",
     "grpo_training_table",
     "jsonable",
     "load_average",
@@ -137,15 +135,19 @@ def regime_surface(
     return lines
 
 
-def compare_family(
-    pairs: Sequence[tuple[str, str]], runs: Mapping[str, Sequence[EvalResult]]
-) -> tuple[dict[str, Any], int]:
-    """Seed-level ``compare`` of each pair, Holm over every Pass@(1,T) cell of them all.
+def family_table(cells: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Return a diagnostic family's cells as markdown table lines (header included).
 
-    Returns ``({"a - b": CompareResult}, family size)``.
+    The cells are :func:`~agent_envs.statistics.diagnostic_family`'s.
     """
-    compared = {f"{a} - {b}": compare(runs[a], runs[b], seed=0) for a, b in pairs}
-    return compared, holm_family(list(compared.values()), "secondary", ks=[1])
+    lines = ["| comparison | measure | difference [95%] | p | Holm p |", "|---|---|---|---|---|"]
+    for key, cell in cells.items():
+        name, measure = key.split(": ")
+        lines.append(
+            f"| {name} | {measure} | {cell['diff']:+.3f} [{cell['low']:+.3f}, {cell['high']:+.3f}]"
+            f" | {cell['p']:.3f} | {cell['holm_p']:.3f} |"
+        )
+    return lines
 
 
 def reference_results(

@@ -242,6 +242,27 @@ def test_every_option_says_its_default_and_agent_lists_the_short_names():
     assert all(short in agent_help for short in agent_names())
 
 
+def test_a_flag_of_several_commands_is_declared_once_in_arguments_py():
+    """Issue 57: `--backend` and `--workers` were declared in bench and eval, with two helps.
+
+    A flag that more than one command takes is declared in ``agent_envs/arguments.py``
+    (``add_backend_flags``, ...), so no flag name is given to ``add_argument`` in two
+    modules of ``agent_envs/cli``.
+    """
+    import ast
+
+    declared: dict[str, set[str]] = {}
+    for path in sorted((Path(cli.__file__).parent).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant) and str(arg.value).startswith("-"):
+                        declared.setdefault(arg.value, set()).add(path.name)
+    assert declared  # the scan sees the commands' own flags (--only, --task, ...)
+    twice = {name: sorted(where) for name, where in declared.items() if len(where) > 1}
+    assert not twice, f"declare these once, in agent_envs/arguments.py: {twice}"
+
+
 @pytest.mark.parametrize("command", [["eval", GUESS], ["play", GUESS], ["compare", "a", "b"]])
 def test_a_misspelled_flag_points_at_that_commands_options(capsys, command):
     """Item 17: not the top-level usage, which lists no option of the command; one line."""

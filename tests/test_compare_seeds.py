@@ -9,17 +9,20 @@ import pytest
 
 from agent_envs.cli import main
 from agent_envs.evaluation import EvalResult, EvalSettings, compare
-from agent_envs.evaluation.pass_at_k import bootstrap_means, percentile_interval
-from agent_envs.evaluation.seed_stats import (
+from agent_envs.statistics import (
+    bootstrap_means,
+    diagnostic_family,
     hierarchical_bootstrap,
     holm,
+    holm_family,
     min_p_value,
+    paired_family,
     paired_permutation_test,
     paired_seed_differences,
+    percentile_interval,
     task_sampler,
     unpaired_permutation_test,
 )
-from studies.families import diagnostic_family, holm_family, paired_family
 
 
 def fake(successes, samples=4, agent="A", tasks=None):

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_envs.evaluation import pass_at_k
-from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
+from agent_envs.evaluation.pass_at_k import pass_at_k_table
+from agent_envs.statistics import bootstrap_means, percentile_interval
 
 
 def exact(n: int, c: int, k: int) -> Fraction:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from agent_envs.evaluation import EvalResult
-from agent_envs.evaluation.seed_stats import paired_permutation_test
+from agent_envs.statistics import paired_permutation_test
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 RESULTS = (DOCS / "results.md").read_text()

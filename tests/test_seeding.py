@@ -12,7 +12,7 @@ from gymnasium.utils import seeding as gym_seeding
 from gymnasium.utils.env_checker import check_env
 
 from agent_envs.core import MAX_TASK_ID
-from agent_envs.evaluation.result import bootstrap_rng
+from agent_envs.statistics import bootstrap_rng
 from wrappers import BudgetMix, TaskPool
 from wrappers.utils import seeding
 from wrappers.utils.seeding import episode_seed, sampling_seed, turn_hash

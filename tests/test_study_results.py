@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from agent_envs.evaluation import EvalResult
-from agent_envs.evaluation.result import bootstrap_rng
-from agent_envs.evaluation.seed_stats import (
+from agent_envs.statistics import (
+    bootstrap_rng,
     hierarchical_bootstrap,
     holm,
     paired_seed_differences,

@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agent_envs.arguments import UsageError, int_arg
+from agent_envs.arguments import (
+    UsageError,
+    add_agent_flags,
+    add_backend_flags,
+    add_history_flag,
+    add_out_flag,
+    add_transcripts_flag,
+    add_visible_budget_flag,
+)
 from agent_envs.suites import SUITES
 from wrappers.errors import UserInputError
-from wrappers.utils.validators import MAX_COUNT
 
 #: The bench result's file name in ``--out``.
 RESULT = "bench.json"
@@ -62,24 +69,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def add_bench(parser: argparse.ArgumentParser) -> None:
     """Add ``bench``'s arguments: the suite, the agent, the output folder and the backend."""
-    from agent_envs.plugins import agent_names
-
     parser.add_argument("suite", choices=SUITES, help=f"the suite version ({', '.join(SUITES)})")
-    parser.add_argument(
-        "--agent",
-        default="random",
-        help=f"one of {', '.join(agent_names())}, or module:Class (default random)",
-    )
-    parser.add_argument(
-        "--agent-kwargs",
-        default=None,
-        help="JSON keyword arguments for the agent; secrets are never shown or stored "
-        "(default: none)",
-    )
-    parser.add_argument(
-        "--out",
+    add_agent_flags(parser)
+    add_out_flag(
+        parser,
+        f"a folder: each id's run log (a rerun resumes them) and {RESULT}",
         required=True,
-        help=f"a folder: each id's run log (a rerun resumes them) and {RESULT} (required)",
     )
     parser.add_argument(
         "--only",
@@ -88,35 +83,8 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
         help="comma-separated env ids: run these rows of the suite only; the result says so "
         "and its score covers them only (default: every row)",
     )
-    parser.add_argument(
-        "--history",
-        choices=("raw", "action"),
-        default=None,
-        help="give the agent the dialogue in info['messages'], keeping each whole reply (raw, "
-        "the format train-llm trains on) or its action; an LLM agent needs it (default: none)",
-    )
-    parser.add_argument(
-        "--transcripts",
-        action="store_true",
-        help="keep every observation and reply in the run logs, for the report's transcript "
-        "browser (default: off)",
-    )
-    parser.add_argument(
-        "--visible-budget",
-        action="store_true",
-        help="show the turns left in every observation; each T then runs on its own, and a "
-        "budget-aware agent (the oracle of a budget-aware env) plans for it (default: hidden)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=("local", "ray"),
-        default="local",
-        help="play episodes here or on Ray actors (needs [ray]) (default local)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=int_arg(1, MAX_COUNT),
-        default=None,
-        help="Ray actors (default: one per cluster CPU)",
-    )
+    add_history_flag(parser, window=False)
+    add_transcripts_flag(parser)
+    add_visible_budget_flag(parser)
+    add_backend_flags(parser)
     parser.set_defaults(run=_cmd_bench, parser=parser)

@@ -6,8 +6,8 @@ import argparse
 import hashlib
 from pathlib import Path
 
-from agent_envs.arguments import UsageError
-from agent_envs.cli.outputs import COMPARISON, add_overwrite_flag, check_outputs, write_outputs
+from agent_envs.arguments import UsageError, add_out_flag, add_overwrite_flag, add_plot_flag
+from agent_envs.cli.outputs import COMPARISON, check_outputs, write_outputs
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -63,11 +63,7 @@ def add_compare(cmp: argparse.ArgumentParser) -> None:
         "a", help="result JSON of agent A, or a,b,c: one per training seed (seed-level stats)"
     )
     cmp.add_argument("b", help="result JSON of agent B, or one per training seed")
-    cmp.add_argument(
-        "--plot",
-        default=None,
-        help="write a diverging heatmap PNG (scale -1..1) here (default: none)",
-    )
-    cmp.add_argument("--out", default=None, help="write the comparison JSON here (default: none)")
+    add_plot_flag(cmp, "write a diverging heatmap PNG (scale -1..1) here")
+    add_out_flag(cmp, "write the comparison JSON here")
     add_overwrite_flag(cmp)
     cmp.set_defaults(run=_cmd_compare, parser=cmp)

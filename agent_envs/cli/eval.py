@@ -6,9 +6,24 @@ import argparse
 import dataclasses
 from typing import Any
 
-from agent_envs.arguments import UsageError, add_eval_arguments, int_arg, number_arg
-from agent_envs.cli.outputs import RESULT, add_overwrite_flag, check_outputs, write_outputs
-from wrappers.utils.validators import MAX_COUNT, MAX_SEED, MAX_TURNS
+from agent_envs.arguments import (
+    UsageError,
+    add_agent_flags,
+    add_backend_flags,
+    add_eval_arguments,
+    add_history_flag,
+    add_log_flag,
+    add_out_flag,
+    add_overwrite_flag,
+    add_plot_flag,
+    add_seed_flag,
+    add_transcripts_flag,
+    add_visible_budget_flag,
+    int_arg,
+    number_arg,
+)
+from agent_envs.cli.outputs import RESULT, check_outputs, write_outputs
+from wrappers.utils.validators import MAX_COUNT
 
 
 def _with_history(env_id: str, window: int, *, record: str = "action") -> tuple[Any, str]:
@@ -86,46 +101,20 @@ def _run_eval(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
 def add_eval(ev: argparse.ArgumentParser) -> None:
     """Add ``eval``'s arguments: the agent, the grids (shared with the training commands), ..."""
     from agent_envs.evaluation.settings import MAX_EPISODES, MAX_STEP_QUALITY
-    from agent_envs.plugins import agent_names
 
     ev.add_argument("env_id", help="a registered id, e.g. agent_envs/Sokoban-v0")
-    ev.add_argument(
-        "--agent",
-        default="random",
-        help=f"one of {', '.join(agent_names())}, or module:Class (default random)",
-    )
-    ev.add_argument(
-        "--agent-kwargs",
-        default=None,
-        help="JSON keyword arguments for the agent, e.g. '{\"epsilon\": 0.1}'; secrets such "
-        "as api_key are never shown or stored (default: none)",
-    )
+    add_agent_flags(ev)
     flags = add_eval_arguments(ev, note=f"at most {MAX_EPISODES:,} episodes a run")
-    ev.add_argument(
-        "--seed", type=int_arg(0, MAX_SEED), default=0, help="base seed, an int >= 0 (default 0)"
-    )
+    add_seed_flag(ev, "base seed, an int >= 0")
     _add_eval_outputs(ev)
-    ev.add_argument(
-        "--visible-budget",
-        action="store_true",
-        help="show the turns left in every observation (default: hidden)",
-    )
+    add_visible_budget_flag(ev)
     ev.add_argument(
         "--diagnostics",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="oracle diagnostics, which cost oracle calls (default: on)",
     )
-    ev.add_argument(
-        "--history",
-        type=int_arg(0, MAX_TURNS),
-        nargs="?",
-        const=0,
-        default=None,
-        metavar="WINDOW",
-        help="give the agent the dialogue in info['messages'] (wrappers.ChatHistory); "
-        "WINDOW keeps the last exchanges only (default: no history; without WINDOW: all)",
-    )
+    add_history_flag(ev, window=True)
     ev.add_argument(
         "--history-record",
         choices=("action", "raw"),
@@ -147,21 +136,13 @@ def add_eval(ev: argparse.ArgumentParser) -> None:
 
 def _add_eval_outputs(ev: argparse.ArgumentParser) -> None:
     """Add where ``eval`` writes: the result, the resumable log, the plot, transcripts."""
-    ev.add_argument("--out", default=None, help="write the result JSON here (default: none)")
-    ev.add_argument(
-        "--log",
-        default=None,
-        help="JSONL run log, owned by one run at a time; rerun with it to resume (default: none)",
+    add_out_flag(ev, "write the result JSON here")
+    add_log_flag(
+        ev, "JSONL run log, owned by one run at a time; rerun with it to resume (default: none)"
     )
-    ev.add_argument(
-        "--plot",
-        default=None,
-        help="write a heatmap PNG here, .png added to a bare name; needs [plot] (default: none)",
-    )
+    add_plot_flag(ev, "write a heatmap PNG here, .png added to a bare name; needs [plot]")
     add_overwrite_flag(ev)
-    ev.add_argument(
-        "--transcripts", action="store_true", help="log observations and actions (default: off)"
-    )
+    add_transcripts_flag(ev)
     ev.add_argument(
         "--retry-errors", action="store_true", help="on resume, redo error episodes (default: off)"
     )
@@ -195,19 +176,11 @@ def _add_eval_execution(ev: argparse.ArgumentParser) -> None:
         default=1000,
         help=f"bootstrap resamples, at most {MAX_BOOTSTRAP:,} (default 1000)",
     )
-    ev.add_argument(
-        "--backend",
-        choices=("local", "ray"),
-        default="local",
-        help="play episodes here or on Ray actors (needs [ray]); same numbers (default local)",
-    )
+    add_backend_flags(ev)
     ev.add_argument(
         "--ray-address",
         default=None,
         help="join a Ray cluster: auto or ray://host:10001 (default: start a local one)",
-    )
-    ev.add_argument(
-        "--workers", type=int_arg(1), default=None, help="Ray actors (default: one per cluster CPU)"
     )
     ev.add_argument(
         "--gpus-per-worker",

@@ -127,17 +127,6 @@ def check_replaceable(path: Path, flag: str, kind: str, overwrite: bool | None) 
     )
 
 
-def add_overwrite_flag(parser: argparse.ArgumentParser) -> None:
-    """Add ``--overwrite``, which :func:`check_replaceable` reads."""
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace an existing --out or --plot that is not of this command's kind: a file "
-        "agent-envs did not write, or another of its outputs (default: off; a file of the "
-        "same kind is replaced without it)",
-    )
-
-
 def write_outputs(result: Any, paths: dict[str, Path]) -> None:
     """Save ``result`` (an EvalResult or CompareResult) where --out/--plot ask."""
     if "--out" in paths:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from agent_envs.arguments import UsageError
+from agent_envs.arguments import UsageError, add_seed_flag
 from wrappers.protocol import SUCCESS, TASK_ID, TURN
 from wrappers.utils.validators import MAX_SEED, MAX_TURNS
 
@@ -119,10 +119,5 @@ def add_play(play: argparse.ArgumentParser) -> None:
     play.add_argument(
         "--budget", type=int, default=50, help=f"turns, an int in [1, {MAX_TURNS:,}] (default 50)"
     )
-    play.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help=f"seed of the episode, an int in [0, {MAX_SEED:,}] (default 0)",
-    )
+    add_seed_flag(play, f"seed of the episode, an int in [0, {MAX_SEED:,}]", bounded=False)
     play.set_defaults(run=_cmd_play, parser=play)

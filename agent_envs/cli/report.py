@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from agent_envs.arguments import UsageError
-from agent_envs.cli.outputs import REPORT, add_overwrite_flag, check_replaceable
+from agent_envs.arguments import UsageError, add_log_flag, add_out_flag, add_overwrite_flag
+from agent_envs.cli.outputs import REPORT, check_replaceable
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -30,15 +30,12 @@ def add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results", nargs="+", help="result JSON files: eval --out, compare --out or bench.json"
     )
-    parser.add_argument(
-        "--out", required=True, help="the HTML page to write, such as report.html (required)"
-    )
-    parser.add_argument(
-        "--log",
-        action="append",
-        default=[],
-        help="an eval run log kept with --transcripts, for the transcript browser; repeat for "
+    add_out_flag(parser, "the HTML page to write, such as report.html", required=True)
+    add_log_flag(
+        parser,
+        "an eval run log kept with --transcripts, for the transcript browser; repeat for "
         "more (default: the logs the results name, where they exist)",
+        repeat=True,
     )
     add_overwrite_flag(parser)
     parser.set_defaults(run=_cmd_report, parser=parser)

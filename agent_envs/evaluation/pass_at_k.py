@@ -1,4 +1,4 @@
-"""The unbiased Pass@k estimator and the bootstrap over tasks."""
+"""The unbiased Pass@k estimator (its bootstrap is :mod:`agent_envs.statistics`')."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from wrappers.utils.validators import check_int
 
-__all__ = ["bootstrap_means", "pass_at_k", "pass_at_k_table", "percentile_interval"]
+__all__ = ["pass_at_k", "pass_at_k_table"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -70,41 +70,3 @@ def pass_at_k_table(n: int, counts: np.ndarray, ks: list[int]) -> np.ndarray:
     distinct, where = np.unique(counts, return_inverse=True)
     table = np.array([[pass_at_k(n, int(c), k) for c in distinct] for k in ks], dtype=float)
     return table[:, where.reshape(counts.shape)]
-
-
-def bootstrap_means(values: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
-    """Return ``n_bootstrap`` bootstrap draws of the mean over axis 0 (tasks).
-
-    Rows are resampled with replacement; each draw is the mean of one resample.
-
-    Args:
-        values: array of shape ``(tasks, ...)``; for a paired comparison pass
-            the per-task differences.
-        n_bootstrap: number of resamples (>= 1).
-        rng: the generator that draws the resamples (seed it for determinism).
-
-    Returns:
-        An array of shape ``(n_bootstrap, *values.shape[1:])``.
-    """
-    values = np.asarray(values, dtype=float)
-    rows = values.shape[0]
-    flat = values.reshape(rows, -1)
-    draws = np.empty((n_bootstrap, flat.shape[1]))
-    # Resamples become multiplicity weights, so memory stays at chunk x tasks
-    # whatever the grid size; the chunk bounds it for very many tasks.
-    chunk = max(1, 2_000_000 // max(rows, 1))
-    for start in range(0, n_bootstrap, chunk):
-        stop = min(start + chunk, n_bootstrap)
-        picks = rng.integers(0, rows, size=(stop - start, rows))
-        weights = np.zeros((stop - start, rows))
-        np.add.at(weights, (np.arange(stop - start)[:, None], picks), 1.0)
-        draws[start:stop] = weights @ flat / rows
-    return draws.reshape((n_bootstrap, *values.shape[1:]))
-
-
-def percentile_interval(
-    draws: np.ndarray, confidence: float = 0.95
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return the ``(low, high)`` percentile interval of bootstrap ``draws`` over axis 0."""
-    tail = (1.0 - confidence) / 2.0
-    return np.quantile(draws, tail, axis=0), np.quantile(draws, 1.0 - tail, axis=0)

@@ -11,8 +11,9 @@ import numpy as np
 
 from agent_envs.files import atomic_write
 from wrappers.errors import InvalidValue
+from wrappers.utils.validators import check_number
 
-__all__ = ["PLOT_SUFFIXES", "build_figure", "plot_grid", "plot_path"]
+__all__ = ["PLOT_SUFFIXES", "build_figure", "plot_difference", "plot_grid", "plot_path"]
 
 #: The formats a plot may be written in; a path without a suffix gets ``.png``.
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -111,4 +112,33 @@ def plot_grid(path: str | os.PathLike[str], values: np.ndarray, *args: Any, **kw
     metadata = {"Software": PLOT_SOFTWARE} if target.suffix.lower() == ".png" else None
     return atomic_write(
         target, lambda temporary: figure.savefig(temporary, dpi=120, metadata=metadata)
+    )
+
+
+def plot_difference(result: Any, path: str | os.PathLike[str], scale: float = 1.0) -> Path:
+    """Write a comparison's difference as a diverging heatmap (needs ``[plot]``); return the path.
+
+    Design decision: the colour scale is fixed and symmetric, ``-scale``
+    to ``+scale`` (default -1..1, every possible difference), so that a
+    difference of 0.10 looks small and equal colours mean equal
+    differences in every plot.  Scaling to the largest cell instead made
+    0.10 as saturated as 0.97.  Pass a smaller ``scale`` to zoom in.  ``result`` is a
+    :class:`~agent_envs.evaluation.CompareResult` (its ``plot`` method calls this).
+    """
+    check_number(scale, "scale", 0.0, 1.0, open_low=True)
+    marks = np.where(result.wins() != "", "*", "")
+    return plot_grid(
+        path,
+        result.diff,
+        result.ks,
+        result.budgets,
+        title=(
+            f"Pass@(K,T) difference A - B on {result.env_id} (* = a significant cell)\n"
+            f"A = {result.a}\nB = {result.b}"
+        ),
+        vmin=-scale,
+        vmax=scale,
+        cmap="RdBu",
+        label="Pass@(K,T) of A minus B",
+        marks=marks,
     )

@@ -12,23 +12,18 @@ from typing import Any
 import numpy as np
 
 from agent_envs.evaluation.formatting import error_summary, write_json
-from agent_envs.evaluation.pass_at_k import bootstrap_means, pass_at_k_table, percentile_interval
+from agent_envs.evaluation.pass_at_k import pass_at_k_table
 from agent_envs.evaluation.settings import EvalSettings
+from agent_envs.statistics import bootstrap_means, bootstrap_rng, percentile_interval
 from wrappers.errors import InvalidValue
-from wrappers.utils import seeding
 from wrappers.utils.validators import check_int
 
-__all__ = ["RESULT_FORMAT", "EvalResult", "bootstrap_rng"]
+__all__ = ["RESULT_FORMAT", "EvalResult"]
 
 #: /2: the settings are one EvalSettings object, stored under "settings".
 RESULT_FORMAT = "agent-envs-result/2"
 
 _ARRAYS = ("surface", "ci_low", "ci_high")
-
-
-def bootstrap_rng(seed: int) -> np.random.Generator:
-    """Return the generator the bootstrap of a run with base ``seed`` draws from."""
-    return seeding.stream(seeding.BOOTSTRAP, seed)
 
 
 def _ints(values: Any, minimum: int) -> bool:

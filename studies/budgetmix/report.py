@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from agent_envs.evaluation import EvalResult
-from agent_envs.evaluation.seed_stats import holm
+from agent_envs.evaluation.compare import compare_family
 from agent_envs.files import atomic_write_text
+from agent_envs.statistics import diagnostic_family, holm, interval, paired_p
 from studies import report as kit
 from studies.budgetmix.design import (
     ALGO,
@@ -29,7 +30,6 @@ from studies.budgetmix.design import (
     EnvPlan,
     grid_of,
 )
-from studies.families import diagnostic_family, family_table, interval, paired_p
 
 
 def worst_case(result: Any, shortest: list[int]) -> np.ndarray:
@@ -42,9 +42,70 @@ def worst_case(result: Any, shortest: list[int]) -> np.ndarray:
 def analyse_env(
     env_id: str, runs: dict[str, list], shortest: list[int], references: dict, plots: Path | None
 ) -> tuple[list[str], dict[str, Any]]:
-    """Return the markdown lines and the JSON record of one env (``runs``: regime -> seeds)."""
+    """Return the markdown lines and the JSON record of one env (``runs``: regime -> seeds).
+
+    Every figure is computed first, from the floors below (``compare``,
+    :mod:`agent_envs.statistics`); the words are written after.
+    """
     worst = {name: [worst_case(r, shortest) for r in results] for name, results in runs.items()}
+    bar: dict[str, Any] = {}
+    bar_text = bar_lines(runs, references, PLANS[env_id], bar)
+    reference = {name: worst_case(result, shortest).mean() for name, result in references.items()}
+    figures = _figures(runs, worst, list(next(iter(references.values())).budgets))
     record: dict[str, Any] = {"primary": {}, "surface": {}, "diagnostics": {}, "p_values": {}}
+    lines = primary_lines(env_id, worst, reference, figures["primary"], record)
+    record["results"] = {n: [r.to_dict() for r in results] for n, results in runs.items()}
+    lines += primary_test_lines(worst, figures, record)
+    lines += surface_lines(figures["surface"], references, record)
+    record.update(bar)
+    compared: dict[str, Any] = {}  # the record's last entry, after the diagnostic tests
+    differences = difference_lines(env_id, figures, plots, compared)
+    tests = diagnostic_test_lines(runs, figures["diagnostic_tests"], record)
+    lines += bar_text + kit.diagnostics_table(runs, record["diagnostics"]) + tests
+    record.update(compared)
+    return lines + differences, record
+
+
+def _figures(runs: dict[str, list], worst: dict[str, list[np.ndarray]], grid: list) -> dict:
+    """One env's figures from the floors below: the compares, the intervals, every test."""
+    pairs = [
+        (name, "warm")
+        for name, results in runs.items()
+        if name != "warm" and "warm" in runs and len(results) == len(runs["warm"])
+    ]
+    compared, size = compare_family(pairs, runs, family="secondary", ks=[1]) if pairs else ({}, 0)
+    names = list(worst)
+    p_values = {
+        f"{a} vs {b}": paired_p(worst[a], worst[b])
+        for a in names
+        for b in names
+        if a != b and len(worst[a]) == len(worst[b])
+    }
+    tested = sorted({tuple(sorted(key.split(" vs "))) for key in p_values})
+    raw = np.array([p_values[f"{a} vs {b}"] for a, b in tested])
+    adjusted = holm(raw) if raw.size else raw
+    return {
+        "pairs": pairs,
+        "compared": compared,
+        "size": size,
+        "primary": {name: interval(values) for name, values in worst.items()},
+        "p_values": p_values,
+        "holm_p": {f"{a} vs {b}": float(q) for (a, b), q in zip(tested, adjusted, strict=True)},
+        "surface": {
+            name: [
+                interval([r.success_counts[:, j] / r.samples for r in results])
+                for j in range(len(grid))
+            ]
+            for name, results in runs.items()
+        },
+        "diagnostic_tests": diagnostic_family(runs, "warm") if "warm" in runs else None,
+    }
+
+
+def primary_lines(
+    env_id: str, worst: dict, reference: dict, primary: dict, record: dict
+) -> list[str]:
+    """The primary metric per regime (mean over seeds, interval) and per reference agent."""
     lines = [
         f"### {env_id}",
         "",
@@ -56,7 +117,7 @@ def analyse_env(
         "|---|---|---|---|",
     ]
     for name, values in worst.items():
-        mean, low, high = interval(values)
+        mean, low, high = primary[name]
         record["primary"][name] = {
             "mean": mean,
             "low": low,
@@ -67,21 +128,15 @@ def analyse_env(
         lines.append(
             f"| {name} | {len(values)} | {mean:.3f} [{low:.3f}, {high:.3f}] | {per_seed} |"
         )
-    for name, result in references.items():
-        value = worst_case(result, shortest).mean()
+    for name, value in reference.items():
         record["primary"][name] = {"mean": float(value)}
         lines.append(f"| {name} (reference) | - | {value:.3f} | - |")
-    record["results"] = {n: [r.to_dict() for r in results] for n, results in runs.items()}
-    lines += primary_test_lines(worst, record)
-    lines += surface_lines(runs, references, record)
-    lines += bar_lines(runs, references, PLANS[env_id], record)
-    lines += kit.diagnostics_table(runs, record["diagnostics"])
-    lines += diagnostic_test_lines(runs, record)
-    lines += difference_lines(env_id, runs, plots, record)
-    return lines, record
+    return lines
 
 
-def primary_test_lines(worst: dict[str, list[np.ndarray]], record: dict) -> list[str]:
+def primary_test_lines(
+    worst: dict[str, list[np.ndarray]], figures: dict, record: dict
+) -> list[str]:
     """Every pairwise paired test of the primary metric: one family, Holm-corrected."""
     names = list(worst)
     lines = [
@@ -98,26 +153,22 @@ def primary_test_lines(worst: dict[str, list[np.ndarray]], record: dict) -> list
             if a == b or len(worst[a]) != len(worst[b]):
                 cells.append("-")
                 continue
-            p = record["p_values"][f"{a} vs {b}"] = paired_p(worst[a], worst[b])
+            p = record["p_values"][f"{a} vs {b}"] = figures["p_values"][f"{a} vs {b}"]
             higher = np.mean([x.mean() for x in worst[a]]) > np.mean([x.mean() for x in worst[b]])
             cells.append(f"{'+' if higher else '-'} p={p:.3f}")
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    pairs = sorted({tuple(sorted(key.split(" vs "))) for key in record["p_values"]})
-    raw = np.array([record["p_values"][f"{a} vs {b}"] for a, b in pairs])
-    adjusted = holm(raw) if raw.size else raw
-    holm_p = {f"{a} vs {b}": float(q) for (a, b), q in zip(pairs, adjusted, strict=True)}
-    record["holm_p_values"] = holm_p
+    holm_p = record["holm_p_values"] = figures["holm_p"]
     smallest = ", ".join(f"{k} {q:.3f}" for k, q in sorted(holm_p.items(), key=lambda x: x[1])[:3])
     return [
         *lines,
         "",
         "(`+`: the row's regime scores higher than the column's.)  Holm over the "
-        f"{len(pairs)} pairs: smallest adjusted p {smallest}.",
+        f"{len(holm_p)} pairs: smallest adjusted p {smallest}.",
         "",
     ]
 
 
-def surface_lines(runs: dict, references: dict, record: dict) -> list[str]:
+def surface_lines(surface: dict, references: dict, record: dict) -> list[str]:
     """Secondary: the Pass@(1,T) surface per regime, mean over seeds with seed-level intervals."""
     grid = list(next(iter(references.values())).budgets)
     lines = [
@@ -127,11 +178,7 @@ def surface_lines(runs: dict, references: dict, record: dict) -> list[str]:
         "| regime | " + " | ".join(f"T={t}" for t in grid) + " |",
         "|---|" + "---|" * len(grid),
     ]
-    for name, results in runs.items():
-        row = [
-            interval([r.success_counts[:, j] / r.samples for r in results])
-            for j in range(len(grid))
-        ]
+    for name, row in surface.items():
         record["surface"][name] = [list(cell) for cell in row]
         lines.append(
             f"| {name} | " + " | ".join(f"{m:.2f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in row) + " |"
@@ -161,11 +208,11 @@ def bar_lines(runs: dict, references: dict, plan: EnvPlan, record: dict) -> list
     ]
 
 
-def diagnostic_test_lines(runs: dict, record: dict) -> list[str]:
+def diagnostic_test_lines(runs: dict, cells: dict | None, record: dict) -> list[str]:
     """Claim 2's family: every regime minus warm on recovery and on step quality, Holm over it."""
-    if "warm" not in runs:
+    if cells is None:
         return []
-    cells = record["diagnostic_tests"] = diagnostic_family(runs, "warm")
+    record["diagnostic_tests"] = cells
     excluded = {
         (r.diagnostics or {}).get("step_quality", {}).get("single_move_states_excluded")
         for r in runs["warm"]
@@ -176,36 +223,29 @@ def diagnostic_test_lines(runs: dict, record: dict) -> list[str]:
         f"step quality, per seed; seed-level bootstrap interval, paired sign-flip p, Holm "
         f"over the {len(cells)} tests:",
         "",
-        *family_table(cells),
+        *kit.family_table(cells),
         "",
         f"Reference states with one legal move, left out: {sorted(excluded)}.",
         "",
     ]
 
 
-def difference_lines(env_id: str, runs: dict, out: Path | None, record: dict) -> list[str]:
+def difference_lines(env_id: str, figures: dict, out: Path | None, record: dict) -> list[str]:
     """Seed-level ``compare`` of each regime against the warm start; plots and a summary."""
-    pairs = [
-        (name, "warm")
-        for name, results in runs.items()
-        if name != "warm" and "warm" in runs and len(results) == len(runs["warm"])
-    ]
-    if not pairs:
+    compared = figures["compared"]
+    if not compared:
         return []
-    compared, size = kit.compare_family(pairs, runs)
     lines = [
         "Seed-level comparison with the warm start (`agent_envs.evaluation.compare` on the "
         "per-seed results: hierarchical bootstrap, paired permutation test), cells of "
         "Pass@(1,T) where the regime differs significantly (Holm over the family of all "
-        f"{size} cells):",
+        f"{figures['size']} cells):",
         "",
     ]
-    for (name, _), difference in zip(pairs, compared.values(), strict=True):
-        record.setdefault("compare_with_warm", {})[name] = difference.to_dict()
+    for (name, _), difference in zip(figures["pairs"], compared.values(), strict=True):
+        saved = record.setdefault("compare_with_warm", {})[name] = difference.to_dict()
         marked = [
-            f"T={t}: {w}"
-            for t, w in zip(difference.budgets, difference.wins()[0], strict=True)
-            if w
+            f"T={t}: {w}" for t, w in zip(saved["budgets"], saved["wins"][0], strict=True) if w
         ]
         lines.append(f"- {name} - warm: " + (", ".join(marked) if marked else "no cell"))
         if out is not None:
@@ -243,6 +283,7 @@ def env_section(env_id: str, chosen: tuple, summaries: list, size: dict, args: A
     from baselines.simple_agents import OracleAgent, RandomAgent
 
     (tasks, shortest), plan = chosen, PLANS[env_id]
+    runs, training = runs_of(env_id, summaries), training_lines(env_id, summaries)
     # Visible: each T is its own episode, so the oracle plans for that T.
     references = kit.reference_results(
         {"oracle": OracleAgent(), "random": RandomAgent()},
@@ -256,7 +297,7 @@ def env_section(env_id: str, chosen: tuple, summaries: list, size: dict, args: A
         visible_budget=True,
     )
     plots = None if args.no_plots else args.out
-    lines, record = analyse_env(env_id, runs_of(env_id, summaries), shortest, references, plots)
+    lines, record = analyse_env(env_id, runs, shortest, references, plots)
     intro = [
         f"Held-out tasks: {len(tasks)} ids below {TRAIN_FIRST} (first {tasks[:5]}...), "
         + (
@@ -277,7 +318,7 @@ def env_section(env_id: str, chosen: tuple, summaries: list, size: dict, args: A
         **record,
         "references": {n: r.to_dict() for n, r in references.items()},
     }
-    return lines[:2] + intro + lines[2:] + training_lines(env_id, summaries), record
+    return lines[:2] + intro + lines[2:] + training, record
 
 
 def write(args: Any, chosen: dict, summaries: list, size: dict, run: dict) -> None:

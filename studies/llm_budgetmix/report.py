@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from agent_envs.evaluation.seed_stats import min_p_value
+from agent_envs.evaluation.compare import compare_family
+from agent_envs.statistics import diagnostic_family, interval, min_p_value, paired_family
 from studies import report as kit
-from studies.families import diagnostic_family, family_table, interval, paired_family
 from studies.llm_budgetmix.design import (
     ENV_ID,
     KS,
@@ -66,32 +66,29 @@ def surface_lines(
     return [*lines, ""]
 
 
-def primary_lines(names: list[str], results: dict, summary: dict) -> list[str]:
+def primary_lines(
+    values: dict[str, list], intervals: dict, families: dict, smallest: float, summary: dict
+) -> list[str]:
     """The declared primary metric per regime and its Holm-corrected families of tests."""
-    values = {name: [primary_values(r) for r in results[name]] for name in names}
     rows = []
-    for name in names:
-        mean, low, high = interval(values[name])
+    for name, (mean, low, high) in intervals.items():
         per_seed = [float(np.mean(v)) for v in values[name]]
         summary["primary"][name] = {"mean": mean, "low": low, "high": high, "per_seed": per_seed}
         rows.append((name, kit.cell(mean, low, high), ", ".join(f"{v:.3f}" for v in per_seed)))
-    seeds = len(results[names[0]])
+    seeds = len(next(iter(values.values())))
     lines = [
         f"### Primary metric: {PRIMARY}",
         "",
         *kit.table(["regime", "mean [95% interval]", "per seed"], rows),
         "",
         f"Paired sign-flip tests over {seeds} seeds (the smallest p one test can give is "
-        f"{min_p_value(seeds, seeds, True):.3f}), Holm within each family; each difference "
+        f"{smallest:.3f}), Holm within each family; each difference "
         "with its 95% hierarchical-bootstrap interval:",
         "",
     ]
     rows = []
-    for family, key, tests in (
-        ("primary", "primary_tests", PRIMARY_TESTS),
-        ("other comparisons", "other_primary_tests", SECONDARY_PRIMARY_TESTS),
-    ):
-        cells = paired_family([t for t in tests if set(t) <= set(values)], values)
+    for family, key in (("primary", "primary_tests"), ("other comparisons", "other_primary_tests")):
+        cells = families[key]
         summary.setdefault(key, {}).update(cells)
         rows += [
             (
@@ -107,11 +104,8 @@ def primary_lines(names: list[str], results: dict, summary: dict) -> list[str]:
     return [*lines, *kit.table(header, rows), ""]
 
 
-def secondary_lines(names: list[str], results: dict, out: Path | None, summary: dict) -> list:
+def secondary_lines(compared: dict, size: int, out: Path | None, summary: dict) -> list:
     """Seed-level compares, Holm over every Pass@(1,T) cell of the family."""
-    pairs = [(name, "warm") for name in names if name != "warm"]
-    pairs += [("mix", other) for other in ("short", "long") if "mix" in names and other in names]
-    compared, size = kit.compare_family(pairs, results)
     budgets, rows = list(PLAN.eval_budgets), []
     for name, d in compared.items():
         summary["secondary"][name] = d.to_dict()
@@ -207,9 +201,8 @@ def diagnostics_lines(names: list[str], results: dict, references: dict, summary
     ]
 
 
-def diagnostic_test_lines(results: dict, summary: dict) -> list[str]:
+def diagnostic_test_lines(cells: dict) -> list[str]:
     """Claim 2's family: each regime minus warm on recovery (T=12) and step quality, Holm."""
-    cells = summary["diagnostic_tests"] = diagnostic_family(results, "warm")
     return [
         f"### Claim 2: recovery against step quality, seed level (Holm over the {len(cells)} "
         "tests)",
@@ -218,13 +211,17 @@ def diagnostic_test_lines(results: dict, summary: dict) -> list[str]:
         "and step quality.  Bootstrap interval over seeds, paired sign-flip p, Holm over the "
         "family (added in v3 after the first 6-seed run, before these tests were computed).",
         "",
-        *family_table(cells),
+        *kit.family_table(cells),
         "",
     ]
 
 
 def analyse(names: list[str], results: dict, references: dict, out: Path | None) -> tuple:
-    """Return the markdown lines and the JSON summary of every figure but the training logs."""
+    """Return the markdown lines and the JSON summary of every figure but the training logs.
+
+    Every figure is computed first, from the floors below (the kit's surfaces,
+    ``compare``, :mod:`agent_envs.statistics`); the words are written after.
+    """
     summary: dict[str, Any] = {
         key: {}
         for key in (
@@ -238,11 +235,26 @@ def analyse(names: list[str], results: dict, references: dict, out: Path | None)
             "training",
         )
     }
-    markdown = primary_lines(names, results, summary)
-    markdown += secondary_lines(names, results, out, summary)
-    markdown += surface_lines(names, results, references, out, summary)
-    markdown += diagnostics_lines(names, results, references, summary)
-    markdown += diagnostic_test_lines(results, summary)
+    values = {name: [primary_values(r) for r in results[name]] for name in names}
+    diagnostics = diagnostics_lines(names, results, references, summary)
+    surfaces = surface_lines(names, results, references, out, summary)
+    pairs = [(name, "warm") for name in names if name != "warm"]
+    pairs += [("mix", other) for other in ("short", "long") if "mix" in names and other in names]
+    compared, size = compare_family(pairs, results, family="secondary", ks=[1])
+    intervals = {name: interval(values[name]) for name in names}
+    families = {
+        key: paired_family([t for t in tests if set(t) <= set(values)], values)
+        for key, tests in (
+            ("primary_tests", PRIMARY_TESTS),
+            ("other_primary_tests", SECONDARY_PRIMARY_TESTS),
+        )
+    }
+    seeds = len(results[names[0]])
+    smallest = min_p_value(seeds, seeds, True)
+    cells = summary["diagnostic_tests"] = diagnostic_family(results, "warm")
+    markdown = primary_lines(values, intervals, families, smallest, summary)
+    markdown += secondary_lines(compared, size, out, summary)
+    markdown += surfaces + diagnostics + diagnostic_test_lines(cells)
     for name in names:  # every seed's whole result: EvalResult.from_dict rebuilds it
         summary["regimes"][name]["results"] = [r.to_dict() for r in results[name]]
     return markdown, summary

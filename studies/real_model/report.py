@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 
 from agent_envs.evaluation import EvalResult
-from agent_envs.evaluation.result import bootstrap_rng
-from agent_envs.evaluation.seed_stats import holm, seed_paired_test
+from agent_envs.evaluation.compare import compare_family
+from agent_envs.statistics import diagnostic_family, intersection_union_family
 from studies import report as kit
-from studies.families import diagnostic_family, family_table, interval
 from studies.real_model import design
 
 
@@ -33,41 +32,33 @@ def _outcome(diff: float | None, holm_p: float) -> str:
     return "fails"
 
 
-def _part(values: list[np.ndarray]) -> dict[str, Any]:
-    """One statistic over seeds: difference, interval and sign-flip p.
+def _primary_values(runs: Mapping[str, Sequence[EvalResult]]) -> dict[str, list[list[Any]]]:
+    """Each primary test whose regimes ran: its statistics, each one value per seed."""
+    values = {}
+    for name, (needs, statistics) in design.PRIMARY_TESTS.items():
+        if not set(needs) <= set(runs):
+            continue
+        seeds = min(len(runs[regime]) for regime in needs)
+        values[name] = [[stat(runs, seed) for seed in range(seeds)] for stat in statistics]
+    return values
 
-    A seed whose statistic is undefined (no error to recover from, say) is
-    left out; with fewer than 2 seeds left the statistic is not measured and
-    its p is 1 (no evidence), so the Holm family stays the declared three.
-    """
-    kept = [v for v in values if np.all(np.isfinite(v))]
-    if len(kept) < 2:
-        return {"diff": None, "low": None, "high": None, "p": 1.0, "seeds": len(kept)}
-    diff, low, high = interval(kept)
-    p = seed_paired_test(kept, [np.zeros_like(v) for v in kept], bootstrap_rng(1))
-    return {"diff": diff, "low": low, "high": high, "p": p, "seeds": len(kept)}
+
+def _with_outcomes(cells: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Add each primary test's outcome (``test``) to its statistics; return them."""
+    for cell in cells.values():
+        diffs = [part["diff"] for part in cell["parts"]]
+        cell["test"] = _outcome(None if None in diffs else min(diffs), cell["holm_p"])
+    return cells
 
 
 def primary_tests(runs: Mapping[str, Sequence[EvalResult]]) -> dict[str, dict[str, Any]]:
     """Return each primary test's statistics (difference, interval, p) and Holm over the three.
 
-    A test with two statistics is an intersection-union test: both must hold,
-    and its p is the larger of the two.
+    Each statistic is :func:`~agent_envs.statistics.seed_effect`'s; a test with
+    two statistics is an intersection-union test: both must hold, and its p is
+    the larger of the two.
     """
-    cells: dict[str, dict[str, Any]] = {}
-    for name, (needs, statistics) in design.PRIMARY_TESTS.items():
-        if not set(needs) <= set(runs):
-            continue
-        seeds = min(len(runs[regime]) for regime in needs)
-        parts = [_part([stat(runs, seed) for seed in range(seeds)]) for stat in statistics]
-        cells[name] = {"parts": parts, "p": max(part["p"] for part in parts), "seeds": seeds}
-    for cell, q in zip(
-        cells.values(), holm(np.array([c["p"] for c in cells.values()])), strict=True
-    ):
-        cell["holm_p"] = float(q)
-        diffs = [part["diff"] for part in cell["parts"]]
-        cell["test"] = _outcome(None if None in diffs else min(diffs), float(q))
-    return cells
+    return _with_outcomes(intersection_union_family(_primary_values(runs)))
 
 
 def primary_lines(cells: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -100,38 +91,48 @@ def surface_lines(runs: Mapping[str, Sequence[EvalResult]], out: Path | None, re
     return lines
 
 
-def secondary_lines(runs: Mapping[str, Sequence[EvalResult]], record: dict) -> list[str]:
+def secondary_lines(compared: Mapping[str, Any], size: int, cells: Mapping | None) -> list[str]:
     """The declared secondary families: regime - base cells (Holm), claim 2's diagnostics."""
-    pairs = [(name, "base") for name in runs if name != "base" and len(runs[name]) > 1]
-    lines = []
-    if pairs and len(runs["base"]) > 1:
-        compared, size = kit.compare_family(pairs, runs)
-        record["compare_with_base"] = {name: d.to_dict() for name, d in compared.items()}
-        lines += [f"### Secondary: {design.SECONDARY[0]} (Holm over {size} cells)", ""]
-        lines += [
-            f"- {name}: "
-            + (
-                ", ".join(f"T={t}: {w}" for t, w in zip(d.budgets, d.wins()[0], strict=True) if w)
-                or "no cell"
-            )
-            for name, d in compared.items()
-        ]
-        cells = record["diagnostic_tests"] = diagnostic_family(runs, "base")
-        lines += ["", f"### Secondary: {design.SECONDARY[1]}", "", *family_table(cells), ""]
-    diagnostics: dict[str, Any] = {}
-    lines += ["### Diagnostics (mean over seeds)", "", *kit.diagnostics_table(runs, diagnostics)]
-    record["diagnostics"] = diagnostics
-    return lines
+    if cells is None:
+        return []
+    lines = [f"### Secondary: {design.SECONDARY[0]} (Holm over {size} cells)", ""]
+    lines += [
+        f"- {name}: "
+        + (
+            ", ".join(f"T={t}: {w}" for t, w in zip(d.budgets, d.wins()[0], strict=True) if w)
+            or "no cell"
+        )
+        for name, d in compared.items()
+    ]
+    return [*lines, "", f"### Secondary: {design.SECONDARY[1]}", "", *kit.family_table(cells), ""]
 
 
 def analyse(runs: Mapping[str, Sequence[EvalResult]], out: Path | None) -> tuple[list, dict]:
-    """Return the markdown lines and the JSON record of every figure."""
-    record: dict[str, Any] = {"surfaces": {}}
-    cells = record["primary_tests"] = primary_tests(runs)
-    lines = primary_lines(cells)
-    lines += surface_lines(runs, out, record["surfaces"])
-    lines += secondary_lines(runs, record)
+    """Return the markdown lines and the JSON record of every figure.
+
+    Every figure is computed first, from the floors below (the kit's surfaces,
+    ``compare``, :mod:`agent_envs.statistics`); the words are written after.
+    """
+    values = _primary_values(runs)
+    surfaces: dict[str, Any] = {}
+    surface = surface_lines(runs, out, surfaces)
+    pairs = [(name, "base") for name in runs if name != "base" and len(runs[name]) > 1]
+    secondary = bool(pairs) and len(runs["base"]) > 1
+    compared, size = (
+        compare_family(pairs, runs, family="secondary", ks=[1]) if secondary else ({}, 0)
+    )
+    family = diagnostic_family(runs, "base") if secondary else None
+    cells = intersection_union_family(values)
+    _with_outcomes(cells)
+    record: dict[str, Any] = {"surfaces": surfaces, "primary_tests": cells}
+    if family is not None:
+        record["compare_with_base"] = {name: d.to_dict() for name, d in compared.items()}
+        record["diagnostic_tests"] = family
+    diagnostics: dict[str, Any] = {}
+    record["diagnostics"] = diagnostics  # filled with the table below
     record["results"] = {name: [r.to_dict() for r in results] for name, results in runs.items()}
+    lines = primary_lines(cells) + surface + secondary_lines(compared, size, family)
+    lines += ["### Diagnostics (mean over seeds)", "", *kit.diagnostics_table(runs, diagnostics)]
     return lines, record
 
 
