@@ -17,7 +17,7 @@ import numpy as np
 
 from agent_envs.evaluation import EvalResult
 from agent_envs.files import atomic_write_text
-from agent_envs.statistics import bootstrap_rng, hierarchical_bootstrap, task_sampler
+from agent_envs.statistics.resampling import bootstrap_rng, hierarchical_bootstrap, task_sampler
 
 __all__ = [
     "cell",

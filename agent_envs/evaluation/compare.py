@@ -17,7 +17,8 @@ import numpy as np
 from agent_envs.evaluation.formatting import write_json
 from agent_envs.evaluation.result import EvalResult
 from agent_envs.evaluation.settings import MAX_BOOTSTRAP
-from agent_envs.statistics import MIN_SEEDS, compare_generators, difference_surface, holm_family
+from agent_envs.statistics.families import holm_family
+from agent_envs.statistics.resampling import MIN_SEEDS, compare_generators, difference_surface
 from wrappers.errors import InvalidType, InvalidValue
 from wrappers.utils.validators import check_int
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.evaluation.formatting import grid_table
-from agent_envs.statistics import MIN_SEEDS
+from agent_envs.statistics.resampling import MIN_SEEDS
 
 __all__ = ["compare_table"]
 

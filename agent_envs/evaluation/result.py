@@ -14,7 +14,7 @@ import numpy as np
 from agent_envs.evaluation.formatting import error_summary, write_json
 from agent_envs.evaluation.pass_at_k import pass_at_k_table
 from agent_envs.evaluation.settings import EvalSettings
-from agent_envs.statistics import bootstrap_means, bootstrap_rng, percentile_interval
+from agent_envs.statistics.resampling import bootstrap_means, bootstrap_rng, percentile_interval
 from wrappers.errors import InvalidValue
 from wrappers.utils.validators import check_int
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.files import atomic_write_text
-from agent_envs.statistics import holm
+from agent_envs.statistics.seed_tests import holm
 from studies.budgetmix import report
 from studies.budgetmix.design import (
     HELD_OUT,

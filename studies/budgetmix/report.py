@@ -18,7 +18,8 @@ import numpy as np
 from agent_envs.evaluation import EvalResult
 from agent_envs.evaluation.compare import compare_family
 from agent_envs.files import atomic_write_text
-from agent_envs.statistics import diagnostic_family, holm, interval, paired_p
+from agent_envs.statistics.families import diagnostic_family, interval, paired_p
+from agent_envs.statistics.seed_tests import holm
 from studies import report as kit
 from studies.budgetmix.design import (
     ALGO,

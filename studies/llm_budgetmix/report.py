@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from agent_envs.evaluation.compare import compare_family
-from agent_envs.statistics import diagnostic_family, interval, min_p_value, paired_family
+from agent_envs.statistics.families import diagnostic_family, interval, paired_family
+from agent_envs.statistics.resampling import min_p_value
 from studies import report as kit
 from studies.llm_budgetmix.design import (
     ENV_ID,

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from agent_envs.evaluation.result import EvalResult
-from agent_envs.statistics import bootstrap_means, bootstrap_rng, holm, paired_permutation_test
+from agent_envs.statistics.resampling import bootstrap_means, bootstrap_rng
+from agent_envs.statistics.seed_tests import holm, paired_permutation_test
 
 #: Resamples of the paired bootstrap over tasks.
 N_BOOTSTRAP = 2000

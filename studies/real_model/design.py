@@ -193,7 +193,7 @@ def _claim_1(runs: dict, seed: int) -> np.ndarray:
 
 
 def _measure(result: Any, name: str) -> float:
-    from agent_envs.statistics import MEASURES
+    from agent_envs.statistics.families import MEASURES
 
     value = MEASURES[name](result.diagnostics or {})
     return float("nan") if value is None else float(value)

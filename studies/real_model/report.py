@@ -14,7 +14,7 @@ import numpy as np
 
 from agent_envs.evaluation import EvalResult
 from agent_envs.evaluation.compare import compare_family
-from agent_envs.statistics import diagnostic_family, intersection_union_family
+from agent_envs.statistics.families import diagnostic_family, intersection_union_family
 from studies import report as kit
 from studies.real_model import design
 

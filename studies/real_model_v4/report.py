@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from agent_envs.evaluation import EvalResult
-from agent_envs.statistics import interval
+from agent_envs.statistics.families import interval
 from studies import report as kit
 from studies.preregistration import PreregistrationError, check_launched
 from studies.real_model_v4 import design as d
