@@ -107,7 +107,7 @@ RUN = {
         "assert env.observation_spec['observations'].shape[-1] == 217\n"
         "assert rollout['action_mask'].shape[-1] == 4\n",
     ),
-    ("docs/integrations.md", 'gym.make_vec("agent_envs/Sokoban-v0"'): (
+    ("docs/integrations.md", 'envs = gym.make_vec('): (
         "",
         "observations, _ = envs.reset(seed=0)\n"
         "assert all(text.strip() for text in observations)\nenvs.close()\n",
