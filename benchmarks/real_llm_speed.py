@@ -89,7 +89,7 @@ def model_shape(name: str) -> tuple[int, int, int]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from baselines.llm.models.models import resolve_model
+    from baselines.llm.models.resolve import resolve_model
 
     folder = resolve_model(name)
     config = AutoConfig.from_pretrained(folder, local_files_only=True)

@@ -47,7 +47,7 @@ import psutil
 import agent_envs
 from agent_envs.evaluation import evaluate
 from baselines.llm.agents.openai_agent import OpenAIChatAgent
-from baselines.llm.models.models import gguf_file
+from baselines.llm.models.resolve import gguf_file
 from wrappers.info import chat_stack
 
 gym.register_envs(agent_envs)

@@ -1,6 +1,6 @@
 """Write a tiny Llama as a GGUF file, offline, the way llama.cpp's converter lays it out.
 
-Tests of :mod:`baselines.llm.models.models` load it back through the same code that
+Tests of :mod:`baselines.llm.models.resolve` load it back through the same code that
 loads SmolLM2's shipped file, in well under a second.  The tokenizer is the
 byte-level BPE of :mod:`llm_fixtures` (with its ChatML template), stored as a
 ``gpt2``-type GGUF vocabulary; the weights are a random tiny Llama, some of

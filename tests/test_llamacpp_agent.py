@@ -27,7 +27,7 @@ from agent_envs.evaluation import evaluate  # noqa: E402
 from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
 from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.agents.llamacpp_agent import LlamaCppAgent, gguf_tokenizer  # noqa: E402
-from baselines.llm.models.models import CACHE_ENV, ModelError  # noqa: E402
+from baselines.llm.models.resolve import CACHE_ENV, ModelError  # noqa: E402
 from baselines.llm.prompting.prompt_encoder import PromptEncoder  # noqa: E402
 from baselines.llm.prompting.replies import reply_complete  # noqa: E402
 from wrappers.info import ChatHistory, chat_stack  # noqa: E402

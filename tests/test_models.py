@@ -15,8 +15,8 @@ from llm_fixtures import build_tiny_model  # noqa: E402
 
 from agent_envs.cli import main  # noqa: E402
 from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
-from baselines.llm.models import models  # noqa: E402
-from baselines.llm.models.models import (  # noqa: E402
+from baselines.llm.models import resolve  # noqa: E402
+from baselines.llm.models.resolve import (  # noqa: E402
     CACHE_ENV,
     ModelError,
     cache_dir,
@@ -221,7 +221,7 @@ def test_gguf_file_refuses_what_is_not_gguf(tokenizer_path):
 
 # ------------------------------------------------------------- short names
 def test_a_short_name_without_its_package_names_the_extra(monkeypatch):
-    monkeypatch.setattr(models.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(resolve.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ModelError, match=r"\[smollm2\]"):
         resolve_model("smollm2-135m")
 

@@ -93,7 +93,7 @@ def _extra(name: str) -> set[str]:
 @pytest.mark.parametrize("extra", ["llm", "smollm2", "all"])
 def test_the_extras_that_load_gguf_files_install_what_loading_imports(extra):
     """transformers 5 refused GGUF files without accelerate, which [llm] did not install."""
-    from baselines.llm.models.models import GGUF_PACKAGES
+    from baselines.llm.models.resolve import GGUF_PACKAGES
 
     assert {"torch", "transformers", "gguf", "accelerate"} <= set(GGUF_PACKAGES)
     assert set(GGUF_PACKAGES) <= _extra(extra)

@@ -27,7 +27,7 @@ from llm_fixtures import build_tiny_model  # noqa: E402
 from agent_envs import cli  # noqa: E402
 from baselines.llm.models import gguf_check  # noqa: E402
 from baselines.llm.models.model_cache import MANIFEST, STALE_AFTER_S  # noqa: E402
-from baselines.llm.models.models import CACHE_ENV, ModelError, check_gguf, resolve_model  # noqa: E402
+from baselines.llm.models.resolve import CACHE_ENV, ModelError, check_gguf, resolve_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,7 +157,7 @@ def test_a_wrong_hidden_or_feed_forward_size_is_one_line_from_eval_and_train_llm
 
 def test_a_mismatch_transformers_finds_is_one_line_too(tmp_path, monkeypatch, tokenizer_path):
     """Item 2: a RuntimeError from from_pretrained (sizes) becomes a ModelError, not a trace."""
-    from baselines.llm.models import models
+    from baselines.llm.models import resolve
 
     def mismatched(*args, **kwargs):
         raise RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for x\n\tYou set")
@@ -166,7 +166,7 @@ def test_a_mismatch_transformers_finds_is_one_line_too(tmp_path, monkeypatch, to
     source = tmp_path / "m.gguf"
     write_tiny_gguf(source, tokenizer_path, tiny_llama(tokenizer_path))
     with pytest.raises(ModelError, match="transformers cannot load") as error:
-        models._dequantise(source, tmp_path / "out")
+        resolve._dequantise(source, tmp_path / "out")
     assert "\n" not in str(error.value)
 
 
@@ -290,13 +290,13 @@ def test_a_conversion_killed_by_sigkill_is_cleaned_by_the_next_run(gguf_path, ca
     """Item 4: kill -9 in the middle of a real conversion, then a later run."""
     script = (
         "import os, signal, sys\n"
-        "from baselines.llm.models import models\n"
-        "real = models._dequantise\n"
+        "from baselines.llm.models import resolve\n"
+        "real = resolve._dequantise\n"
         "def dies(path, folder):\n"
         "    real(path, folder)\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "models._dequantise = dies\n"
-        "models.resolve_model(sys.argv[1])\n"
+        "resolve._dequantise = dies\n"
+        "resolve.resolve_model(sys.argv[1])\n"
     )
     env = {**os.environ, CACHE_ENV: str(cache), "PYTHONPATH": str(ROOT)}
     killed = subprocess.run([sys.executable, "-c", script, str(gguf_path)], env=env, timeout=300)

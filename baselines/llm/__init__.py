@@ -15,7 +15,7 @@
   sampler and generators (``generation``) and the per-episode KV cache
   (``prefix_cache``);
 - ``baselines.llm.models``: which model and how it loads: short names and
-  the cache (``models``, ``model_cache``, ``gguf_check``), ``hf_loading``,
+  the cache (``resolve``, ``model_cache``, ``gguf_check``), ``hf_loading``,
   ``precision``, ``lora``, the built-in ``tiny`` model and the model a run
   trains (``model_source``);
 - ``baselines.llm.prompting`` (ground): what a model reads and writes: the

@@ -59,7 +59,7 @@ def load(model: str):
     """Load the model and tokenizer once for every run."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from baselines.llm.models.models import resolve_model
+    from baselines.llm.models.resolve import resolve_model
 
     folder = resolve_model(model)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, padding_side="left")

@@ -30,7 +30,7 @@ LORA_TARGETS = ("q_proj", "v_proj")
 def model_folder(model: str) -> str:
     """Return a local model folder for ``model`` (a folder, a GGUF file or a short name)."""
     try:
-        from baselines.llm.models.models import resolve_model  # the model loader, where installed
+        from baselines.llm.models.resolve import resolve_model  # the model loader, where installed
     except ImportError:
         return model
     return os.fspath(resolve_model(model))

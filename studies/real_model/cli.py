@@ -72,7 +72,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         few_shot,
     )
     if not args.quick:
-        from baselines.llm.models.models import resolve_model
+        from baselines.llm.models.resolve import resolve_model
 
         base_model = base_path = os.fspath(resolve_model(design.MODEL))
     else:

@@ -41,7 +41,7 @@ TARGET_HOURS, LIMIT_HOURS = HOURS["v3"]
 
 def _settings(steps: int) -> dict[str, Any]:
     """The v3 study's settings for one seed-0 job (what ``train_config`` reads)."""
-    from baselines.llm.models.models import resolve_model
+    from baselines.llm.models.resolve import resolve_model
 
     train, held_out = design.split(
         design.ENV_ID, design.TRAIN_TASKS, design.EVAL_TASKS, design.FEW_SHOT

@@ -57,7 +57,7 @@ PILOT_CHUNK = 4
 
 def settings(work: Path) -> dict[str, Any]:
     """Every setting a job reads (:func:`studies.real_model.jobs.train_config`), from the design."""
-    from baselines.llm.models.models import resolve_model
+    from baselines.llm.models.resolve import resolve_model
     from studies.real_model.design import split
 
     train, held_out = split(d.ENV_ID, d.TRAIN_TASKS, d.EVAL_TASKS, d.FEW_SHOT)

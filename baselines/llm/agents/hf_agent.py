@@ -75,7 +75,7 @@ from baselines.llm.agents.generation import (
 from baselines.llm.agents.policy import LLMAgent
 from baselines.llm.agents.prefix_cache import PrefixCacheDecoder
 from baselines.llm.models.hf_loading import load_for_inference
-from baselines.llm.models.models import resolve_model
+from baselines.llm.models.resolve import resolve_model
 from baselines.llm.prompting.chat_tokens import ChatTokens, TokenHistory
 from baselines.llm.prompting.few_shot import oracle_episodes
 from baselines.llm.prompting.hf_tools import (
@@ -116,7 +116,7 @@ class HFAgent(LLMAgent):
 
     Args:
         model: a local HF folder, a ``.gguf`` file or a short name such as
-            ``"smollm2-135m"`` (see :mod:`baselines.llm.models.models`; nothing is
+            ``"smollm2-135m"`` (see :mod:`baselines.llm.models.resolve`; nothing is
             downloaded), loaded with ``AutoModelForCausalLM.from_pretrained``,
             or an already-loaded model (then ``tokenizer`` is required).
         tokenizer: a tokenizer, or its folder; by default the model's.

@@ -43,7 +43,7 @@ from typing import Any
 from agent_envs import install_hint
 from agent_envs.protocol import AgentAction
 from baselines.llm.agents.policy import LLMAgent
-from baselines.llm.models.models import gguf_file
+from baselines.llm.models.resolve import gguf_file
 from baselines.llm.prompting.prompt_encoder import PromptEncoder
 from baselines.llm.prompting.replies import ReplyStop, to_agent_action, with_tokens
 from wrappers.errors import InvalidValue
@@ -110,7 +110,7 @@ class LlamaCppAgent(LLMAgent):
 
     Args:
         model: a ``.gguf`` file or a short name such as ``"smollm2-135m"``
-            (:mod:`baselines.llm.models.models`); nothing is downloaded.
+            (:mod:`baselines.llm.models.resolve`); nothing is downloaded.
         system_prompt, few_shot, reply_format, env_id, temperature, top_p,
             max_new_tokens, seed: the prompt style and the sampling, as
             ``HFAgent``'s (:class:`~baselines.llm.agents.policy.LLMPolicy`);

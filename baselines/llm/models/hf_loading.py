@@ -1,7 +1,7 @@
 """Load a Hugging Face causal LM for :class:`~baselines.llm.agents.hf_agent.HFAgent` to run.
 
 Local files only: a folder, a ``.gguf`` file or a short name goes through
-:func:`baselines.llm.models.models.resolve_model`, which never downloads, and
+:func:`baselines.llm.models.resolve.resolve_model`, which never downloads, and
 transformers is told ``local_files_only``.  Needs the ``[llm]`` extra.
 """
 
@@ -18,8 +18,8 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"HFAgent needs torch and transformers: {install_hint('llm')}.") from error
 
-from baselines.llm.models.models import resolve_model
 from baselines.llm.models.precision import resolve_dtype
+from baselines.llm.models.resolve import resolve_model
 from wrappers.errors import InvalidType, InvalidValue
 
 __all__ = ["load_for_inference"]
@@ -40,7 +40,7 @@ def load_for_inference(
     """Return ``(model, tokenizer, name)``, loading whatever was given by name.
 
     ``model`` is a local folder, a ``.gguf`` file, a short name
-    (:func:`baselines.llm.models.models.resolve_model`) or a model already loaded
+    (:func:`baselines.llm.models.resolve.resolve_model`) or a model already loaded
     (then ``tokenizer`` is one too); ``device`` ``None`` means CUDA when
     there is one; ``dtype`` ``None`` means float32 on the CPU and the
     checkpoint's own elsewhere.

@@ -1,14 +1,14 @@
 """The model cache: converted GGUF files, trusted only by what they hold, never by their name.
 
 A cache entry is ``<cache>/<file stem>-<sha256 prefix>``, a Hugging Face
-folder that :func:`baselines.llm.models.models.convert_gguf` wrote.  Anyone who can
+folder that :func:`baselines.llm.models.resolve.convert_gguf` wrote.  Anyone who can
 write to the cache could plant a folder under that name, so a name proves
 nothing:
 
 - The conversion writes a manifest (:data:`MANIFEST`) into the folder: the
   source file's full SHA-256 and the SHA-256 of each file it wrote.  A load
   (:func:`verify_entry`) checks both; on any mismatch the entry is converted
-  again (:func:`baselines.llm.models.models.convert_gguf` does that).
+  again (:func:`baselines.llm.models.resolve.convert_gguf` does that).
 - An entry that is a symlink, that another user owns, or that others may
   write to is refused in one line (:func:`trusted_entry`), and left alone.
 

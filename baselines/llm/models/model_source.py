@@ -23,7 +23,7 @@ class ModelSource:
 
     Args:
         model: a local HF folder, a .gguf file or a short name
-            (:func:`baselines.llm.models.models.resolve_model`); ``None`` builds the
+            (:func:`baselines.llm.models.resolve.resolve_model`); ``None`` builds the
             tiny model (:mod:`baselines.llm.models.tiny`).
         env_id: the env whose text the tiny model's tokenizer learns.
         seed: the tiny model's seed.
@@ -59,10 +59,10 @@ class ModelSource:
         no check.
 
         Raises:
-            baselines.llm.models.models.ModelError: ``model`` names no loadable model.
+            baselines.llm.models.resolve.ModelError: ``model`` names no loadable model.
         """
         if self.model is not None:
-            from baselines.llm.models.models import check_model
+            from baselines.llm.models.resolve import check_model
 
             check_model(self.model)
 
@@ -72,6 +72,6 @@ class ModelSource:
             from baselines.llm.models.tiny import build_tiny_model
 
             return build_tiny_model(out / "base", self.env_id, seed=self.seed, context=self.context)
-        from baselines.llm.models.models import resolve_model
+        from baselines.llm.models.resolve import resolve_model
 
         return resolve_model(self.model)

@@ -233,7 +233,7 @@ class LLMTrainConfig:
         env_id: a registered env id.
         budget: the turn budgets of training episodes (fixed T or BudgetMix).
         model: a local HF folder, a .gguf file or a short name such as ``smollm2-135m``
-            (:func:`baselines.llm.models.models.resolve_model`); ``None`` builds the tiny model.
+            (:func:`baselines.llm.models.resolve.resolve_model`); ``None`` builds the tiny model.
         tasks: the training task ids.
         k: attempts per task in a GRPO group (``num_generations``).
         tasks_per_step: tasks (groups) per GRPO step; a step plays
