@@ -45,8 +45,7 @@ def _run_fake(script: Path, work: Path, kill_at: int) -> subprocess.CompletedPro
     command = [sys.executable, str(script), str(work), str(kill_at)]
     # studies/ runs from the checkout (the wheel installs the library only), and a
     # script run by path has its own folder on sys.path, not the working directory.
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
