@@ -297,7 +297,7 @@ def test_a_hidden_budget_is_hidden_from_info_too():
     assert all({"episode_seed", "turn"} <= keys for keys in seen)
     seen.clear()
     evaluate(AwareSpy(), GUESS, ks=[1], budgets=[2, 3], tasks=1, n_bootstrap=10)
-    assert all({"budget", "turns_left"} <= keys for keys in seen)
+    assert seen and all({"budget", "turns_left"} <= keys for keys in seen)
 
 
 # ------------------------------------------------------------------- batching
@@ -379,6 +379,8 @@ def test_a_plain_callable_gets_the_observation_only():
 
     result = evaluate(always_fifty, GUESS, ks=[1], budgets=[3], tasks=3, n_bootstrap=20)
     assert result.agent.endswith("always_fifty")
+    # A call with (observation, info) would be a TypeError that evaluate() counts, not raises.
+    assert result.errors == 0 and len(seen) == result.timing["policy_calls"] > 0
     assert all(isinstance(observation, str) for observation in seen)
 
 

