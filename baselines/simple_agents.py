@@ -89,7 +89,8 @@ class PriorGuesser(SeededAgent):
 
     Args:
         instances: the training instances, as ``(low, high, secret)``.
-        seed: seeds the draws where ``info`` has no episode seed.
+        seed: the agent's seed, mixed into every draw with the episode seed
+            and turn; where ``info`` has none, it seeds the agent's own generator.
 
     Example:
         >>> agent = PriorGuesser([(1, 20, 7), (1, 20, 7), (1, 20, 12)])

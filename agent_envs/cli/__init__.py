@@ -1,7 +1,9 @@
-"""The ``agent-envs`` command line: list, eval, compare, play, and installed commands.
+"""The ``agent-envs`` command line: list, eval, compare, play, bench, report and installed commands.
 
 One module per command (:mod:`~agent_envs.cli.list`, :mod:`~agent_envs.cli.eval`,
-:mod:`~agent_envs.cli.compare`, :mod:`~agent_envs.cli.play`) and
+:mod:`~agent_envs.cli.compare`, :mod:`~agent_envs.cli.play`,
+:mod:`~agent_envs.cli.bench`, :mod:`~agent_envs.cli.report`),
+:mod:`~agent_envs.cli.outputs` (the output checks they share) and
 :mod:`~agent_envs.cli.main`, which holds the parser and the error policy.
 Installed commands (such as ``train-sb3``) and agents (``--agent NAME``) are
 found through the entry-point groups ``agent_envs.commands`` and

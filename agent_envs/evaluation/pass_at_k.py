@@ -28,6 +28,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
     Raises:
         ValueError: for negative values, ``c > n`` or ``k > n``.
+        TypeError: for a value that is not an int (a ``bool`` included).
 
     >>> pass_at_k(10, 3, 1)
     0.3

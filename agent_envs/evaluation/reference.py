@@ -15,9 +15,9 @@ Randomness.  Inside the evaluator every draw is a counter-based hash
 (SplitMix64, :func:`wrappers.utils.seeding.turn_hash`) of ``(agent seed,
 info["episode_seed"], info["turn"], stream)``, so an episode's actions depend
 only on its own seed and turn: never on batching, episode order, or how many
-episodes ran before.  Without those two keys (a plain Gymnasium loop with no
-``TurnBudget``) the agent falls back to its own ``numpy`` generator seeded
-with ``seed``.
+episodes ran before.  Without those two keys (a plain Gymnasium loop outside
+the evaluator: a ``TurnBudget`` adds ``turn`` but not ``episode_seed``) the
+agent falls back to its own ``numpy`` generator seeded with ``seed``.
 """
 
 from __future__ import annotations

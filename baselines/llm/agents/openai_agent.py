@@ -117,6 +117,10 @@ class OpenAIChatAgent(LLMAgent):
             of ``act`` is an empty action, counted as unparsable.  The server
             must support function calling (vLLM, SGLang, llama.cpp's server
             with a function-calling chat format).
+        tool_choice: the request's ``tool_choice`` in tool mode: ``"auto"``
+            (the default: the server decides), ``"required"`` (a call is
+            required) or ``"act"`` (a call of ``act``); other than ``"auto"``
+            it needs ``tool_calls=True``.
 
     Example::
 
