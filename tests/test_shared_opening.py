@@ -274,3 +274,26 @@ def test_the_trainers_loss_and_gradients_equal_trls_with_chunks_cut_to_their_own
     assert min(widths) < keep and ours.shape == trls.shape
     weight = batch["completion_mask"]
     assert torch.allclose(ours * weight, trls * weight, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("aux_loss", "extra"), [(True, {}), (False, {"pixel_values": "images"})], ids=["aux", "image"]
+)
+def test_images_or_an_aux_loss_go_to_trls_forward_with_every_argument(monkeypatch, aux_loss, extra):
+    from trl import GRPOTrainer
+
+    calls = []
+
+    def trl_forward(self, *args, **kwargs):
+        calls.append((args, kwargs))
+        return "trl's"
+
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", trl_forward)
+    trainer = object.__new__(SharedOpeningGRPOTrainer)  # the dispatch reads no trainer state
+    model = torch.nn.Linear(1, 1)
+    ids, mask = torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.long)
+    got = trainer._get_per_token_logps_and_entropies(
+        model, ids, mask, 2, 4, True, aux_loss, **extra
+    )
+    assert got == "trl's"
+    assert calls == [((model, ids, mask, 2, 4, True, aux_loss), extra)]

@@ -140,32 +140,15 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         charset, feedback_length = view["charset"], view["feedback_length"]
         if mode == "chars" and charset is None:
             charset = _text_charset(env.observation_space)
-        encoder = TextEncoder(
-            mode,
-            max_length=max_length,
-            keep=keep,
-            view_only=view_only,
-            charset=charset,
-            dim=dim,
-            ngram_range=ngram_range,
-            tokenizer=tokenizer,
-            budget_scale=budget_scale,
-            feedback_length=feedback_length,
-        )
+        # One dict for the encoder and the record, so the recorded settings are
+        # always the ones the encoder was built with.
+        settings = dict(max_length=max_length, keep=keep, view_only=view_only, charset=charset,
+                        dim=dim, ngram_range=ngram_range, tokenizer=tokenizer,
+                        budget_scale=budget_scale, feedback_length=feedback_length)  # fmt: skip
+        encoder = TextEncoder(mode, **settings)
+        settings["ngram_range"] = tuple(ngram_range)  # recorded as a copy the caller cannot change
         gym.utils.RecordConstructorArgs.__init__(
-            self,
-            mode=mode,
-            max_length=max_length,
-            keep=keep,
-            view_only=view_only,
-            charset=charset,
-            dim=dim,
-            ngram_range=tuple(ngram_range),
-            tokenizer=tokenizer,
-            budget_scale=budget_scale,
-            feedback_length=feedback_length,
-            layout=layout,
-            whole_text=whole_text,
+            self, mode=mode, **settings, layout=layout, whole_text=whole_text
         )
         gym.Wrapper.__init__(self, env)
         expose_action_masks(self)

@@ -247,40 +247,26 @@ class SharedOpeningGRPOTrainer(GRPOTrainer):
         **extra,
     ):
         with autocast_for(model):  # a bfloat16 base computes in bfloat16 (precision.py)
-            return self._logps_and_entropies(
-                model,
-                input_ids,
-                attention_mask,
-                logits_to_keep,
-                batch_size,
-                compute_entropy,
-                compute_aux_loss,
-                **extra,
+            if compute_aux_loss or any(value is not None for value in extra.values()):
+                # Images or a MoE aux loss: only TRL's whole-row forward handles them.
+                return super()._get_per_token_logps_and_entropies(
+                    model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size,
+                    compute_entropy,
+                    compute_aux_loss,
+                    **extra,
+                )
+            return self._text_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
             )
 
-    def _logps_and_entropies(
-        self,
-        model,
-        input_ids,
-        attention_mask,
-        logits_to_keep,
-        batch_size,
-        compute_entropy,
-        compute_aux_loss,
-        **extra,
+    def _text_logps_and_entropies(
+        self, model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
     ):
-        parent = super()._get_per_token_logps_and_entropies
-        if compute_aux_loss or any(value is not None for value in extra.values()):
-            return parent(
-                model,
-                input_ids,
-                attention_mask,
-                logits_to_keep,
-                batch_size,
-                compute_entropy,
-                compute_aux_loss,
-                **extra,
-            )
+        """A text-only batch's log-probs (and entropies), chunk by chunk, the opening shared."""
         score_mask = self._score_mask
         if score_mask is not None and score_mask.shape != (input_ids.size(0), logits_to_keep):
             score_mask = None  # not this call's rows: score every completion token
