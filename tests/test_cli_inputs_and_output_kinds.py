@@ -102,6 +102,16 @@ def test_bench_never_replaces_a_bench_json_it_did_not_write(tmp_path, capsys):
     assert mine.read_text() == '{"mine":1}' and not (mine.parent / "logs").exists()
 
 
+@pytest.mark.parametrize("out", ["", "  "])
+def test_bench_refuses_an_empty_out_instead_of_writing_here(tmp_path, monkeypatch, capsys, out):
+    """`bench v1 --out ''` ran the whole suite and wrote bench.json and logs/ into the
+    current folder, as Path("") is "."; eval and report refuse an empty --out."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "v1", "--agent", "random", "--out", out]) == 2
+    assert "--out is empty" in one_error_line(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
 # ----------------------------------------------------------- compare seeds
 @pytest.mark.parametrize("copy", [False, True], ids=["same-path", "same-content"])
 def test_compare_refuses_one_result_given_as_several_seeds(tmp_path, capsys, results, copy):
