@@ -169,6 +169,30 @@ def test_a_line_edited_by_hand_into_an_impossible_episode_is_refused(tmp_path, e
 
 
 @pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ({"judged": "x"}, "judged is 'x'"),
+        ({"unparsable": [1]}, "unparsable is [1]"),
+        ({"first_non_optimal_turn": "2"}, "first_non_optimal_turn is '2'"),
+        ({"oracle_errors": 5}, "oracle_errors is 5"),
+        ({"oracle_errors": [[1]]}, "oracle_errors holds [1]"),
+        ({"error": 7, "success": False, "first_success_turn": None}, "error is 7"),
+        ({"wall_s": "slow"}, "wall_s is 'slow'"),
+    ],
+)
+def test_a_line_with_a_field_of_the_wrong_type_is_refused(tmp_path, edit, says):
+    """A resume added up `"judged": "x"` and crashed with a TypeError traceback."""
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    text = log.read_text().splitlines()
+    text[3] = json.dumps({**json.loads(text[3]), **edit})
+    log.write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match=r"run.jsonl:4 is corrupt") as info:
+        evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    assert says in str(info.value)
+
+
+@pytest.mark.parametrize(
     ("change", "mentions"),
     [
         ({"seed": 5}, "seed"),
