@@ -192,6 +192,20 @@ def test_a_line_with_a_field_of_the_wrong_type_is_refused(tmp_path, edit, says):
     assert says in str(info.value)
 
 
+def test_a_whole_last_line_that_is_impossible_is_refused_not_deleted(tmp_path):
+    """Only a line that is not JSON can be a torn write; a whole last line edited into an
+    impossible episode was deleted from the log without a word and the episode redone."""
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    text = log.read_text().splitlines()
+    text[-1] = json.dumps({**json.loads(text[-1]), "turns": 12})
+    log.write_text("\n".join(text) + "\n")
+    before = log.read_bytes()
+    with pytest.raises(ValueError, match=rf"run.jsonl:{len(text)} is corrupt .*12 turns"):
+        evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    assert log.read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("change", "mentions"),
     [
