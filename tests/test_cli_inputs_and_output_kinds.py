@@ -112,6 +112,29 @@ def test_bench_refuses_an_empty_out_instead_of_writing_here(tmp_path, monkeypatc
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda d: d["settings"].update(env_name=None), "env_name"),
+        (lambda d: d["diagnostics"].update(dead_end_rate=0.5), "dead_end_rate"),
+        (lambda d: d["diagnostics"]["error_recovery"].__setitem__(0, "x"), "error_recovery"),
+    ],
+)
+def test_report_refuses_a_result_with_malformed_names_or_diagnostics(
+    tmp_path, capsys, results, change, says
+):
+    """`report` on a result whose env_name was null or whose dead_end_rate was a number
+    stopped with an AttributeError or TypeError traceback (exit status 1)."""
+    data = json.loads(results["oracle"].read_text())
+    change(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert cli.main(["report", str(bad), "--out", str(tmp_path / "page.html")]) == 2
+    line = one_error_line(capsys)
+    assert str(bad) in line and says in line
+    assert not (tmp_path / "page.html").exists()
+
+
 # ----------------------------------------------------------- compare seeds
 @pytest.mark.parametrize("copy", [False, True], ids=["same-path", "same-content"])
 def test_compare_refuses_one_result_given_as_several_seeds(tmp_path, capsys, results, copy):
