@@ -111,6 +111,12 @@ def _result_dict() -> dict:
         (lambda d: d["settings"].update(samples=1), "larger than samples=1"),
         (lambda d: d["settings"].update(tasks=[0, 0, 1]), "distinct"),
         (lambda d: d.update(errors=9), "errors <= episodes"),
+        (lambda d: d["settings"].update(env_name=None), "env_name must be a non-empty string"),
+        (lambda d: d["diagnostics"].update(dead_end_rate=0.5), "dead_end_rate must be a list"),
+        (lambda d: d["diagnostics"].update(error_recovery=["x"]), "error_recovery must be"),
+        (lambda d: d["diagnostics"].update(success_after_error=1), "success_after_error must"),
+        (lambda d: d["diagnostics"].update(by_horizon={"5": 1}), "by_horizon must map"),
+        (lambda d: d["diagnostics"].update(decision_quality="high"), "decision_quality must"),
     ],
 )
 def test_a_malformed_result_is_refused(change, message):

@@ -102,6 +102,86 @@ def test_bench_never_replaces_a_bench_json_it_did_not_write(tmp_path, capsys):
     assert mine.read_text() == '{"mine":1}' and not (mine.parent / "logs").exists()
 
 
+@pytest.mark.parametrize("out", ["", "  "])
+def test_bench_refuses_an_empty_out_instead_of_writing_here(tmp_path, monkeypatch, capsys, out):
+    """`bench v1 --out ''` ran the whole suite and wrote bench.json and logs/ into the
+    current folder, as Path("") is "."; eval and report refuse an empty --out."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "v1", "--agent", "random", "--out", out]) == 2
+    assert "--out is empty" in one_error_line(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda d: d["settings"].update(env_name=None), "env_name"),
+        (lambda d: d["diagnostics"].update(dead_end_rate=0.5), "dead_end_rate"),
+        (lambda d: d["diagnostics"]["error_recovery"].__setitem__(0, "x"), "error_recovery"),
+    ],
+)
+def test_report_refuses_a_result_with_malformed_names_or_diagnostics(
+    tmp_path, capsys, results, change, says
+):
+    """`report` on a result whose env_name was null or whose dead_end_rate was a number
+    stopped with an AttributeError or TypeError traceback (exit status 1)."""
+    data = json.loads(results["oracle"].read_text())
+    change(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert cli.main(["report", str(bad), "--out", str(tmp_path / "page.html")]) == 2
+    line = one_error_line(capsys)
+    assert str(bad) in line and says in line
+    assert not (tmp_path / "page.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda d: d.update(a=["x"]), "a must be a string"),
+        (lambda d: d.update(env_id=None), "env_id must be a string"),
+        (lambda d: d.update(confidence="95%"), "confidence must be a number"),
+        (lambda d: d.update(diff=None), "diff and its interval are not"),
+    ],
+)
+def test_report_refuses_a_malformed_comparison(tmp_path, capsys, results, change, says):
+    """A comparison whose `a` was a list, `env_id` null, `confidence` a string or `diff`
+    null stopped `report` with an AttributeError or TypeError traceback."""
+    data = json.loads(results["compare"].read_text())
+    change(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert cli.main(["report", str(bad), "--out", str(tmp_path / "page.html")]) == 2
+    line = one_error_line(capsys)
+    assert f"{bad}: malformed comparison" in line and says in line
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda d: d.update(seconds="x"), "seconds must map"),
+        (lambda d: d["seconds"][GUESS].update(cpu="fast"), "could not convert"),
+        (lambda d: d["results"][GUESS]["settings"].pop("samples"), None),
+    ],
+)
+def test_report_reads_a_bench_result_whose_seconds_or_settings_were_edited(
+    tmp_path, capsys, change, says
+):
+    """A bench.json with `seconds` not an object, or a row without settings.samples (which
+    the row's result loads with its default), stopped `report` with a traceback."""
+    out = tmp_path / "bench"
+    assert cli.main(["bench", "v1", "--agent", "oracle", "--only", GUESS, "--out", str(out)]) == 0
+    data = json.loads((out / "bench.json").read_text())
+    change(data)
+    (out / "bench.json").write_text(json.dumps(data))
+    capsys.readouterr()
+    status = cli.main(["report", str(out / "bench.json"), "--out", str(tmp_path / "page.html")])
+    if says is None:
+        assert status == 0
+    else:
+        assert status == 2 and says in one_error_line(capsys)
+
+
 # ----------------------------------------------------------- compare seeds
 @pytest.mark.parametrize("copy", [False, True], ids=["same-path", "same-content"])
 def test_compare_refuses_one_result_given_as_several_seeds(tmp_path, capsys, results, copy):

@@ -169,6 +169,44 @@ def test_a_line_edited_by_hand_into_an_impossible_episode_is_refused(tmp_path, e
 
 
 @pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ({"judged": "x"}, "judged is 'x'"),
+        ({"unparsable": [1]}, "unparsable is [1]"),
+        ({"first_non_optimal_turn": "2"}, "first_non_optimal_turn is '2'"),
+        ({"oracle_errors": 5}, "oracle_errors is 5"),
+        ({"oracle_errors": [[1]]}, "oracle_errors holds [1]"),
+        ({"error": 7, "success": False, "first_success_turn": None}, "error is 7"),
+        ({"wall_s": "slow"}, "wall_s is 'slow'"),
+    ],
+)
+def test_a_line_with_a_field_of_the_wrong_type_is_refused(tmp_path, edit, says):
+    """A resume added up `"judged": "x"` and crashed with a TypeError traceback."""
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    text = log.read_text().splitlines()
+    text[3] = json.dumps({**json.loads(text[3]), **edit})
+    log.write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match=r"run.jsonl:4 is corrupt") as info:
+        evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    assert says in str(info.value)
+
+
+def test_a_whole_last_line_that_is_impossible_is_refused_not_deleted(tmp_path):
+    """Only a line that is not JSON can be a torn write; a whole last line edited into an
+    impossible episode was deleted from the log without a word and the episode redone."""
+    log = tmp_path / "run.jsonl"
+    evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    text = log.read_text().splitlines()
+    text[-1] = json.dumps({**json.loads(text[-1]), "turns": 12})
+    log.write_text("\n".join(text) + "\n")
+    before = log.read_bytes()
+    with pytest.raises(ValueError, match=rf"run.jsonl:{len(text)} is corrupt .*12 turns"):
+        evaluate(NoisyOracleAgent(epsilon=0.4), GUESS, log_path=log, **GRID)
+    assert log.read_bytes() == before
+
+
+@pytest.mark.parametrize(
     ("change", "mentions"),
     [
         ({"seed": 5}, "seed"),

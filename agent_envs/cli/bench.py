@@ -32,6 +32,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     kwargs = parse_agent_kwargs(args.agent_kwargs)
     remember(secret_values(kwargs))
+    if not args.out.strip():  # Path("") is the current folder: never write there unasked
+        raise UsageError("--out is empty; give a folder such as runs/bench-v1.")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; bench writes a folder (its logs and {RESULT}).")

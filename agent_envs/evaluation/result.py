@@ -36,6 +36,48 @@ def _ints(values: Any, minimum: int) -> bool:
         return False
 
 
+#: The diagnostics that are one rate each (a number, or null where nothing was judged).
+_RATES = ("invalid_action_rate", "unparsable_rate", "decision_quality", "decision_quality_valid")
+
+
+def _rate(value: Any) -> bool:
+    """Return whether ``value`` is what a diagnostic rate holds: a number (not a bool) or null."""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _diagnostics_problem(diagnostics: dict[str, Any]) -> str:
+    """Return which diagnostic has a shape no evaluation writes, or ``""``.
+
+    The table and ``agent-envs report`` read these without further checks, so
+    a hand-edited ``"dead_end_rate": 0.5`` is refused here, not a traceback there.
+    """
+    for key in _RATES:
+        if not _rate(diagnostics.get(key)):
+            return f"diagnostics.{key} must be a number or null"
+    dead = diagnostics.get("dead_end_rate", [])
+    if not isinstance(dead, list) or not all(_rate(value) for value in dead):
+        return "diagnostics.dead_end_rate must be a list of numbers or nulls, one per T"
+    for key, rate in (("error_recovery", "rate"), ("success_after_error", "success_rate")):
+        items = diagnostics.get(key, [])
+        if not isinstance(items, list) or not all(
+            isinstance(item, dict) and _rate(item.get(rate)) for item in items
+        ):
+            return f"diagnostics.{key} must be a list of objects, one per T, each {rate} a number"
+    horizons = diagnostics.get("by_horizon", {})
+    if not isinstance(horizons, dict) or not all(
+        isinstance(item, dict)
+        and _ints([item.get("tasks")], 0)
+        and isinstance(item.get("success_rate"), list)
+        and all(_rate(value) for value in item["success_rate"])
+        for item in horizons.values()
+    ):
+        return "diagnostics.by_horizon must map horizons to {tasks, success_rate per T}"
+    for key in ("turns", "step_quality"):
+        if not isinstance(diagnostics.get(key, {}), dict):
+            return f"diagnostics.{key} must be a JSON object"
+    return ""
+
+
 @dataclass
 class EvalResult:
     """The Pass@(K,T) surface of one policy on one env, and how it was measured.
@@ -173,13 +215,15 @@ class EvalResult:
             return f"samples must be an int >= max(K) = {max(self.ks)}"
         if not _ints([self.episodes, self.errors], 0) or self.errors > self.episodes:
             return "episodes and errors must be ints with errors <= episodes"
+        if not isinstance(self.env_id, str) or not self.env_id:
+            return "settings.env_name must be a non-empty string"
         for name, kind in (("diagnostics", dict), ("timing", dict), ("version", str)):
             value = getattr(self, name)
             if not isinstance(value, kind) and not (name == "diagnostics" and value is None):
                 return f"{name} must be a JSON {'object' if kind is dict else 'string'}"
-        step = (self.diagnostics or {}).get("step_quality")
-        if step is not None and not isinstance(step, dict):
-            return "diagnostics.step_quality must be a JSON object"
+        problem = _diagnostics_problem(self.diagnostics or {})
+        if problem:
+            return problem
         examples = self.error_examples
         if not isinstance(examples, list) or not all(isinstance(text, str) for text in examples):
             return "error_examples must be a list of strings"

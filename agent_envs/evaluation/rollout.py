@@ -227,7 +227,46 @@ class EpisodeRecord:
             return f"success {self.success} with first_success_turn {self.first_success_turn}"
         if self.error is not None and self.success:
             return "an episode that ended in an error succeeded"
+        return self._optional_problem()
+
+    def _optional_problem(self) -> str:
+        """Return which optional field (diagnostics, costs) has a type no episode writes, or ``""``.
+
+        The diagnostics add these up on resume, so a hand-edited ``"judged": "x"``
+        must be refused here, not fail as a ``TypeError`` in the middle of a run.
+        """
+        counts = ("unparsable", "oracle_turns", "judged", "judged_valid", "optimal")
+        for name in (*counts, "tokens_read", "tokens_generated"):
+            value = getattr(self, name)
+            if value is not None and not _is_int(value, 0):
+                return f"{name} is {value!r}, not an int >= 0 or null"
+        turn = self.first_non_optimal_turn
+        if turn is not None and not _is_int(turn, 1):
+            return f"first_non_optimal_turn is {turn!r}, not an int >= 1 or null"
+        if self.error is not None and not isinstance(self.error, str):
+            return f"error is {self.error!r}, not a string or null"
+        for name in self.TIMINGS:
+            value = getattr(self, name)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if value is not None and not number:
+                return f"{name} is {value!r}, not a number or null"
+        if self.oracle_errors is not None and not isinstance(self.oracle_errors, list):
+            return f"oracle_errors is {self.oracle_errors!r}, not a list or null"
+        for entry in self.oracle_errors or []:
+            if not (
+                isinstance(entry, list)
+                and len(entry) == 3
+                and _is_int(entry[0], 1)
+                and (entry[1] is None or _is_int(entry[1], 1))
+                and isinstance(entry[2], bool)
+            ):
+                return f"oracle_errors holds {entry!r}, not [turn, recovered turn or null, fatal]"
         return ""
+
+
+def _is_int(value: Any, minimum: int) -> bool:
+    """Whether ``value`` is a JSON int (not a bool) of at least ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
 
 
 @dataclass(frozen=True)

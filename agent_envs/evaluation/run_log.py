@@ -194,12 +194,17 @@ class RunLog:
         for number, line in enumerate(body[1:], start=2):
             try:
                 data = json.loads(line)
-                record = EpisodeRecord.from_json(data)
-            except (UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 if number == len(body):
                     # The last complete line may still be a torn write: redo it.
                     keep -= len(line) + 1
                     break
+                raise InvalidValue(
+                    f"{path}:{number} is corrupt ({exc}); fix or delete that line."
+                ) from None
+            try:  # whole JSON is no torn write: an impossible episode is never deleted
+                record = EpisodeRecord.from_json(data)
+            except (ValueError, TypeError) as exc:
                 raise InvalidValue(
                     f"{path}:{number} is corrupt ({exc}); fix or delete that line."
                 ) from None

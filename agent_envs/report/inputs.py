@@ -177,8 +177,14 @@ def _compare_from_dict(data: dict[str, Any], path: Path) -> CompareResult:
             if fields.get(name) is not None:
                 fields[name] = np.asarray(fields[name], dtype=float)
         result = CompareResult(**fields)
+        for name in ("a", "b", "env_id"):  # the page's labels and anchors
+            if not isinstance(getattr(result, name), str):
+                raise ValueError(f"{name} must be a string")
+        level = result.confidence
+        if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
+            raise ValueError("confidence must be a number between 0 and 1")
         grid = (len(result.ks), len(result.budgets))
-        if any(getattr(result, name).shape != grid for name in ("diff", "ci_low", "ci_high")):
+        if any(np.shape(getattr(result, name)) != grid for name in ("diff", "ci_low", "ci_high")):
             raise ValueError(f"diff and its interval are not {grid[0]}x{grid[1]} (K x T)")
         result.wins()  # the marks the page shows; a malformed p-value array fails here
     except (TypeError, ValueError) as exc:
@@ -197,6 +203,10 @@ def _bench_runs(data: dict[str, Any], path: Path) -> list[Run]:
             raise TypeError("per_family and results must be JSON objects")
         if not all(isinstance(row, dict) for row in families.values()):
             raise TypeError("each family's row must be a JSON object")
+        seconds = data.get("seconds") or {}
+        if not isinstance(seconds, dict) or not all(isinstance(s, dict) for s in seconds.values()):
+            raise TypeError("seconds must map each id to {cpu, wall}")
+        [float(row.get(key, 0)) for row in seconds.values() for key in ("cpu", "wall")]
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidValue(f"{path}: malformed bench result (missing or bad {exc}).") from None
     runs = []
@@ -205,6 +215,7 @@ def _bench_runs(data: dict[str, Any], path: Path) -> list[Run]:
             result = EvalResult.from_dict(item)
         except ValueError as exc:
             raise InvalidValue(f"{path}: {env_id}: {exc}") from None
+        results[env_id] = result.to_dict()  # the scores read it: defaults made explicit
         beside = path.parent / "logs" / f"{env_id.replace('/', '__')}.jsonl"
         logs = [beside] if beside.is_file() else []
         runs.append(Run(str(data.get("agent")), path.name, result, logs))
