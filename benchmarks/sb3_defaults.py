@@ -53,6 +53,7 @@ def run_env(env_id: str, tasks: list[int], samples: int, flags: list[str]) -> di
     from agent_envs.evaluation import evaluate
     from baselines.sb3.agent import SB3Agent, read_sidecar
     from baselines.sb3.defaults import tuned
+    from baselines.sb3.train import MODEL
     from baselines.sb3.train import main as train_sb3
     from baselines.simple_agents import OracleAgent, RandomAgent
 
@@ -64,7 +65,7 @@ def run_env(env_id: str, tasks: list[int], samples: int, flags: list[str]) -> di
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         if status != 0:
             raise SystemExit(f"train-sb3 {env_id} failed with status {status}")
-        model = Path(folder) / "model.zip"
+        model = Path(folder) / MODEL / "model.zip"
         config = read_sidecar(model)["config"]
         greedy = tuned(env_id, config["algo"]).get("greedy", False)
         grid = {"ks": [1], "budgets": [budget], "tasks": tasks, "samples": samples,

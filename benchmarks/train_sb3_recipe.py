@@ -37,6 +37,7 @@ def main() -> int:
 
     from agent_envs.evaluation import evaluate
     from baselines.sb3.agent import SB3Agent
+    from baselines.sb3.train import MODEL
     from baselines.sb3.train import main as train_sb3
     from baselines.simple_agents import OracleAgent
 
@@ -50,7 +51,7 @@ def main() -> int:
         if status != 0:
             print(f"the recipe failed with status {status}")
             return 1
-        agent = SB3Agent(str(Path(folder) / "model.zip"))  # greedy, as `--agent sb3`
+        agent = SB3Agent(str(Path(folder) / MODEL / "model.zip"))  # greedy, as `--agent sb3`
         result = evaluate(agent, env_id, ks=[1], budgets=budgets, tasks=tasks, samples=SAMPLES)
     oracle = evaluate(
         OracleAgent(), env_id, ks=[1], budgets=budgets, tasks=tasks, samples=16,

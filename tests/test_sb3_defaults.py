@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import pathlib
+import re
 from collections import Counter
 
 import gymnasium as gym
@@ -17,7 +19,7 @@ from agent_envs.evaluation import evaluate
 from baselines.sb3.agent import SB3Agent, read_sidecar
 from baselines.sb3.defaults import FALLBACKS, TUNED_FILE, compact_encoding, tuned
 from baselines.sb3.env import TrainConfig, make_env
-from baselines.sb3.train import COMMAND, main, train
+from baselines.sb3.train import COMMAND, MODEL, main, train
 from baselines.simple_agents import RandomAgent
 from wrappers import TextEncoder
 from wrappers.protocol import CompactView
@@ -81,6 +83,20 @@ def test_train_sb3_prints_and_saves_the_resolved_settings(tmp_path, capsys):
     config = read_sidecar(tmp_path / "model" / "model.zip")["config"]
     assert "bc_episodes" in config["tuned"] and config["encoding"] == compact_encoding(LAKE)
     assert config["net_arch"] == tuned(LAKE, "maskable_ppo")["net_arch"]
+
+
+def test_the_benchmark_scripts_load_the_model_where_train_sb3_saves_it():
+    """benchmarks/sb3_defaults.py and train_sb3_recipe.py read the model from its model/ folder.
+
+    They once read ``OUT/model.zip``, where train-sb3 no longer writes, and so
+    failed after minutes of training; the run above checks where it writes.
+    """
+    root = pathlib.Path(__file__).resolve().parents[1]
+    for name in ("sb3_defaults.py", "train_sb3_recipe.py"):
+        source = (root / "benchmarks" / name).read_text(encoding="utf-8")
+        loads = re.findall(r'Path\(folder\)([^\n]*?)"model\.zip"', source)
+        assert loads == [" / MODEL / "], (name, loads)
+    assert MODEL == "model/"
 
 
 # ---------------------------------------------------------- compact views
