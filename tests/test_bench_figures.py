@@ -126,3 +126,15 @@ def test_the_expert_benchmark_runs_the_command_classic_rl_prints():
     assert words[-2:] == ["--out", "runs/lake"]
     assert words[2:-2] == module.COMMAND
     assert load("sb3_expert_flags.json")["command"] == ["agent-envs", "train-sb3", *module.COMMAND]
+
+
+def test_budgetmix_quick_time_is_docs_bench_budgetmix_quick_txt():
+    record = (BENCH / "budgetmix_quick.txt").read_text(encoding="utf-8")
+    real = re.search(r"^real\t(\d+)m([\d.]+)s$", record, re.M)
+    user, system = (
+        re.search(rf"^{name}\t(\d+)m([\d.]+)s$", record, re.M) for name in ("user", "sys")
+    )
+    seconds = [60 * int(m.group(1)) + float(m.group(2)) for m in (real, user, system)]
+    said = f"{seconds[0]:.1f} s of wall clock and {seconds[1] + seconds[2]:.1f} s of CPU"
+    assert said in page("classic_rl.md")
+    assert f"cpu_s (user + sys): {seconds[1] + seconds[2]:.2f}" in record
