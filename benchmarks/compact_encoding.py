@@ -7,7 +7,12 @@ is the former default (25,088).  MaskablePPO runs with its default settings on
 one torch thread; the figure is the process's CPU time (``time.process_time``),
 which shared load inflates far less than wall time.
 
-    python benchmarks/compact_encoding.py [--steps 4096] [--env agent_envs/FrozenLake-v0]
+    python benchmarks/compact_encoding.py [--steps 4096] [--env agent_envs/FrozenLake-v0] \
+        [--json out.json]
+
+``--json`` also writes the rows with the date and the load average at the
+start and end (docs/integrations.md's figures are docs/bench/compact_encoding.json,
+written this way).
 
 Not a test: it takes minutes, and its times depend on the machine.
 """
@@ -15,6 +20,8 @@ Not a test: it takes minutes, and its times depend on the machine.
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import time
 
@@ -43,17 +50,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=4096)
     parser.add_argument("--env", default="agent_envs/FrozenLake-v0")
+    parser.add_argument("--json", help="also write the rows and the run's conditions here")
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)
-    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    load_start = os.getloadavg()
+    print(f"load average at start: {load_start[0]:.2f}")
     print("| encoding | inputs | CPU s | wall s |\n|---|---|---|---|")
+    rows = []
     for whole_text in (False, True):
         inputs, cpu, wall = measure(args.env, args.steps, whole_text)
         name = "whole text (whole_text=True)" if whole_text else "compact_view() (default)"
         print(f"| {name} | {inputs:,} | {cpu:.1f} | {wall:.1f} |", flush=True)
+        rows.append({"encoding": "whole_text" if whole_text else "compact", "inputs": inputs,
+                     "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)})  # fmt: skip
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        run = {"script": "benchmarks/compact_encoding.py", "date": date, "env": args.env,
+               "steps": args.steps, "torch_threads": torch.get_num_threads(),
+               "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "cpus": os.cpu_count(),
+               "load_average_start": [round(x, 2) for x in load_start],
+               "load_average_end": [round(x, 2) for x in os.getloadavg()],
+               "timer": "time.process_time around model.learn", "rows": rows}  # fmt: skip
+        with open(args.json, "w") as out:
+            json.dump(run, out, indent=1)
+            out.write("\n")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,19 @@ time (``time.process_time``), which leaves out the time spent waiting for a
 core on a shared machine.  It prints microseconds per frame for both modes,
 their ratio, and the frame's shape and size.
 
-Run: ``python benchmarks/render_speed.py [--frames 2000]``
+Run: ``python benchmarks/render_speed.py [--frames 2000] [--json out.json]``
+
+``--json`` also writes the rows with the date, the load average at the start
+and end and the whole run's CPU seconds (docs/rendering.md's figures are
+docs/bench/render_speed.json, written this way).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import os
 import time
 
 import gymnasium as gym
@@ -50,13 +57,28 @@ def per_frame(env_id: str, mode: str, frames: int) -> tuple[float, tuple[int, ..
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=2000, help="frames per id and mode")
+    parser.add_argument("--json", help="also write the rows and the run's conditions here")
     args = parser.parse_args()
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    load_start, cpu = os.getloadavg(), time.process_time()
+    rows = []
     print(f"{'id':36} {'ansi us':>8} {'rgb us':>8} {'ratio':>6}  frame")
     for env_id in IDS:
         text, _ = per_frame(env_id, "ansi", args.frames)
         image, shape = per_frame(env_id, "rgb_array", args.frames)
         size = shape[0] * shape[1] * shape[2]
         print(f"{env_id:36} {text:8.1f} {image:8.1f} {image / text:6.1f}  {shape} {size} B")
+        rows.append({"env": env_id, "ansi_us": round(text, 2), "rgb_array_us": round(image, 2),
+                     "ratio": round(image / text, 1), "shape": list(shape)})  # fmt: skip
+    if args.json:
+        run = {"script": "benchmarks/render_speed.py", "date": date, "frames": args.frames,
+               "cpu_s": round(time.process_time() - cpu, 2), "cpus": os.cpu_count(),
+               "load_average_start": [round(x, 2) for x in load_start],
+               "load_average_end": [round(x, 2) for x in os.getloadavg()],
+               "timer": "time.process_time, per render() call", "rows": rows}  # fmt: skip
+        with open(args.json, "w") as out:
+            json.dump(run, out, indent=1)
+            out.write("\n")
 
 
 if __name__ == "__main__":

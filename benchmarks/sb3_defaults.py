@@ -9,7 +9,13 @@ held-out tasks at T = twice the longest oracle path among them.  The target:
 trained Pass@(1,T) at least half the oracle's, within 5 minutes
 on 2 idle cores.  Prints a markdown table; exits 1 if an env misses.
 
-    python benchmarks/sb3_defaults.py [--envs ID ...] [--tasks 100] [--samples 4]
+    python benchmarks/sb3_defaults.py [--envs ID ...] [--tasks 100] [--samples 4] \
+        [--seed S] [--json out.json]
+
+``--json`` also writes every row (times, Pass@(1,T) with its interval, the
+warm start's accuracy and the recent training success from the sidecar) with
+the date and the load average (docs/classic_rl.md's figures are
+docs/bench/sb3_defaults/seed0.json and seed1.json, written this way).
 
 Not a test: it takes minutes, and its times depend on the machine.
 """
@@ -17,6 +23,8 @@ Not a test: it takes minutes, and its times depend on the machine.
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import sys
 import tempfile
@@ -66,7 +74,8 @@ def run_env(env_id: str, tasks: list[int], samples: int, flags: list[str]) -> di
         if status != 0:
             raise SystemExit(f"train-sb3 {env_id} failed with status {status}")
         model = Path(folder) / MODEL / "model.zip"
-        config = read_sidecar(model)["config"]
+        sidecar = read_sidecar(model)
+        config = sidecar["config"]
         greedy = tuned(env_id, config["algo"]).get("greedy", False)
         grid = {"ks": [1], "budgets": [budget], "tasks": tasks, "samples": samples,
                 "diagnostics": False}  # fmt: skip
@@ -77,13 +86,23 @@ def run_env(env_id: str, tasks: list[int], samples: int, flags: list[str]) -> di
     random = evaluate(RandomAgent(), env_id, **grid)
     return {"env": env_id, "T": budget, "wall": wall, "cpu": cpu, "trained": trained,
             "oracle": oracle, "random": random, "timesteps": config["timesteps"],
-            "bc": config["bc_episodes"], "supply": supply}  # fmt: skip
+            "bc": config["bc_episodes"], "supply": supply,
+            "behaviour_cloning": sidecar.get("behaviour_cloning"),
+            "train_success_rate": sidecar.get("train_success_rate"),
+            "load_average_end": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
 
 
 def cell(result, budget: int) -> str:
     """Return ``Pass@(1,T) [low, high]`` of a result."""
     j = result.budgets.index(budget)
     return f"{result.surface[0, j]:.2f} [{result.ci_low[0, j]:.2f}, {result.ci_high[0, j]:.2f}]"
+
+
+def interval(result, budget: int) -> dict:
+    """Return Pass@(1,T) and its interval as a dict, for ``--json``."""
+    j = result.budgets.index(budget)
+    return {"pass": float(result.surface[0, j]), "low": float(result.ci_low[0, j]),
+            "high": float(result.ci_high[0, j])}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,9 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=4, help="attempts per task")
     parser.add_argument("--timesteps", type=int, help="override the tuned steps")
     parser.add_argument("--seed", type=int, help="train-sb3's seed (default: its own, 0)")
+    parser.add_argument("--json", help="also write the rows and the run's conditions here")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     tasks = list(range(args.tasks))
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     start_load = os.getloadavg()
     rows = []
     for env_id in args.envs:
@@ -130,6 +151,29 @@ def main(argv: list[str] | None = None) -> int:
                   "held-out ids repeat instances that training saw.")  # fmt: skip
     print(f"\ntarget: trained >= {SHARE} x oracle, CPU time <= {MINUTES:g} min; "
           f"{'all met' if not missed else 'missed: ' + ', '.join(missed)}")  # fmt: skip
+    if args.json:
+        run = {"script": "benchmarks/sb3_defaults.py", "argv": sys.argv[1:], "date": date,
+               "seed": 0 if args.seed is None else args.seed, "tasks": args.tasks,
+               "samples": args.samples, "cpus": os.cpu_count(),
+               "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+               "load_average_start": [round(x, 2) for x in start_load],
+               "load_average_end": [round(x, 2) for x in os.getloadavg()],
+               "timer": "time.process_time and time.perf_counter around the train-sb3 command",
+               "target": {"share_of_oracle": SHARE, "cpu_minutes": MINUTES},
+               "rows": [{"env": row["env"], "timesteps": row["timesteps"],
+                         "bc_episodes": row["bc"], "T": row["T"],
+                         "wall_s": round(row["wall"], 2), "cpu_s": round(row["cpu"], 2),
+                         "trained": interval(row["trained"], row["T"]),
+                         "oracle": interval(row["oracle"], row["T"]),
+                         "random": interval(row["random"], row["T"]),
+                         "met": row["env"] not in missed, "supply": row["supply"],
+                         "behaviour_cloning": row["behaviour_cloning"],
+                         "train_success_rate": row["train_success_rate"],
+                         "load_average_end": row["load_average_end"]}
+                        for row in rows]}  # fmt: skip
+        with open(args.json, "w") as out:
+            json.dump(run, out, indent=1)
+            out.write("\n")
     return 1 if missed else 0
 
 

@@ -147,7 +147,8 @@ SKIP = {
     ("docs/classic_rl.md", "--agent-kwargs '{\"path\": \"runs/lake/model/model.zip\"}'"):
         "needs the recipe's trained model: benchmarks/train_sb3_recipe.py runs it",
     ("docs/classic_rl.md", "--algo maskable_ppo"):
-        _MINUTES + " (training)",
+        _MINUTES + " (training): benchmarks/sb3_expert_flags.py runs it; "
+        "tests/test_bench_figures.py checks that it runs this command",
     ("docs/classic_rl.md", "SB3Agent(path=\"runs/lake-mix/model/model.zip\""):
         "needs a trained model: tests/test_sb3.py evaluates SB3Agent from train-sb3's folder",
     ("docs/classic_rl.md", "agent-envs eval agent_envs/FrozenLake-8x8-v0 --agent sb3"):
