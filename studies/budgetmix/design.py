@@ -32,8 +32,8 @@ Writes ``results.md``, ``results.json`` and the difference plots into
 ``--out`` (default ``docs/budgetmix``); runs go to ``--work`` (default
 ``runs/budgetmix``), and a rerun skips finished runs (:mod:`studies.runner`).
 
-    python -m studies.budgetmix            # the full study (see results.md for time)
-    python -m studies.budgetmix --quick    # plumbing check (about 20 s)
+    python -m studies.budgetmix          # the full study (see results.md for time)
+    python -m studies.budgetmix --quick  # plumbing check (8 CPU-s: docs/bench/budgetmix_quick.txt)
 """
 
 from __future__ import annotations
