@@ -334,12 +334,18 @@ def _agent_envs_calls(block: str) -> list[tuple[str, list[str]]]:
     return calls
 
 
+def test_the_flag_reader_sees_each_command_and_its_flags():
+    block = "agent-envs eval X --k 1 \\\n  --t 5 && agent-envs report a.json  # --not-a-flag\n"
+    assert _agent_envs_calls(block) == [("eval", ["--k", "--t"]), ("report", [])]
+
+
 @pytest.mark.parametrize("key", sorted(SKIP), ids=lambda key: f"{key[0]}:{key[1][:30]}")
 def test_skipped_commands_use_only_flags_their_command_has(key, shim):
     page, marker = key
     ((kind, block),) = [(k, b) for k, b in _blocks(page) if marker in b]
     calls = _agent_envs_calls(block) if kind == "bash" else []
     for command, flags in calls:
-        text = _help(command, shim)
-        unknown = [flag for flag in flags if flag not in text]
+        # Whole flags: a substring test let --sample pass on --samples, --t on --tasks.
+        known = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", _help(command, shim)))
+        unknown = [flag for flag in flags if flag not in known]
         assert not unknown, f"{page}: `agent-envs {command}` has no {unknown}"

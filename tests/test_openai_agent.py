@@ -320,7 +320,10 @@ def test_chat_completions_url():
 )
 def test_bad_arguments_fail_clearly(kwargs, error):
     arguments = {"base_url": "http://127.0.0.1:9/v1", "model": "m", **kwargs}
-    with pytest.raises(error):
+    # The error names the argument at fault (a set is refused by the JSON encoder).
+    ((name, value),) = kwargs.items()
+    match = "not JSON serializable" if isinstance(value, dict) else rf"^{name}\b"
+    with pytest.raises(error, match=match):
         OpenAIChatAgent(**arguments)
 
 

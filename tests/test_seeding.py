@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import re
 
@@ -33,6 +34,32 @@ def test_every_salt_is_distinct_and_only_the_seeding_module_spells_one():
         if path != ROOT / "wrappers" / "utils" / "seeding.py"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
         if spelled.search(line)
+    ]
+    assert found == []
+
+
+def _int_literals(path: pathlib.Path, values: set[int]) -> list[int]:
+    """Return every int literal in ``path`` that equals one of ``values``, however spelled."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value in values
+    ]
+
+
+def test_no_other_module_spells_a_salts_value():
+    """The hex pattern above misses a short salt (``SB3_DEMOS = 0xBC``) or one in decimal."""
+    values = {getattr(seeding, name) for name in seeding.__all__ if name.isupper()}
+    owner = ROOT / "wrappers" / "utils" / "seeding.py"
+    # The scan sees every salt where it is defined, so an empty answer below means something.
+    assert sorted(_int_literals(owner, values)) == sorted(values) and len(values) >= 9
+    found = [
+        f"{path.relative_to(ROOT)}: {value:#x}"
+        for package in ("agent_envs", "wrappers", "baselines")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path != owner
+        for value in _int_literals(path, values)
     ]
     assert found == []
 

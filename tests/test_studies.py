@@ -103,7 +103,7 @@ def test_a_failing_job_leaves_no_record_and_the_rerun_runs_it(tmp_path):
     def broken(_job):
         raise RuntimeError("out of memory")
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="out of memory"):
         run_jobs([job], broken, log=lambda line: None)
     assert finished(job) is None and not list(tmp_path.rglob("*.tmp*"))
     assert run_jobs([job], lambda _job: {"ok": True}, log=lambda line: None)[0]["ok"]

@@ -209,12 +209,21 @@ def test_a_long_tool_dialogue_is_cut_by_whole_exchanges():
     try:
         agent = OpenAIChatAgent(server.base_url, "m", tool_calls=True, temperature=0)
         env = lambda: ChatHistory(gym.make(GUESS), record="raw")  # noqa: E731
-        evaluate(agent, env, ks=[1], budgets=[5], tasks=[3], samples=1)
+        result = evaluate(agent, env, ks=[1], budgets=[5], tasks=[3], samples=1)
     finally:
         server.close()
-    for request in server.requests:
-        check_schema(request["body"]["messages"])
-    assert any(len(request["body"]["messages"]) > 9 for request in server.requests)
+    # evaluate() counts an agent that gives up on a refused prompt as an episode
+    # error; none may be: every refused prompt is cut and sent again.
+    assert result.errors == 0
+    sent = [request["body"]["messages"] for request in server.requests]
+    for messages in sent:
+        check_schema(messages)
+    refused = [i for i, messages in enumerate(sent) if len(messages) > 9]
+    assert refused  # the dialogue did outgrow the server's context
+    for i in refused:
+        retry = sent[i + 1]  # the same turn, sent again with older exchanges dropped
+        assert len(retry) <= 9 and retry[:2] == sent[i][:2] and retry[-1] == sent[i][-1]
+    assert len(sent) - len(refused) == 5  # one answered request per turn of the budget
 
 
 @pytest.mark.parametrize(
