@@ -422,6 +422,10 @@ def resolve_budget(
     Returns:
         ``env``, or ``env`` under the ``TurnBudget`` added: the stack whose one
         budget wrapper :func:`find_budget` returns.
+
+    Raises:
+        ValueError: the stack is refused (see :func:`find_budget`), or
+            ``visible`` is asked of a stack whose budget is hidden.
     """
     max_budget = check_budget(max_budget, "max_budget")
     check_bool(visible, "visible")

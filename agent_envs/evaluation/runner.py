@@ -171,6 +171,8 @@ def evaluate(
     Raises:
         ValueError, TypeError: for bad arguments, with a one-line message.
         RunAborted: when the policy fails on too many episodes.
+        OSError: when the run log cannot be opened or written, or another
+            run holds it (:class:`RunLogLocked`).
 
     Example:
         >>> from agent_envs.evaluation import EvalSettings, evaluate

@@ -107,10 +107,10 @@ class EvalSettings:
     check refuses to mix episodes played differently: the env (with its
     arguments), the wrappers around it that change what the agent sees
     (``wrappers``, e.g. ``ChatHistory`` and its window), the agent (with its
-    arguments, secrets masked), the grid, the seed and the budget's
-    visibility.  The others (``ks``, the bootstrap, batching, logging,
-    progress, step quality) change only how episodes are played or counted,
-    so a resumed run may change them.
+    arguments, secrets masked), the grid, the seed, the budget's
+    visibility and ``diagnostics`` (what each episode records).  The others
+    (``ks``, the bootstrap, batching, logging, progress, step quality) change
+    only how episodes are played or counted, so a resumed run may change them.
 
     >>> settings = EvalSettings(ks=[1, 2], budgets=[10, 5], tasks=3)
     >>> settings.budgets, settings.tasks, settings.samples

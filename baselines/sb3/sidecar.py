@@ -75,7 +75,10 @@ def write_sidecar(model_path: str | Path, settings: dict[str, Any]) -> Path:
 
 
 def read_sidecar(model_path: str | Path) -> dict[str, Any]:
-    """Read and check the sidecar of a model; raise ``ValueError`` with the reason if bad."""
+    """Read and check the sidecar of a model; raise ``ValueError`` with the reason if bad.
+
+    A model without a sidecar raises ``FileNotFoundError``.
+    """
     path = sidecar_path(model_path)
     if not path.exists():
         raise FileNotFoundError(

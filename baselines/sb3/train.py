@@ -6,10 +6,11 @@ Run it through the package CLI or as a script::
         --timesteps 60000 --budget-mix 5,10,20,40 --out runs/lake-mix
     python -m baselines.sb3.train agent_envs/FrozenLake-v0 --quick
 
-Training draws a fresh task for every episode unless ``--train-tasks N``
-restricts it to task ids ``F..F+N-1`` (``--train-first F``); evaluation uses
-task ids from ``--eval-first``, so with ``--eval-first`` past the training ids
-it measures held-out tasks.  Training and saving are :mod:`baselines.sb3.training`.
+Training draws a fresh task for every episode from task ids ``--train-first F``
+upward (default: tuned), unless ``--train-tasks N`` restricts it to task ids
+``F..F+N-1``; evaluation uses task ids from ``--eval-first`` (default 0), so
+evaluation ids below ``F`` are held-out tasks.  Training and saving are
+:mod:`baselines.sb3.training`.
 
 The skeleton (run folder, ``--resume``/``--overwrite``, Ctrl-C,
 train-then-evaluate) is :class:`baselines.command.TrainingCommand`'s; the
@@ -309,8 +310,8 @@ def default_eval_budgets(training: Sequence[int], shortest: int = 1) -> tuple[in
     ``shortest`` is the fewest turns any evaluated task needs (no column
     below it, where every agent scores 0).  The grid holds ``shortest``, the
     training budgets at or above it and twice the longest (at least twice
-    ``shortest``), filled up with
-    geometric midpoints to at least four and thinned to at most six values.
+    ``shortest``), filled up with geometric midpoints to at least four (while
+    a midpoint is new) and thinned to at most six values.
     """
     shortest = max(1, shortest)
     high = max(2 * max(training), 2 * shortest)

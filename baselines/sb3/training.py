@@ -14,7 +14,8 @@ evaluates it again.
 
 The env stack (:mod:`baselines.sb3.env`), inside out: ``gym.make(env_id)``
 -> ``TaskPool`` -> ``TurnBudget`` or ``BudgetMix`` -> ``ProcessReward`` (if
-set) -> ``DiscreteActions`` -> ``EncodeObservation`` -> SB3's ``Monitor``.
+set) -> ``TruncationIsTerminal`` (if set) -> ``DiscreteActions`` ->
+``EncodeObservation`` -> SB3's ``Monitor``.
 
 Needs the ``[sb3]`` extra.
 """

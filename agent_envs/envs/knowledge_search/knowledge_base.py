@@ -1,6 +1,6 @@
 """Fictional knowledge bases for KnowledgeSearch: names, facts, pages and questions.
 
-Kept apart from the env so that ``knowledge_search.py`` holds only the episode
+Kept apart from the env so that ``env.py`` holds only the episode
 logic.  Every name is built from syllables and checked unique within its base,
 so no model can answer from prior knowledge and every name finds one page.
 """
@@ -96,7 +96,7 @@ class KnowledgeTask:
         return len(self.chain) - 1
 
     def closest(self, text: str, limit: int = 5) -> list[int]:
-        """Return the entities whose names share the most character trigrams with ``text``."""
+        """Return up to ``limit`` entities, best first, by BM25 over names' character trigrams."""
         if self.index is None:
             # Built on the first inexact search only: most episodes never need it.
             self.index = BM25([char_trigrams(name) for name in self.names])

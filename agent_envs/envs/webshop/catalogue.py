@@ -1,6 +1,6 @@
 """Product catalogues for WebShop: vocabulary, generation and the purchase score.
 
-Kept apart from the env so that ``webshop.py`` holds only the page logic.  A
+Kept apart from the env so that ``env.py`` holds only the page logic.  A
 catalogue is built per task from the task generator; the instruction's target
 is the only product that meets every constraint, and the instruction's own
 query puts it on the first results page (verified at generation).

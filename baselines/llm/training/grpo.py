@@ -184,7 +184,11 @@ class GRPOLog(TrainerCallback):
             self.bar.close()
 
     def _show(self, entry: dict[str, Any], step: int) -> None:
-        """Advance the bar; write the line at the first, every tenth and the last step."""
+        """Advance the bar and write the line at the first, every tenth and the last step.
+
+        Without a bar (stderr is no terminal, or no tqdm) the line goes to ``log``
+        at every step.
+        """
         if self.bar is not None:
             self.bar.update(1)
             self.bar.set_postfix(success=entry[SUCCESS], reward=entry["reward"])
