@@ -250,3 +250,28 @@ def test_a_paired_family_difference_is_the_first_regime_minus_the_second():
     assert ahead["diff"] == pytest.approx(0.35) and 0 < ahead["low"] <= 0.35 <= ahead["high"]
     assert behind["diff"] == pytest.approx(-0.35) and behind["low"] <= -0.35 <= behind["high"] < 0
     assert ahead["p"] == behind["p"] == pytest.approx(2 / 64)  # six seeds that all agree
+
+
+@pytest.mark.parametrize(
+    ("confidence", "error"),
+    [
+        (0, ValueError),
+        (0.0, ValueError),
+        (1, ValueError),
+        (1.5, ValueError),
+        (float("nan"), ValueError),
+        (True, TypeError),
+        ("0.9", TypeError),
+    ],
+)
+def test_a_confidence_outside_0_1_is_refused_not_read_as_the_default(confidence, error):
+    # 0 was read as "not given" (the first result's 0.95); 1.5 failed inside numpy.
+    with pytest.raises(error, match="confidence must be a number in \\(0, 1\\)"):
+        compare(fake([4] * 8), fake([0] * 8, agent="B"), confidence=confidence)
+
+
+def test_a_given_confidence_sets_the_interval_and_none_takes_the_first_result_s():
+    a, b = fake([4, 3, 2, 4, 1, 0, 4, 2]), fake([0, 1, 2, 0, 1, 0, 3, 0], agent="B")
+    narrow, default = compare(a, b, confidence=0.5), compare(a, b)
+    assert (narrow.confidence, default.confidence) == (0.5, a.confidence)
+    assert narrow.ci_high[0, 0] - narrow.ci_low[0, 0] < default.ci_high[0, 0] - default.ci_low[0, 0]

@@ -20,7 +20,7 @@ from agent_envs.evaluation.settings import MAX_BOOTSTRAP
 from agent_envs.statistics.families import holm_family
 from agent_envs.statistics.resampling import MIN_SEEDS, compare_generators, difference_surface
 from wrappers.errors import InvalidType, InvalidValue
-from wrappers.utils.validators import check_int
+from wrappers.utils.validators import check_int, check_number
 
 __all__ = ["CompareResult", "compare", "compare_family"]
 
@@ -215,7 +215,8 @@ def compare(
         seed: seeds the bootstrap and the Monte Carlo tests.
 
     Raises:
-        ValueError: when the envs or grids differ.
+        ValueError: when the envs or grids differ, or ``n_bootstrap`` or
+            ``confidence`` is out of range.
         TypeError: when a side is neither a result nor a list of results.
 
     Example:
@@ -240,7 +241,9 @@ def compare(
     if n_bootstrap is not None:
         check_int(n_bootstrap, "n_bootstrap", 1, MAX_BOOTSTRAP)
     n_bootstrap = n_bootstrap or max(result.n_bootstrap for result in side_a + side_b)
-    confidence = confidence or side_a[0].confidence
+    if confidence is not None:
+        check_number(confidence, "confidence", 0.0, 1.0, open_low=True, open_high=True)
+    confidence = side_a[0].confidence if confidence is None else confidence
     generators = compare_generators(seed)
     return _difference(side_a, side_b, seed_level, n_bootstrap, confidence, generators)
 

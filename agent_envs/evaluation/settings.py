@@ -198,11 +198,7 @@ class EvalSettings:
         if self.transcripts and self.log_path is None:
             raise InvalidValue("transcripts are written to the run log: pass log_path as well.")
         check_probability(self.max_error_rate, "max_error_rate")
-        check_number(self.confidence, "confidence", 0.0, 1.0, open_low=True)
-        if self.confidence == 1:
-            raise InvalidValue(
-                f"confidence must be strictly between 0 and 1, got {self.confidence}."
-            )
+        check_number(self.confidence, "confidence", 0.0, 1.0, open_low=True, open_high=True)
         checked = {
             "ks": ks,
             "budgets": check_grid(self.budgets, "budgets (T)", MAX_TURNS),
