@@ -153,3 +153,38 @@ def test_the_largest_guess_range_still_builds():
 def test_a_bad_hand_made_task_is_a_typed_error(build, message):
     with pytest.raises(InvalidValue, match=message):
         build()
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"timesteps": -5}, InvalidValue, "timesteps must be an int >= 0"),
+        ({"timesteps": float("nan")}, InvalidType, "timesteps must be an int"),
+        ({"gamma": 2.0}, InvalidValue, "gamma must be a number in"),
+        ({"seed": True}, InvalidType, "seed must be an int"),
+        ({"seed": -1}, InvalidValue, "seed must be an int >= 0"),
+        ({"n_envs": 0}, InvalidValue, "n_envs must be an int in"),
+        ({"n_envs": 10**6}, InvalidValue, "n_envs must be an int in"),
+        ({"budget": 0}, InvalidValue, "must be an int >= 1"),
+        ({"budget_mix": ()}, InvalidValue, "budgets must not be empty"),
+        ({"algo": "sac"}, InvalidValue, "algo must be one of"),
+        ({"process_reward": float("nan")}, InvalidValue, "process_reward must be"),
+        ({"bc_epsilon": 1.5}, InvalidValue, "bc_epsilon must be"),
+        ({"vec": "threads"}, InvalidValue, "vec must be 'dummy' or 'subproc'"),
+        ({"net_arch": (64, 0)}, InvalidValue, "every net_arch width must be an int >= 1"),
+        ({"budget_feature": True}, InvalidValue, "budget_feature needs visible_budget=True"),
+    ],
+)
+def test_a_bad_sb3_train_config_is_refused_when_built(change, error, message):
+    """TrainConfig took every value as given: timesteps=-5 or gamma=2.0 reached SB3."""
+    from baselines.sb3.env import TrainConfig
+
+    with pytest.raises(error, match=message):
+        TrainConfig(GUESS, **change)
+
+
+def test_a_good_sb3_train_config_is_built_as_before():
+    from baselines.sb3.env import TrainConfig
+
+    config = TrainConfig(GUESS, budget_mix=(5, 10), weights=(1.0, 2.0), process_reward=0.1)
+    assert config.budget_regime().budgets == (5, 10) and config.timesteps >= 1
