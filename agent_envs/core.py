@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding as gym_seeding
 
+from wrappers.errors import InvalidValue
 from wrappers.protocol import DEAD_END, SUCCESS, TASK_ID, VALID_ACTION
 from wrappers.utils import seeding
 from wrappers.utils.text_space import TextSpace
@@ -182,7 +183,7 @@ class TextEnv(gym.Env[str, str], Generic[TaskT]):
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
+            raise InvalidValue(
                 f"render_mode must be one of {self.metadata['render_modes']} or None, "
                 f"got {render_mode!r}."
             )

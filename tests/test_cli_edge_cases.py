@@ -191,6 +191,20 @@ def test_play_lines_that_are_not_actions_use_no_turn(monkeypatch, capsys):
     assert "[Turns left: 2 of 3]" in out and "[Turns left: 1 of 3]" not in out
 
 
+def test_play_refuses_a_line_that_is_not_utf8_and_keeps_playing(monkeypatch, capsys):
+    """Bytes that are not UTF-8 (Latin-1 pasted in) under a strict UTF-8 stdin, as a UTF-8
+    locale gives: play ended in a UnicodeDecodeError traceback; now the line uses no turn."""
+    import io
+    import sys
+
+    strict = io.TextIOWrapper(io.BytesIO(b"caf\xe9\n50\n"), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdin", strict)
+    assert cli.main(["play", GUESS, "--budget", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "not UTF-8 text" in out and out.count("No turn was used.") == 1
+    assert "[Turns left: 2 of 3]" in out and "[Turns left: 1 of 3]" not in out
+
+
 def test_play_shows_wordle_feedback_once(monkeypatch, capsys):
     """Item 16: the guess's feedback line is also the board's last row: print it once."""
     out = play(monkeypatch, capsys, "crane\n", "agent_envs/Wordle-v0", "--budget", "3")

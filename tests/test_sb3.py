@@ -247,6 +247,10 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
     assert result["settings"]["agent_name"].startswith(f"sb3 {kwargs} [sha256:")
 
 
+#: A tiny run, so that a check that does not refuse ends soon instead of training for long.
+QUICK_SB3 = ["agent_envs/GuessNumber-v0", "--quick", "--no-eval"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -264,6 +268,15 @@ def test_eval_cli_accepts_the_sb3_agent(corridor_model, tmp_path):
         (["agent_envs/FrozenLake-v0", "--eval-tasks", "x"], "--eval-tasks takes"),
         (["agent_envs/FrozenLake-v0", "--algo-kwargs", "[1]"], "expected a JSON object"),
         (["agent_envs/FrozenLake-v0", "--seed", "-1"], "must be an int >= 0"),
+        # JSON's NaN reached torch's Adam (a ValueError traceback); n_steps 0 and batch_size
+        # -1 failed inside SB3's rollout; a repeated seed trained twice into one folder.
+        ([*QUICK_SB3, "--algo-kwargs", '{"learning_rate": NaN}'], "learning_rate must be"),
+        ([*QUICK_SB3, "--algo-kwargs", '{"learning_rate": Infinity}'], "learning_rate must be"),
+        ([*QUICK_SB3, "--algo-kwargs", '{"n_steps": 0}'], "n_steps must be a number >= 1"),
+        ([*QUICK_SB3, "--algo-kwargs", '{"batch_size": -1}'], "batch_size must be a number >= 1"),
+        ([*QUICK_SB3, "--algo-kwargs", '{"gae_lambda": 7}'], "gae_lambda must be a number in"),
+        ([*QUICK_SB3, "--seed", "0,1,0"], "--seed lists 0 more than once"),
+        ([*QUICK_SB3, "--n-envs", "1025"], "argument --n-envs: the value must be at most 1,024"),
         (
             ["agent_envs/Maze-7x7-v0", "--encoding", "hashing", "--feedback-length", "16"],
             "--feedback-length needs --encoding chars",

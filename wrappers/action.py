@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import AdmissibleActions
 
 __all__ = ["DiscreteActions", "action_key", "action_mask", "expose_action_masks"]
@@ -85,20 +86,20 @@ def _vocabulary_of(env: gym.Env) -> tuple[str, ...]:
     except AttributeError:
         vocabulary = None
     if vocabulary is None:
-        raise ValueError(
+        raise InvalidValue(
             f"{type(env.unwrapped).__name__} has no action_vocabulary, so its actions cannot be "
             "made discrete: its action set is open (free text). Use an env with a finite "
             "vocabulary, or an agent that writes text."
         )
     vocabulary = tuple(vocabulary)
     if not vocabulary or not all(isinstance(action, str) for action in vocabulary):
-        raise ValueError(
+        raise InvalidValue(
             f"{type(env.unwrapped).__name__}.action_vocabulary must be a non-empty sequence of "
             f"str, got {vocabulary!r:.80}."
         )
     keys = [action_key(action) for action in vocabulary]
     if len(set(keys)) != len(keys):
-        raise ValueError(
+        raise InvalidValue(
             f"{type(env.unwrapped).__name__}.action_vocabulary has actions that differ only in "
             "case or spacing; each index must name a distinct action."
         )
@@ -177,12 +178,12 @@ class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
                 raise TypeError
             index = operator.index(action)
         except TypeError:
-            raise TypeError(
+            raise InvalidType(
                 "DiscreteActions takes an integer index into the action vocabulary, got "
                 f"{type(action).__name__} {action!r:.40}. Send text to the unwrapped env instead."
             ) from None
         if not 0 <= index < len(self.vocabulary):
-            raise ValueError(
+            raise InvalidValue(
                 f"Action index {index} is outside Discrete({len(self.vocabulary)}); "
                 f"pass an int in [0, {len(self.vocabulary)})."
             )

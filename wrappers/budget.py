@@ -52,6 +52,7 @@ import numpy as np
 from gymnasium import spaces
 
 from wrappers.action import expose_action_masks
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import BUDGET, TURN, TURNS_LEFT, BudgetAwareOracle
 from wrappers.utils import seeding
 from wrappers.utils.text_space import TextSpace
@@ -203,7 +204,7 @@ class TurnBudget(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArg
 
     def _check_inner_limit(self, budget: int) -> None:
         if self._inner_limit is not None and self._inner_limit < budget:
-            raise ValueError(
+            raise InvalidValue(
                 f"A turn budget of {budget} cannot work: an inner TimeLimit/TurnBudget ends "
                 f"episodes after {self._inner_limit} steps. Build the env without it "
                 "(agent_envs ids register no TimeLimit: use gym.make(id) without "
@@ -279,9 +280,9 @@ class BudgetDraw:
 
     def __init__(self, budgets: Sequence[int], weights: Sequence[float] | None = None) -> None:
         if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Sequence):
-            raise TypeError(f"budgets must be a sequence of ints, got {type(budgets).__name__}.")
+            raise InvalidType(f"budgets must be a sequence of ints, got {type(budgets).__name__}.")
         if len(budgets) == 0:
-            raise ValueError("budgets must not be empty: pass at least one, e.g. [5, 10, 20].")
+            raise InvalidValue("budgets must not be empty: pass at least one, e.g. [5, 10, 20].")
         self.budgets = tuple(check_budget(budget, "every budget") for budget in budgets)
         count = len(self.budgets)
         if weights is None:
@@ -376,7 +377,7 @@ def find_budget(env: gym.Env, max_budget: int | None = None) -> TurnBudget | Non
     """Return the stack's one ``TurnBudget``/``BudgetMix``, or ``None``.
 
     Raises:
-        ValueError: the stack holds two budget wrappers, or a ``TimeLimit``
+        InvalidValue: the stack holds two budget wrappers, or a ``TimeLimit``
             below ``max_budget``; either would end episodes before T.
     """
     found: list[TurnBudget] = []
@@ -384,14 +385,14 @@ def find_budget(env: gym.Env, max_budget: int | None = None) -> TurnBudget | Non
         if isinstance(wrapper, TurnBudget):
             found.append(wrapper)
         elif max_budget is not None and steps < max_budget:
-            raise ValueError(
+            raise InvalidValue(
                 f"the env stack has a TimeLimit of {steps} steps, below the largest "
                 f"budget T={max_budget}: remove it (the TurnBudget ends episodes) or "
                 "raise it to at least max(T)."
             )
     if len(found) > 1:
         names = " around ".join(type(budget).__name__ for budget in found)
-        raise ValueError(
+        raise InvalidValue(
             f"the env stack holds {names}: each episode's budget is set through the "
             "outermost one only, so an inner one would change T; keep at most one."
         )
@@ -435,7 +436,7 @@ def resolve_budget(
     if wrapper is None:
         wrapper = env = TurnBudget(env, max_turns=max_budget, visible=visible)
     elif visible and not wrapper.visible:
-        raise ValueError(
+        raise InvalidValue(
             f"a visible budget was asked for, but the env already has a hidden "
             f"{type(wrapper).__name__}; build it with visible=True or leave the budget "
             "to the caller."

@@ -14,8 +14,10 @@ import gymnasium as gym
 import numpy as np
 
 from wrappers.action import expose_action_masks
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import TASK_ID
 from wrappers.utils import seeding
+from wrappers.utils.validators import check_int
 
 __all__ = ["TaskPool", "TruncationIsTerminal"]
 
@@ -42,13 +44,16 @@ class TaskPool(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def __init__(self, env: gym.Env, task_ids: Sequence[int]) -> None:
         if isinstance(task_ids, (str, bytes)) or not isinstance(task_ids, Sequence):
-            raise TypeError(f"task_ids must be a sequence of ints, got {type(task_ids).__name__}.")
+            raise InvalidType(
+                f"task_ids must be a sequence of ints, got {type(task_ids).__name__}."
+            )
         if not isinstance(task_ids, range):
-            task_ids = tuple(int(task) for task in task_ids)
+            # check_int, not int(): 2.7, True and "3" are refused, never read as 2, 1 and 3.
+            task_ids = tuple(check_int(task, "every task id") for task in task_ids)
         # min() would walk a range of two billion ids; a range's ends are enough.
         ends = (task_ids[0], task_ids[-1]) if isinstance(task_ids, range) and task_ids else task_ids
         if len(task_ids) == 0 or min(ends) < 0:
-            raise ValueError(f"task_ids must be non-empty and >= 0, got {task_ids!r:.80}.")
+            raise InvalidValue(f"task_ids must be non-empty and >= 0, got {task_ids!r:.80}.")
         gym.utils.RecordConstructorArgs.__init__(self, task_ids=task_ids)
         gym.Wrapper.__init__(self, env)
         expose_action_masks(self)

@@ -23,6 +23,7 @@ import numpy as np
 
 from wrappers.action import expose_action_masks
 from wrappers.budget import resolve_budget
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import (
     ADMISSIBLE_ACTIONS,
     ENV_ID,
@@ -67,13 +68,13 @@ class ActionHints(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             (oracle, Oracle, ORACLE_ACTIONS),
         ):
             if wanted and not isinstance(base, api):
-                raise ValueError(
+                raise InvalidValue(
                     f"{type(base).__name__} has no {key}() method (the {api.__name__} API), "
                     f"so ActionHints cannot provide info['{key}']."
                 )
         spec = base.spec
         if env_id and spec is None:
-            raise ValueError(
+            raise InvalidValue(
                 f"{type(base).__name__} was not made from a registered id (it has no spec), "
                 "so ActionHints cannot provide info['registered_id']."
             )
@@ -169,9 +170,9 @@ class ChatHistory(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             # >= 1: the last exchange holds the current observation.
             window = check_int(window, "window (None keeps the whole dialogue)", 1)
         if system_prompt is not None and not isinstance(system_prompt, str):
-            raise TypeError(f"system_prompt must be a str or None, got {system_prompt!r}.")
+            raise InvalidType(f"system_prompt must be a str or None, got {system_prompt!r}.")
         if record not in _RECORD_CHOICES:
-            raise ValueError(f"record must be one of {_RECORD_CHOICES}, got {record!r}.")
+            raise InvalidValue(f"record must be one of {_RECORD_CHOICES}, got {record!r}.")
         gym.utils.RecordConstructorArgs.__init__(
             self, window=window, system_prompt=system_prompt, record=record
         )

@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from wrappers.action import expose_action_masks
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import TURNS_LEFT, AdmissibleActions, CompactView
 from wrappers.text_encoder import TextEncoder
 from wrappers.utils.text_space import TextSpace
@@ -42,9 +43,9 @@ OBSERVATIONS_KEY, ACTION_MASK_KEY = "observations", "action_mask"
 
 def _check_layout(layout: str, mode: str) -> None:
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
+        raise InvalidValue(f"layout must be one of {LAYOUTS}, got {layout!r}.")
     if layout != "array" and mode == "tokens":
-        raise ValueError(
+        raise InvalidValue(
             f"layout={layout!r} needs mode 'chars' or 'hashing': one-hot token ids would be huge."
         )
 
@@ -52,7 +53,7 @@ def _check_layout(layout: str, mode: str) -> None:
 def _text_charset(space: spaces.Space) -> str:
     """The characters a ``Text`` observation space can emit, for mode='chars'."""
     if not isinstance(space, spaces.Text):
-        raise ValueError(
+        raise InvalidValue(
             f"mode='chars' needs charset= when the observation space is not Text, got {space}."
         )
     return "".join(sorted(space.character_set))
@@ -176,7 +177,7 @@ class EncodeObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if self.layout != "dict":
             return box
         if not hasattr(self, "action_masks"):
-            raise ValueError(
+            raise InvalidValue(
                 "layout='dict' carries an action mask: put a DiscreteActions inside "
                 "EncodeObservation."
             )
@@ -224,7 +225,7 @@ class ImageObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def __init__(self, env: gym.Env) -> None:
         if env.render_mode != "rgb_array":
-            raise ValueError(
+            raise InvalidValue(
                 "ImageObservation needs an env made with render_mode='rgb_array', got "
                 f"{env.render_mode!r}."
             )
@@ -287,19 +288,19 @@ class ShowActions(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
     def __init__(self, env: gym.Env, separator: str = ", ", max_chars: int | None = None) -> None:
         base = env.unwrapped
         if not isinstance(base, AdmissibleActions):
-            raise ValueError(
+            raise InvalidValue(
                 f"{type(base).__name__} has no admissible_actions() method, so ShowActions "
                 "has nothing to show."
             )
         inner = env.observation_space
         if not isinstance(inner, spaces.Text):
-            raise TypeError(
+            raise InvalidType(
                 f"ShowActions needs a Text observation space, got {type(inner).__name__}."
             )
         if not isinstance(separator, str) or not separator:
-            raise ValueError(f"separator must be a non-empty str, got {separator!r}.")
+            raise InvalidValue(f"separator must be a non-empty str, got {separator!r}.")
         if any(char not in inner.character_set for char in separator):
-            raise ValueError(f"separator {separator!r} has characters outside the charset.")
+            raise InvalidValue(f"separator {separator!r} has characters outside the charset.")
         if max_chars is None:
             max_chars = _vocabulary_length(base, separator)
         else:

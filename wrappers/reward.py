@@ -7,6 +7,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from wrappers.action import expose_action_masks
+from wrappers.errors import InvalidValue
 from wrappers.protocol import Oracle
 from wrappers.utils.validators import check_bool, check_number
 
@@ -73,7 +74,7 @@ class ProcessReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gamma = check_number(gamma, "gamma", 0.0, 1.0, open_low=True)
         truncation_is_terminal = check_bool(truncation_is_terminal, "truncation_is_terminal")
         if not isinstance(env.unwrapped, Oracle):
-            raise ValueError(
+            raise InvalidValue(
                 f"{type(env.unwrapped).__name__} has no oracle_turns() method, so ProcessReward "
                 "has no distance to shape with."
             )

@@ -17,7 +17,8 @@ import numpy as np
 from gymnasium import spaces
 
 from wrappers.budget import strip_budget_line
-from wrappers.utils.validators import check_bool, check_int
+from wrappers.errors import InvalidType, InvalidValue
+from wrappers.utils.validators import MAX_COUNT, check_at_most, check_bool, check_int
 
 __all__ = ["MODES", "TextEncoder"]
 
@@ -31,6 +32,17 @@ _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 # Salts (crc32 start values) keep words and character n-grams in separate hash streams.
 _WORD_SALT, _NGRAM_SALT = zlib.crc32(b"word"), zlib.crc32(b"char-ngram")
 _CACHE_SIZE = 4096
+
+
+def _size(value: Any, name: str) -> int:
+    """Return ``value`` as an array size: an int in ``[1, MAX_COUNT]``.
+
+    Bounded like every count (:data:`~wrappers.utils.validators.MAX_COUNT`):
+    the encoder allocates arrays of this many entries, so ``10**12`` would
+    fail deep inside numpy with a ``MemoryError`` (or take the machine's
+    memory) instead of in one line here.
+    """
+    return check_at_most(check_int(value, name, 1), name, MAX_COUNT)
 
 
 class TextEncoder:
@@ -115,28 +127,28 @@ class TextEncoder:
         feedback_length: int | None = None,
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+            raise InvalidValue(f"mode must be one of {MODES}, got {mode!r}.")
         if mode == "tokens" and budget_scale is not None:
-            raise ValueError(
+            raise InvalidValue(
                 "budget_scale needs mode 'chars' or 'hashing': one-hot token ids would be huge."
             )
         if keep not in ("tail", "head"):
-            raise ValueError(f"keep must be 'tail' or 'head', got {keep!r}.")
+            raise InvalidValue(f"keep must be 'tail' or 'head', got {keep!r}.")
         if feedback_length is not None and mode != "chars":
-            raise ValueError(f"feedback_length needs mode 'chars', got {mode!r}.")
+            raise InvalidValue(f"feedback_length needs mode 'chars', got {mode!r}.")
         check_bool(view_only, "view_only")
         self.mode = mode
         self.keep = keep
         self.view_only = view_only
-        self.max_length = check_int(
-            _DEFAULT_LENGTH[mode] if max_length is None else max_length, "max_length", 1
+        self.max_length = _size(
+            _DEFAULT_LENGTH[mode] if max_length is None else max_length, "max_length"
         )
         self.charset: str | None = None
         self.dim: int | None = None
         self.ngram_range: tuple[int, int] | None = None
         self.tokenizer_name: str | None = None
         self.feedback_length = (
-            None if feedback_length is None else check_int(feedback_length, "feedback_length", 1)
+            None if feedback_length is None else _size(feedback_length, "feedback_length")
         )
         self._cache: dict[str, np.ndarray] = {}
         if mode == "chars":
@@ -152,7 +164,7 @@ class TextEncoder:
     # ------------------------------------------------------------ set-up
     def _init_chars(self, charset: str | None) -> None:
         if not isinstance(charset, str) or not charset:
-            raise ValueError(
+            raise InvalidValue(
                 "mode='chars' needs charset, a non-empty str of the characters to index "
                 "(EncodeObservation takes it from the env's Text space by default)."
             )
@@ -171,13 +183,13 @@ class TextEncoder:
         return (self.feedback_length or 0) + self.max_length
 
     def _init_hashing(self, dim: int, ngram_range: Sequence[int]) -> None:
-        self.dim = check_int(dim, "dim", 1)
+        self.dim = _size(dim, "dim")
         if (
             isinstance(ngram_range, (str, bytes))
             or not isinstance(ngram_range, Sequence)
             or len(ngram_range) != 2
         ):
-            raise ValueError(f"ngram_range must be (low, high), got {ngram_range!r}.")
+            raise InvalidValue(f"ngram_range must be (low, high), got {ngram_range!r}.")
         low = check_int(ngram_range[0], "ngram_range[0]", 1)
         high = check_int(ngram_range[1], "ngram_range[1]", low)
         self.ngram_range = (low, high)
@@ -186,13 +198,13 @@ class TextEncoder:
     def _init_tokens(self, tokenizer: Any) -> None:
         # The bottom layer loads no tokenizer: the caller does, and passes the object.
         if isinstance(tokenizer, str):
-            raise ValueError(
+            raise InvalidValue(
                 f"mode='tokens' needs a tokenizer object, not the name {tokenizer!r}: load it "
                 f"first (the SB3 baselines' load_tokenizer({tokenizer!r}), in "
                 "baselines/sb3/env.py, does) and pass the object."
             )
         if not callable(getattr(tokenizer, "encode", None)) or not hasattr(tokenizer, "__len__"):
-            raise ValueError(
+            raise InvalidValue(
                 "mode='tokens' needs tokenizer: an object with encode(text, "
                 "add_special_tokens=False) and len(), such as a loaded Hugging Face tokenizer."
             )
@@ -233,7 +245,7 @@ class TextEncoder:
 
     def _without_budget_line(self, text: str) -> str:
         if not isinstance(text, str):
-            raise TypeError(f"TextEncoder encodes str, got {type(text).__name__}.")
+            raise InvalidType(f"TextEncoder encodes str, got {type(text).__name__}.")
         return strip_budget_line(text) if self.budget_scale is not None else text
 
     def encode(self, text: str, turns_left: int | None = None) -> np.ndarray:
@@ -263,7 +275,7 @@ class TextEncoder:
         if self.budget_scale is None:
             return cached.copy()
         if turns_left is None:
-            raise ValueError(
+            raise InvalidValue(
                 "This encoder shows the turns left as a number (budget_scale) and needs "
                 "turns_left: put a TurnBudget or BudgetMix inside EncodeObservation, or pass "
                 "info['turns_left']."
@@ -335,7 +347,7 @@ class TextEncoder:
             config["ngram_range"] = list(self.ngram_range)
         else:
             if self.tokenizer_name is None:
-                raise ValueError(
+                raise InvalidValue(
                     "This tokenizer has no name_or_path, so the encoding cannot be saved; "
                     "load it by name or local path, which it then records."
                 )
@@ -355,22 +367,24 @@ class TextEncoder:
         rebuilt encoder's :meth:`config` names the tokenizer as ``config`` did.
         """
         if not isinstance(config, dict) or "mode" not in config:
-            raise ValueError(f"An encoder config is a dict with a 'mode', got {config!r:.80}.")
+            raise InvalidValue(f"An encoder config is a dict with a 'mode', got {config!r:.80}.")
         known = {
             "mode", "max_length", "keep", "view_only", "charset", "dim", "ngram_range",
             "budget_scale", "feedback_length",
         }  # fmt: skip
         unknown = set(config) - known - {"tokenizer"}
         if unknown:
-            raise ValueError(f"Unknown encoder settings {sorted(unknown)}; known: {sorted(known)}.")
+            raise InvalidValue(
+                f"Unknown encoder settings {sorted(unknown)}; known: {sorted(known)}."
+            )
         settings = dict(config)
         name = settings.pop("tokenizer", None)
-        if "ngram_range" in settings:
+        if isinstance(settings.get("ngram_range"), list):  # JSON has no tuples
             settings["ngram_range"] = tuple(settings["ngram_range"])
         if settings["mode"] != "tokens":
             return cls(**settings)
         if tokenizer is None or isinstance(tokenizer, str):
-            raise ValueError(
+            raise InvalidValue(
                 f"This 'tokens' config names the tokenizer {name!r}: load it first (the SB3 "
                 f"baselines' load_tokenizer({name!r}), in baselines/sb3/env.py, does) and "
                 "pass the object, TextEncoder.from_config(config, tokenizer=...)."

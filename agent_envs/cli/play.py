@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 from typing import Any
 
@@ -32,7 +34,25 @@ def _not_an_action(line: str) -> str | None:
         return f"Unknown command {text!r}: the commands are {', '.join(_PLAY_COMMANDS[:4])}."
     if any(ord(char) < 32 or ord(char) == 127 for char in text):
         return "That line holds control keys (arrow keys?): type the action as text."
+    if any(0xD800 <= ord(char) <= 0xDFFF for char in text):  # see _tolerant_input
+        return "That line is not UTF-8 text: type the action as text."
     return None
+
+
+def _tolerant_input() -> None:
+    """Let standard input read bytes that are not UTF-8, as lone surrogates.
+
+    Under a UTF-8 locale Python decodes standard input strictly, so one such
+    byte (Latin-1 text pasted in, a stray key) ended the game with a
+    ``UnicodeDecodeError`` traceback.  Read as surrogates instead, the line is
+    refused by :func:`_not_an_action` and uses no turn.  It must run before the
+    first read (Python refuses the change afterwards); a stream without
+    ``reconfigure`` (a test's ``StringIO``) holds text already.
+    """
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(io.UnsupportedOperation, ValueError):
+            reconfigure(errors="surrogateescape")
 
 
 def _without_echo(observation: str) -> str:
@@ -65,6 +85,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     observation, _ = env.reset(seed=seed, options={TASK_ID: task})
     base: Any = env.unwrapped
     print(f"{env_id}, task {task}, {budget} turns. {_PLAY_HELP}\n")
+    _tolerant_input()
     print(observation)
     while True:
         print("> ", end="", flush=True)
@@ -78,12 +99,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
             print("Stopped.")
             return 0
         if command in (":actions", ":hint", ":help"):
-            method = {":actions": "admissible_actions", ":hint": "oracle_actions"}.get(command)
-            try:
-                shown = getattr(base, method)() if method else _PLAY_HELP
-            except (AttributeError, NotImplementedError, TypeError):
-                shown = "not available for this env"
-            print(shown if isinstance(shown, str) else ", ".join(shown) or "(none)")
+            print(_answer(base, command))
             continue
         problem = _not_an_action(action)
         if problem:
@@ -103,6 +119,16 @@ def _cmd_play(args: argparse.Namespace) -> int:
             if answer is not None:
                 print(f"The answer was: {answer}")
             return 0
+
+
+def _answer(base: Any, command: str) -> str:
+    """Return what ``:actions``, ``:hint`` or ``:help`` shows for the env ``base``."""
+    method = {":actions": "admissible_actions", ":hint": "oracle_actions"}.get(command)
+    try:
+        shown = getattr(base, method)() if method else _PLAY_HELP
+    except (AttributeError, NotImplementedError, TypeError):
+        shown = "not available for this env"
+    return shown if isinstance(shown, str) else ", ".join(shown) or "(none)"
 
 
 def add_play(play: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from agent_envs.core import TextEnv
 from wrappers.utils import seeding
-from wrappers.utils.validators import check_int
+from wrappers.utils.validators import MAX_COUNT, check_at_most, check_bool, check_int
 
 _NUMBER = re.compile(r"^(?:guess\s*)?(-?\d{1,12})$")
 
@@ -74,6 +74,11 @@ class _Terse:
 #: built with its first env (260 kB at this size, shared by the envs of one
 #: format and size); a larger one builds each text when the guess is made.
 TABULATED = 1000
+#: The largest ``max_number``.  Design decision: every legal guess is one entry of
+#: ``action_vocabulary`` (a tuple of strings), so 10**12 took the machine's whole
+#: memory before failing; a million guesses (about 100 MB, 20 bisection turns) is the
+#: same limit as every other count (:data:`~wrappers.utils.validators.MAX_COUNT`).
+MAX_NUMBER = MAX_COUNT
 
 
 class _OnDemand:
@@ -178,7 +183,8 @@ class GuessNumberEnv(TextEnv[int]):
     secret-blind optimal strategy needs, not the turns of a lucky guess.
 
     ## Arguments
-    ``max_number`` (int, default 100): the secret lies in ``1..max_number``.
+    ``max_number`` (int, default 100, at most a million: :data:`MAX_NUMBER`): the
+    secret lies in ``1..max_number``.
     ``terse`` (bool, default False): the same game in the fewest words, for
     small models on a CPU (:data:`TERSE`): the first observation is
     ``"Guess the integer.\n\n1-100"``, a later one ``"Lower.\n\n1-49"``.
@@ -193,10 +199,10 @@ class GuessNumberEnv(TextEnv[int]):
     def __init__(
         self, max_number: int = 100, render_mode: str | None = None, terse: bool = False
     ) -> None:
-        self.max_number = check_int(max_number, "max_number", 2)
-        if not isinstance(terse, bool):
-            raise TypeError(f"terse must be a bool, got {terse!r}.")
-        self.terse = terse
+        self.max_number = check_at_most(
+            check_int(max_number, "max_number", 2), "max_number", MAX_NUMBER
+        )
+        self.terse = check_bool(terse, "terse")
         # The format is fixed for the env's life, so its texts are chosen here,
         # once, with the feedback on each legal guess built in advance: a step
         # reads the text it needs, without testing ``terse`` or formatting a
@@ -390,6 +396,8 @@ class GuessNumberRangeEnv(GuessNumberEnv):
         self.max_low = check_int(max_low, "max_low", 1)
         self.min_width = check_int(min_width, "min_width", 2)
         self.max_width = check_int(max_width, f"max_width (>= min_width {min_width})", min_width)
+        # The highest secret, named as the two arguments that make it.
+        check_at_most(max_low + max_width - 1, "max_low + max_width - 1", MAX_NUMBER)
         super().__init__(max_number=max_low + max_width - 1, render_mode=render_mode, terse=terse)
         self.task_supply = max_low * sum(range(min_width, max_width + 1))
 

@@ -31,7 +31,17 @@ from agent_envs.core import MAX_TASK_ID
 from agent_envs.env_stack import BudgetRegime, StackOptions, make_stack
 from wrappers.budget import find_budget
 from wrappers.episode import TaskPool
+from wrappers.errors import InvalidType, InvalidValue
 from wrappers.protocol import SUCCESS
+from wrappers.utils.validators import (
+    MAX_COUNT,
+    MAX_SEED,
+    check_at_most,
+    check_bool,
+    check_int,
+    check_number,
+    check_probability,
+)
 
 __all__ = [
     "TaskPool",
@@ -47,6 +57,10 @@ __all__ = [
 # ---------------------------------------------------------------------- settings
 #: The most env steps ``--timesteps`` takes (a billion: days of training on a CPU).
 MAX_TIMESTEPS = 10**9
+#: The most parallel envs (``--n-envs``).  Design decision: each is a whole env
+#: stack (with ``--vec subproc`` a process); a million failed with a MemoryError
+#: after minutes, and no CPU here runs more than a few hundred usefully.
+MAX_ENVS = 1024
 
 
 @dataclass
@@ -108,7 +122,9 @@ class TrainConfig:
         default=0.99, metadata=flag("discount (default 0.99)", type=number_arg(0, 1, open_low=True))
     )
     seed: int = 0
-    n_envs: int = field(default=8, metadata=flag("parallel envs (default 8)", type=int_arg(1)))
+    n_envs: int = field(
+        default=8, metadata=flag("parallel envs (default 8)", type=int_arg(1, MAX_ENVS))
+    )
     vec: str = field(
         default="dummy", metadata=flag("vector env (default dummy)", choices=("dummy", "subproc"))
     )
@@ -149,12 +165,56 @@ class TrainConfig:
     def __post_init__(self) -> None:
         from baselines.sb3.defaults import resolve
 
+        self._check_names()
         self.tuned = tuple(dict.fromkeys((*self.tuned, *resolve(self))))
+        self._check_values()
         if self.budget_feature and not self.visible_budget:
-            raise ValueError(
+            raise InvalidValue(
                 "budget_feature needs visible_budget=True: evaluators give the turns left only "
                 "to agents that see the budget (the encoder drops the text line itself)."
             )
+
+    def _check_names(self) -> None:
+        """Refuse an ``env_id`` or ``algo`` that the tuned table cannot be looked up by."""
+        from baselines.sb3.sidecar import ALGORITHMS
+
+        if not isinstance(self.env_id, str) or not self.env_id.strip():
+            raise InvalidValue(f"env_id must be a registered id, got {self.env_id!r:.80}.")
+        if self.algo not in ALGORITHMS:
+            raise InvalidValue(f"algo must be one of {sorted(ALGORITHMS)}, got {self.algo!r:.80}.")
+
+    def _check_values(self) -> None:
+        """Refuse, in one line, a setting the flags would refuse (``TrainConfig`` in Python).
+
+        The flags check their values as they parse them; a config built in
+        Python took ``timesteps=-5``, ``gamma=2.0`` or ``seed=True`` as they
+        were, and training failed deep inside SB3, or ran on them.
+        """
+        # 0 builds the model (and clones behaviour) without RL steps, as tests do.
+        check_at_most(check_int(self.timesteps, "timesteps", 0), "timesteps", MAX_TIMESTEPS)
+        self.budget_regime()  # checks budget, budget_mix, weights and visible_budget
+        for name in ("budget_feature", "truncation_terminal"):
+            check_bool(getattr(self, name), name)
+        if self.process_reward is not None:
+            check_number(self.process_reward, "process_reward", 0.0)
+        check_number(self.gamma, "gamma", 0.0, 1.0, open_low=True)
+        check_at_most(check_int(self.seed, "seed", 0), "seed", MAX_SEED)
+        check_int(self.n_envs, "n_envs", 1, MAX_ENVS)
+        for name, low in (("bc_episodes", 0), ("bc_epochs", 1), ("threads", 1)):
+            check_at_most(check_int(getattr(self, name), name, low), name, MAX_COUNT)
+        check_int(self.train_first, "train_first", 0, MAX_TASK_ID - 1)
+        check_probability(self.bc_epsilon, "bc_epsilon")
+        if self.vec not in ("dummy", "subproc"):
+            raise InvalidValue(f"vec must be 'dummy' or 'subproc', got {self.vec!r:.80}.")
+        if self.budget_scale is not None:
+            check_int(self.budget_scale, "budget_scale", 1)
+        if self.net_arch is not None:
+            if isinstance(self.net_arch, (str, bytes)) or not isinstance(self.net_arch, Sequence):
+                raise InvalidType(
+                    f"net_arch must be a sequence of ints, got {self.net_arch!r:.80}."
+                )
+            for width in self.net_arch:
+                check_at_most(check_int(width, "every net_arch width", 1), "net_arch", MAX_COUNT)
 
     def regime(self) -> str:
         """Return a short name of the budget regime, e.g. ``mix5-10-20+pr0.1``."""

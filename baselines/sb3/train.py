@@ -59,6 +59,7 @@ from baselines.sb3.training import (
 )
 from wrappers.protocol import TASK_ID, Oracle
 from wrappers.text_encoder import MODES
+from wrappers.utils.validators import check_number
 
 __all__ = [
     "COMMAND",
@@ -96,6 +97,9 @@ class Sb3Command(TrainingCommand):
         return build_parser()
 
     def configs(self, args: argparse.Namespace) -> list[TrainConfig]:
+        repeated = sorted({seed for seed in args.seed if args.seed.count(seed) > 1})
+        if repeated:  # two runs of one seed would train into, and overwrite, one folder
+            raise UsageError(f"--seed lists {repeated[0]} more than once; give each seed once.")
         configs = [_config(args, seed) for seed in args.seed]
         # Build one env up front, so that a bad encoding or vocabulary fails in one line,
         # not after the first rollout.
@@ -206,6 +210,20 @@ def _add_encoding_arguments(encoding: Any) -> None:
 
 #: Settings train-sb3 passes to the algorithm itself (its own flags set them).
 _OWN_SETTINGS = frozenset({"policy", "env", "gamma", "seed", "device", "verbose", "policy_kwargs"})
+#: The ranges SB3 documents for the numeric settings a user tunes most; out of them
+#: SB3 failed deep inside training (``n_steps`` 0: an UnboundLocalError, ``batch_size``
+#: -1: a reshape error) or trained on nonsense (``gae_lambda`` 7).  (low, high, low open)
+_RANGES: dict[str, tuple[float, float | None, bool]] = {
+    "learning_rate": (0.0, None, True), "n_steps": (1, None, False),
+    "batch_size": (1, None, False), "n_epochs": (1, None, False),
+    "gae_lambda": (0.0, 1.0, False), "clip_range": (0.0, None, True),
+    "ent_coef": (0.0, None, False), "vf_coef": (0.0, None, False),
+    "max_grad_norm": (0.0, None, True), "buffer_size": (1, None, False),
+    "learning_starts": (0, None, False), "tau": (0.0, 1.0, False),
+    "train_freq": (1, None, False), "gradient_steps": (-1, None, False),
+    "target_update_interval": (1, None, False), "exploration_fraction": (0.0, 1.0, False),
+    "exploration_initial_eps": (0.0, 1.0, False), "exploration_final_eps": (0.0, 1.0, False),
+}  # fmt: skip
 
 
 def check_algo_kwargs(algo: str, overrides: dict[str, Any]) -> None:
@@ -215,7 +233,9 @@ def check_algo_kwargs(algo: str, overrides: dict[str, Any]) -> None:
     ``{"learning_rate": "x"}`` once the model is built, or a ``TypeError``
     for an unknown name.  A setting whose default is a number must be a
     number (an int where the default is an int), one whose default is a
-    bool a bool; others (schedules, ``"auto"``) are left to SB3.
+    bool a bool; others (schedules, ``"auto"``) are left to SB3.  A number is
+    finite (JSON's ``NaN`` and ``Infinity`` are refused) and, for the settings
+    of :data:`_RANGES`, inside the range SB3 documents.
     """
     import inspect
 
@@ -243,6 +263,9 @@ def check_algo_kwargs(algo: str, overrides: dict[str, Any]) -> None:
             raise UsageError(
                 f"--algo-kwargs: {name} must be {kind} (default {default!r}), got {value!r:.40}"
             )
+        if not isinstance(default, bool):  # JSON takes NaN and Infinity: torch does not
+            low, high, open_low = _RANGES.get(name, (None, None, False))
+            check_number(value, f"--algo-kwargs: {name}", low, high, open_low=open_low)
 
 
 def _config(args: argparse.Namespace, seed: int) -> TrainConfig:

@@ -21,6 +21,7 @@ from agent_envs.envs.frozen_lake.slippery import (
     solve_budgeted_lake,
     solve_slippery_lake,
 )
+from wrappers.errors import InvalidValue
 from wrappers.utils.validators import check_bool, check_int
 
 __all__ = [
@@ -75,20 +76,20 @@ class LakeTask:
         """Build a task from a square map such as ``("SFF", "FHF", "FFG")``.
 
         Raises:
-            ValueError: the map is not square, has letters other than
+            InvalidValue: the map is not square, has letters other than
                 ``SFHG``, lacks exactly one ``S`` and one ``G``, or ``G`` is
                 unreachable from ``S``.
         """
         size = len(rows)
         tiles = "".join(rows)
         if size < 2 or any(len(row) != size for row in rows) or set(tiles) - set("SFHG"):
-            raise ValueError(f"rows must be a square map of S, F, H, G letters, got {rows!r}.")
+            raise InvalidValue(f"rows must be a square map of S, F, H, G letters, got {rows!r}.")
         if tiles.count("S") != 1 or tiles.count("G") != 1:
-            raise ValueError("rows must contain exactly one S and one G.")
+            raise InvalidValue("rows must contain exactly one S and one G.")
         start, goal = tiles.index("S"), tiles.index("G")
         distances = _distances_to(size, tiles, goal)
         if distances[start] < 0:
-            raise ValueError(f"G is unreachable from S in {rows!r}.")
+            raise InvalidValue(f"G is unreachable from S in {rows!r}.")
         return cls(size=size, tiles=tiles, start=start, goal=goal, distances=tuple(distances))
 
     def rows(self) -> list[str]:

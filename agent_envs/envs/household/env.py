@@ -10,6 +10,7 @@ from agent_envs.core import TextEnv
 from agent_envs.envs.household.commands import APPLIANCE_OF, Verb, command_set, parse
 from agent_envs.envs.household.oracle import plan
 from agent_envs.envs.household.world import CLEAN, COLD, HOT, SIZES, Home, generate_home, listing
+from wrappers.errors import InvalidValue
 
 __all__ = ["HouseholdEnv"]
 
@@ -140,8 +141,8 @@ class HouseholdEnv(TextEnv[Home]):
     max_action_length = 256
 
     def __init__(self, size: str = "medium", render_mode: str | None = None) -> None:
-        if size not in SIZES:
-            raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}.")
+        if not isinstance(size, str) or size not in SIZES:
+            raise InvalidValue(f"size must be one of {sorted(SIZES)}, got {size!r}.")
         self.size = size
         self._commands = command_set(SIZES[size])
         self.action_vocabulary = self._commands.vocabulary

@@ -10,6 +10,7 @@ from agent_envs.envs.knowledge_search.knowledge_base import (
     make_knowledge_task,
     normalize_answer,
 )
+from wrappers.errors import InvalidValue
 from wrappers.utils.validators import check_int
 
 __all__ = ["KnowledgeSearchEnv"]
@@ -100,7 +101,7 @@ class KnowledgeSearchEnv(TextEnv[KnowledgeTask]):
         check_int(min_hops, "min_hops")
         check_int(max_hops, "max_hops")
         if not 1 <= min_hops <= max_hops <= 4:
-            raise ValueError(f"Need 1 <= min_hops <= max_hops <= 4, got {min_hops}, {max_hops}.")
+            raise InvalidValue(f"Need 1 <= min_hops <= max_hops <= 4, got {min_hops}, {max_hops}.")
         self.min_hops, self.max_hops = min_hops, max_hops
         super().__init__(render_mode=render_mode)
 

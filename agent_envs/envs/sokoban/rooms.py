@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wrappers.errors import InvalidValue
+
 __all__ = [
     "MAX_SIDE",
     "MIN_SIDE",
@@ -75,7 +77,7 @@ class SokobanTask:
         rows = [line.strip() for line in layout.strip().splitlines()]
         height, width = len(rows), len(rows[0]) if rows else 0
         if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
-            raise ValueError(
+            raise InvalidValue(
                 f"A room must be {MIN_SIDE} to {MAX_SIDE} cells wide and high, "
                 f"got {width}x{height}."
             )
@@ -83,16 +85,18 @@ class SokobanTask:
         players = []
         for row, line in enumerate(rows):
             if len(line) != width:
-                raise ValueError(f"Row {row} has {len(line)} cells; every row needs {width}.")
+                raise InvalidValue(f"Row {row} has {len(line)} cells; every row needs {width}.")
             for col, char in enumerate(line):
                 if char not in _LEGEND_CHARS:
-                    raise ValueError(
+                    raise InvalidValue(
                         f"Unknown cell {char!r} at row {row}, column {col}; use one of #_OXVPS."
                     )
                 if char == "#":
                     continue
                 if row in (0, height - 1) or col in (0, width - 1):
-                    raise ValueError(f"The outer ring must be wall '#' (row {row}, column {col}).")
+                    raise InvalidValue(
+                        f"The outer ring must be wall '#' (row {row}, column {col})."
+                    )
                 cell = row * width + col
                 floor |= 1 << cell
                 targets |= (char in "OVS") << cell
@@ -100,9 +104,9 @@ class SokobanTask:
                 if char in "PS":
                     players.append(cell)
         if len(players) != 1:
-            raise ValueError(f"A room needs exactly one player (P or S), got {len(players)}.")
+            raise InvalidValue(f"A room needs exactly one player (P or S), got {len(players)}.")
         if not boxes or boxes.bit_count() != targets.bit_count():
-            raise ValueError(
+            raise InvalidValue(
                 f"A room needs at least one box and as many boxes as targets, got "
                 f"{boxes.bit_count()} boxes and {targets.bit_count()} targets."
             )

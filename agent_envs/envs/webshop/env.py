@@ -15,6 +15,7 @@ from agent_envs.envs.webshop.catalogue import (
     make_shop_task,
     match_score,
 )
+from wrappers.errors import InvalidValue
 from wrappers.utils.validators import check_int
 
 __all__ = ["WebShopEnv"]
@@ -122,7 +123,7 @@ class WebShopEnv(TextEnv[ShopTask]):
         check_int(min_products, "min_products")
         check_int(max_products, "max_products")
         if not 20 <= min_products <= max_products <= 200:
-            raise ValueError(
+            raise InvalidValue(
                 "Need 20 <= min_products <= max_products <= 200, "
                 f"got {min_products} and {max_products}."
             )
