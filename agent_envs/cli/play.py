@@ -34,7 +34,7 @@ def _not_an_action(line: str) -> str | None:
         return f"Unknown command {text!r}: the commands are {', '.join(_PLAY_COMMANDS[:4])}."
     if any(ord(char) < 32 or ord(char) == 127 for char in text):
         return "That line holds control keys (arrow keys?): type the action as text."
-    if any(0xD800 <= ord(char) <= 0xDFFF for char in text):  # see _tolerant_input
+    if any("\ud800" <= char <= "\udfff" for char in text):  # surrogates: _tolerant_input
         return "That line is not UTF-8 text: type the action as text."
     return None
 
