@@ -16,6 +16,7 @@ pytest.importorskip("sb3_contrib")
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+from agent_envs.arguments import UsageError
 from agent_envs.evaluation import PerEpisode, evaluate
 from baselines.sb3.agent import SB3Agent, algorithm_class, sidecar_path
 from baselines.sb3.env import TrainConfig, _EnvFactory, make_env
@@ -277,6 +278,9 @@ QUICK_SB3 = ["agent_envs/GuessNumber-v0", "--quick", "--no-eval"]
         ([*QUICK_SB3, "--algo-kwargs", '{"gae_lambda": 7}'], "gae_lambda must be a number in"),
         ([*QUICK_SB3, "--seed", "0,1,0"], "--seed lists 0 more than once"),
         ([*QUICK_SB3, "--n-envs", "1025"], "argument --n-envs: the value must be at most 1,024"),
+        # A first layer of 10**6 inputs x the tuned width made torch ask for gigabytes.
+        ([*QUICK_SB3, "--encoding", "chars", "--max-length", "1000000"], "first layer would"),
+        ([*QUICK_SB3, "--encoding", "hashing", "--dim", "1000000"], "first layer would"),
         (
             ["agent_envs/Maze-7x7-v0", "--encoding", "hashing", "--feedback-length", "16"],
             "--feedback-length needs --encoding chars",
@@ -312,3 +316,11 @@ def test_bad_sidecar_is_a_clear_error(corridor_model, tmp_path):
     sidecar_path(broken).write_text(json.dumps({"format": 1, "algo": "ppo"}))
     with pytest.raises(ValueError, match="lacks"):
         SB3Agent(str(broken))
+
+
+def test_the_first_layer_limit_is_inclusive_and_names_what_to_shrink():
+    from baselines.sb3.train import MAX_FIRST_LAYER, check_first_layer
+
+    check_first_layer(MAX_FIRST_LAYER // 64, [64, 64])  # exactly the limit: allowed
+    with pytest.raises(UsageError, match="--max-length or --dim, or a narrower first"):
+        check_first_layer(MAX_FIRST_LAYER // 64 + 1, [64])

@@ -102,8 +102,14 @@ class Sb3Command(TrainingCommand):
             raise UsageError(f"--seed lists {repeated[0]} more than once; give each seed once.")
         configs = [_config(args, seed) for seed in args.seed]
         # Build one env up front, so that a bad encoding or vocabulary fails in one line,
-        # not after the first rollout.
-        make_env(configs[0]).close()
+        # not after the first rollout, and so does a policy too large to allocate.
+        env = make_env(configs[0])
+        try:
+            inputs = gym.spaces.flatdim(env.observation_space)
+        finally:
+            env.close()
+        for config in configs:
+            check_first_layer(inputs, config.net_arch)
         return configs
 
     def run_layout(self, args: argparse.Namespace, configs: list[TrainConfig]) -> tuple[Any, list]:
@@ -206,6 +212,28 @@ def _add_encoding_arguments(encoding: Any) -> None:
     encoding.add_argument("--charset", help="characters indexed by chars mode (default: env's)")
     encoding.add_argument("--dim", type=int_arg(1), help="hashing dimension (default 1024)")
     encoding.add_argument("--tokenizer", help="tokenizer name or local path (tokens mode)")
+
+
+#: The most weights the policy's first layer may have: 2**26 float32 weights are
+#: 256 MiB, and the policy and value nets, their gradients and Adam's two moments
+#: hold several copies; a wider encoding (``--max-length 1000000 --encoding chars``)
+#: made torch ask for 12 GB and fail with a traceback.
+MAX_FIRST_LAYER = 2**26
+
+
+def check_first_layer(inputs: int, net_arch: Sequence[int]) -> None:
+    """Refuse an encoding whose width times the first hidden width exceeds :data:`MAX_FIRST_LAYER`.
+
+    Raises:
+        UsageError: the first layer would be too large to allocate.
+    """
+    weights = inputs * net_arch[0]
+    if weights > MAX_FIRST_LAYER:
+        raise UsageError(
+            f"the policy's first layer would hold {weights:,} weights ({inputs:,} encoded "
+            f"inputs x {net_arch[0]:,} units), over the limit of {MAX_FIRST_LAYER:,}: give a "
+            "smaller --max-length or --dim, or a narrower first --net-arch layer."
+        )
 
 
 #: Settings train-sb3 passes to the algorithm itself (its own flags set them).
