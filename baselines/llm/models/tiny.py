@@ -119,8 +119,9 @@ def _train_tokenizer(env_id: str, vocab_size: int) -> Any:
 
     bpe = Tokenizer(models.BPE())
     # One token per digit, as Qwen and Llama 3 do: a number then has a single
-    # tokenization, so a sampled reply always tokenizes back to the sampled
-    # tokens and the episode's turns stay one sequence (see baselines.llm.training.rollout).
+    # tokenization.  It was chosen when the rollout re-tokenised replies; the
+    # rollout now keeps the sampled tokens (baselines.llm.training.rollout), so
+    # an episode stays one sequence whatever the tokenizer.
     bpe.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Digits(individual_digits=True),
