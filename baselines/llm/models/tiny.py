@@ -28,7 +28,8 @@ from wrappers.protocol import ADMISSIBLE_ACTIONS, EPISODE_SEED, ORACLE_ACTIONS, 
 
 __all__ = ["CHAT_TEMPLATE", "TINY_CONFIG", "build_tiny_model", "env_corpus"]
 
-#: The model's shape: about 0.2 M parameters with a 512-token vocabulary.
+#: The model's shape: about 0.1 M parameters (115 k with all 512 tokens of the vocabulary; the
+#: tokenizer learns fewer on a small env: 441 on GuessNumber, 110 k parameters).
 TINY_CONFIG = {
     "hidden_size": 64,
     "intermediate_size": 128,
