@@ -273,6 +273,32 @@ def test_a_prompt_too_long_for_the_server_drops_old_exchanges(backend):
         chat.close()
 
 
+def test_a_prompt_too_long_drops_the_examples_first_and_keeps_the_task_statement():
+    # Before the fix the first example's first observation (another lake's map)
+    # was kept as the "task statement" and the episode's own was dropped instead.
+    chat = ChatServer(echo_backend, context_limit=6)
+    try:
+        env = ChatHistory(gym.make("agent_envs/FrozenLake-v0"))
+        observation, info = env.reset(seed=0, options={"task_id": 0})
+        for move in ("left", "up", "left"):
+            observation, _, terminated, truncated, info = env.step(move)
+            assert not (terminated or truncated)
+        agent = make_agent(chat, few_shot=1, env_id="agent_envs/FrozenLake-v0")
+        for act in (
+            lambda: agent.act(observation, info),
+            lambda: agent.act_batch([observation], [info]),
+        ):
+            chat.requests.clear()
+            act()
+            first, last = (chat.requests[i]["body"]["messages"] for i in (0, -1))
+            assert len(first) > 1 + len(info["messages"])  # the examples went out at first
+            assert len(last) <= 6
+            assert last[1] == info["messages"][0]  # the task statement (after the system prompt)
+            assert last[-1] == info["messages"][-1]  # the latest observation
+    finally:
+        chat.close()
+
+
 def test_act_batch_runs_requests_concurrently_and_keeps_order(server):
     server.script.extend(["barrier", "barrier"])  # both must be in flight at once
     agent = make_agent(server, concurrency=2, max_retries=0, temperature=0)

@@ -8,9 +8,10 @@ every request as untrusted:
   (``http://127.0.0.1:PORT``, ``http://localhost:PORT``) is refused with 403
   unless that origin was allowed (``--allow-origin``).  Clients that are not
   browsers send no ``Origin`` and are not affected.
-- **Size.** An HTTP body or WebSocket message longer than ``max_body`` bytes is
-  refused (413 over HTTP, an error message over WebSocket) without being read
-  whole.
+- **Size.** An HTTP body longer than ``max_body`` bytes is refused with 413
+  without being read whole; a WebSocket message longer than ``max_body``
+  characters, which the server has already received, is answered with an
+  error message.
 - **WebSocket messages.** A message that is not a JSON object (``[]``, ``5``,
   a binary frame, JSON nested too deep for the parser) is answered with an
   error message, and the session goes on.

@@ -58,7 +58,11 @@ _CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_se
 
 
 def context_length(model: Any, tokenizer: Any, override: int | None = None) -> int | None:
-    """Return the model's context length in tokens: ``override``, its config's, or ``None``."""
+    """Return the model's context length in tokens: ``override``, its config's, or ``None``.
+
+    A config that names none falls back to the tokenizer's ``model_max_length``
+    (unless that is the huge sentinel of a tokenizer without a limit).
+    """
     if override is not None:
         return check_int(override, "max_context", 2)
     config = getattr(model, "config", None)

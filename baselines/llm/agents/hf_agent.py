@@ -132,6 +132,8 @@ class HFAgent(LLMAgent):
             computes it natively and float32 where not; on a GPU, the
             checkpoint's own.  A bfloat16 model on a CPU runs under bfloat16
             autocast (:mod:`baselines.llm.models.precision`), as training does.
+            A loaded model keeps its dtype unless a dtype other than
+            ``"auto"`` is given.
         batch_size: the most episodes per ``generate`` call.
         max_context: the context length in tokens; by default read from the
             model config.
@@ -145,8 +147,10 @@ class HFAgent(LLMAgent):
             On by default; it needs a decoder-only model that takes
             ``position_ids``, keeps a full (not sliding-window) cache and
             dispatches attention through transformers' ``AttentionInterface``
-            (Llama, Qwen2, Mistral without a sliding window, GPT-2, ...): a
-            model that does not is refused, so turn it off for others.
+            (Llama, Qwen2, Mistral without a sliding window, GPT-2, ...).  A
+            model that does not dispatch through it is refused (a
+            ``RuntimeError`` at its first reply); the other two needs are not
+            checked, so turn it off for such models.
         threads: ``torch.set_num_threads(threads)`` for the process (torch's
             intra-op threads are process-wide); ``None`` leaves torch's own
             setting.  1 by default: on this project's 2-core machine one thread

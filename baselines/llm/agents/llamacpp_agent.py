@@ -4,10 +4,14 @@ transformers must dequantise a GGUF file to float32 before it can run it
 (about 28 s for SmolLM2-135M, once; then a cached HF folder); llama.cpp runs
 the quantised file as it is and loads it in a fraction of a second.
 
-Prompts are :class:`~baselines.llm.agents.hf_agent.HFAgent`'s, token for token: the
+Prompts are :class:`~baselines.llm.agents.hf_agent.HFAgent`'s as it renders them
+from text: the
 same :class:`~baselines.llm.prompting.prompt_encoder.PromptEncoder`, reply formats, few-shot
 examples (:class:`~baselines.llm.prompting.few_shot.PromptStyle`) and stopping, with
-the tokenizer that transformers reads from the GGUF file's own metadata.  The
+the tokenizer that transformers reads from the GGUF file's own metadata.  Every
+turn is rendered from the dialogue's text; ``HFAgent`` continues a
+``record="raw"`` dialogue from the reply's sampled tokens instead, which
+differs only where those are not the tokenizer's own split of the reply.  The
 agent hands llama.cpp token ids, never text, so its tokenizer is not used.
 
 Generation is one episode at a time: llama.cpp's high-level API holds one

@@ -12,7 +12,8 @@ Prompts and parsing are the ones :class:`~baselines.llm.agents.hf_agent.HFAgent`
 dialogue from ``info["messages"]`` or the observation alone, the system
 prompt first, and the action parsed out of the reply, whose full text is kept
 as ``AgentAction.raw``.  The server applies the chat template; the agent does
-not trim long dialogues (use ``wrappers.ChatHistory(window=N)`` to bound them).
+not trim long dialogues before sending them (use
+``wrappers.ChatHistory(window=N)`` to bound them; see "Long dialogues").
 
 Seeds.  Each request carries ``seed``, derived from the agent's ``seed``,
 ``info["episode_seed"]`` (different for every attempt), the turn and the
@@ -21,8 +22,9 @@ honour it (vLLM, SGLang, llama.cpp) then make a rerun draw the same samples
 while the K attempts of Pass@K stay independent.
 
 Long dialogues.  When the server refuses a prompt as longer than the model's
-context, the agent drops the older half of the exchanges between the task
-statement and the latest exchange and sends the request again, as
+context, the agent drops the few-shot examples, if any, then the older half
+of the exchanges between the task statement and the latest exchange, and
+sends the request again, as
 ``HFAgent`` trims its prompts; the system prompt, the task statement and the
 latest exchange are always kept.
 """
@@ -197,7 +199,8 @@ class OpenAIChatAgent(LLMAgent):
     # ---------------------------------------------------------------- acting
     def act(self, observation: str, info: dict[str, Any]) -> AgentAction:
         """Return the action for one episode."""
-        return _action(self.complete(self.request_body(observation, info)), info)
+        body = self.request_body(observation, info)
+        return _action(self.complete(body, len(self._examples(info))), info)
 
     def write_reply(self, action: str) -> str:
         """Return ``action`` written as this agent's reply (in tool mode, a call's record)."""
@@ -218,10 +221,14 @@ class OpenAIChatAgent(LLMAgent):
         bodies = [
             self.request_body(obs, info) for obs, info in zip(observations, infos, strict=True)
         ]
+        examples = [len(self._examples(info)) for info in infos]
         self.client.resume()
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies)))
         try:
-            futures = [pool.submit(self.complete, body) for body in bodies]
+            futures = [
+                pool.submit(self.complete, body, count)
+                for body, count in zip(bodies, examples, strict=True)
+            ]
             wait(futures)
         except BaseException:  # Ctrl-C in the main thread: the request threads stop too
             self.interrupt()
@@ -239,7 +246,7 @@ class OpenAIChatAgent(LLMAgent):
             messages = self.tool_messages(observation, info)
         else:
             messages = insert_examples(
-                build_messages(observation, info, self.system_prompt), self.style.examples(info)
+                build_messages(observation, info, self.system_prompt), self._examples(info)
             )
         prompt_key = json.dumps(messages, sort_keys=True)
         stop = {"stop": ["\n"]} if self.style.reply_format == "action" else {}
@@ -259,21 +266,34 @@ class OpenAIChatAgent(LLMAgent):
 
     def tool_messages(self, observation: str, info: dict[str, Any]) -> list[dict[str, Any]]:
         """Return the tool-native messages of one turn, few-shot examples as tool-call turns."""
-        env_id = self.style.example_env(info)
-        episodes = oracle_episodes(env_id, self.style.few_shot) if env_id else ()
-        return tool_dialogue(observation, info, self.system_prompt, example_turns(episodes))
+        return tool_dialogue(observation, info, self.system_prompt, self._examples(info))
 
-    def complete(self, body: dict[str, Any]) -> Completion:
+    def _examples(self, info: dict[str, Any]) -> Any:
+        """Return the few-shot messages of ``info``'s episode (tool-call turns in tool mode)."""
+        if not self.tool_calls:
+            return self.style.examples(info)
+        env_id = self.style.example_env(info)
+        return example_turns(oracle_episodes(env_id, self.style.few_shot) if env_id else ())
+
+    def complete(self, body: dict[str, Any], examples: int = 0) -> Completion:
         """Send one request and return the reply: its text (in tool mode, its message) and usage.
 
         Transient failures are retried; a prompt the server finds too long is
-        sent again with the older half of the exchanges dropped.
+        sent again without its ``examples`` few-shot messages (those right
+        after the system prompt), then with the older half of the exchanges
+        dropped.
         """
         while True:
             try:
                 return self.client.send(body)
             except ContextTooLong as failure:
                 messages = body["messages"]
+                if examples:  # kept as the head, they would cost the task statement instead
+                    head = 1 if messages and messages[0]["role"] == "system" else 0
+                    logger.info("Prompt too long for the server; dropping the few-shot examples.")
+                    body = {**body, "messages": [*messages[:head], *messages[head + examples :]]}
+                    examples = 0
+                    continue
                 exchanges = count_exchanges(messages)
                 if exchanges == 0:
                     raise ChatCompletionError(

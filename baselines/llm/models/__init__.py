@@ -7,6 +7,7 @@ A model named, found on local disk (``resolve``) and its cache
 built-in tiny model (``tiny``) and the model a training run starts from
 (``model_source``).
 
-It imports only :mod:`baselines.llm.prompting` (the tiny model's tokenizer
-learns the env's prompts and replies).
+Of the other folders of ``baselines.llm`` it imports only
+:mod:`baselines.llm.prompting` (the tiny model's tokenizer learns the env's
+prompts and replies).
 """

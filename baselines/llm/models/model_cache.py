@@ -94,8 +94,9 @@ def write_manifest(folder: Path, source_sha256: str, source_name: str) -> None:
 def trusted_entry(entry: Path) -> bool:
     """Return whether a cache entry exists; raise :class:`ModelError` if it must not be trusted.
 
-    A symlink, an entry another user owns, or one that others may write to is
-    refused (and left alone: the project did not write it).
+    A symlink, an entry that is not a folder, one another user owns, or one
+    that others may write to is refused (and left alone: the project did not
+    write it).
     """
     try:
         info = entry.lstat()

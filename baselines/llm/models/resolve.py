@@ -148,6 +148,7 @@ def gguf_file(name_or_path: str | os.PathLike[str]) -> Path:
 
     Raises:
         ModelError: nothing is there, or it is not a GGUF file.
+        InvalidType: ``name_or_path`` is neither a str nor a path.
     """
     path = _local_path(name_or_path)
     if not path.is_file() or not _is_gguf(path):
@@ -164,6 +165,7 @@ def resolve_model(name_or_path: str | os.PathLike[str], cache: Path | None = Non
     Raises:
         ModelError: the name is not a local path or short name, or the file
             cannot be read as a model.
+        InvalidType: ``name_or_path`` is neither a str nor a path.
     """
     path, is_gguf = _located(name_or_path)
     return convert_gguf(path, cache) if is_gguf else path
@@ -179,6 +181,7 @@ def check_model(name_or_path: str | os.PathLike[str]) -> Path:
 
     Raises:
         ModelError: as :func:`resolve_model`, but before any conversion.
+        InvalidType: ``name_or_path`` is neither a str nor a path.
     """
     path, is_gguf = _located(name_or_path)
     if is_gguf:

@@ -31,7 +31,8 @@ def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str
     kwargs: dict[str, Any] = {"model": str(out), "prefix_cache": True}
     if config.dtype != "float32":  # evaluated in the format it trained in
         kwargs["dtype"] = config.compute_dtype()
-    # The settings the run's policies took; HFAgent's defaults are left out of the line.
+    # The settings the run's policies took; the prompt settings at HFAgent's
+    # defaults are left out of the line (temperature and max_new_tokens always show).
     defaults = {"system_prompt": FORMAT_PROMPT, "few_shot": 0, "reply_format": None}
     for name, value in config.policy.keywords().items():
         if name not in defaults or value != defaults[name]:

@@ -84,11 +84,11 @@ __all__ = [
 #: Why an episode ended: solved (``"success"``), out of turns (``"budget"``), ended by
 #: the env without success, or cut by the context.
 END_REASONS = (SUCCESS, BUDGET, "failure", "context")
-# Per-episode fields returned to TRL (and so to the reward functions).
 #: What a GRPO episode's stack adds to the budget: the dialogue, each reply kept whole,
 #: so that each prompt extends the tokens generated; evaluation plays the same stack.
 TRAINING_STACK = StackOptions(history=True, record="raw")
 
+# Per-episode fields returned to TRL (and so to the reward functions).
 _FIELDS = (
     TASK_ID,
     EPISODE_SEED,
@@ -171,8 +171,9 @@ def play_episodes(
 ) -> list[Episode]:
     """Play ``episodes`` (envs reset, first prompts set) to the end, one generate call a turn.
 
-    ``decode`` turns a reply's tokens (without the end token) into its text.
-    Returns ``episodes``, each with its sequence, masks and outcome filled in
+    ``decode`` turns a reply's tokens (without the end token) into its text;
+    with ``keep_prompts`` each episode's ``turn_prompts`` records every turn's
+    prompt.  Returns ``episodes``, each with its sequence, masks and outcome filled in
     (and its ``env`` reference dropped).
     """
     live = [episode for episode in episodes if episode.end_reason is None]
@@ -275,9 +276,10 @@ class EpisodeRollout(PolicyHolder):
             :func:`baselines.llm.training.rewards.process_reward`), and the
             policy's settings (:class:`~baselines.llm.training.train_config.PolicySettings`:
             as ``HFAgent``'s; a reply ends once its action line is complete,
-            training task ids must lie below the few-shot examples' reserved
-            ids, and the temperature, > 0, is the one TRL's trainer must
-            recompute log-probs with).
+            with few-shot examples training task ids must lie below the
+            examples' reserved ids and be no example's instance, and the
+            temperature, > 0, is the one TRL's trainer must recompute
+            log-probs with).
         batch_size: the most episodes per ``generate`` call (``None``: all
             live episodes at once; 1: one at a time, for benchmarks).
 
@@ -399,7 +401,10 @@ class EpisodeRollout(PolicyHolder):
 
 
 def summarize(episodes: Sequence[Episode]) -> dict[str, float]:
-    """Return a step's summary: success rate, mean turns, and the share of each end reason."""
+    """Return a step's summary: success rate, mean turns, invalid actions per turn.
+
+    Of the end reasons only ``"context"`` has a share (``ended_context``).
+    """
     if not episodes:
         return {}
     count = len(episodes)

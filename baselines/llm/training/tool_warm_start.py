@@ -104,6 +104,10 @@ def warm_start_tool_calls(
 
     One example per step, in a seeded order; the loss is on the reply's tokens
     only.  The model stays in training mode on its own device.
+
+    Raises:
+        ValueError: the oracle plays no turn of ``tasks``, or as
+            :func:`oracle_tool_examples`.
     """
     import torch
 

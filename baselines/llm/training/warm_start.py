@@ -81,8 +81,9 @@ def demonstrations(
     """Return noisy-oracle transcripts as ``{"input_ids", "assistant_masks"}`` rows.
 
     ``rollout`` supplies the env, the budget spec, the system prompt and the
-    seeds, exactly as in GRPO; ``model`` only tells the context length.  An
-    episode that ends for ``"context"`` keeps what it played up to there.
+    seeds, exactly as in GRPO; ``model`` only tells the context length and
+    the end tokens.  An episode that ends for ``"context"`` keeps what it
+    played up to there (one that played nothing gives no row).
     """
     chat = rollout.chat_tokens(model, tokenizer)
     eos_ids = eos_token_ids(model, tokenizer)
