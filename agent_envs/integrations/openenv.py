@@ -295,11 +295,12 @@ def create_app(
     behind :class:`~agent_envs.integrations.openenv_guard.ServeGuard`.
     Sessions silent for ``idle_timeout`` seconds are closed, WebSocket ones
     and HTTP-created (``/mcp`` ``openenv/session/create``) ones alike; ``None``
-    keeps them forever.  Bodies and messages over ``max_body`` bytes and
-    requests from browser origins other than the server's own and
-    ``allowed_origins`` are refused.  A :class:`ClientError` is HTTP 422.
-    HTTP-created sessions have their own cap and are closed when unused after
-    ``http_grace`` seconds (:mod:`~agent_envs.integrations.openenv_sessions`).
+    keeps them forever.  HTTP bodies over ``max_body`` bytes, WebSocket
+    messages over ``max_body`` characters, and requests from browser origins
+    other than the server's own and ``allowed_origins`` are refused.  A
+    :class:`ClientError` is HTTP 422.  HTTP-created sessions have their own
+    cap and are closed when unused after ``http_grace`` seconds
+    (:mod:`~agent_envs.integrations.openenv_sessions`).
     """
     from fastapi import FastAPI
     from openenv.core.env_server.http_server import HTTPEnvServer

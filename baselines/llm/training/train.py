@@ -88,8 +88,9 @@ def train_llm(
     object whole (``config.source``, ``config.rollout``, ``config.warm``,
     ``config.grpo``), built and checked with the config.  ``out`` gets the model, its
     tokenizer and ``train_llm.json`` (and ``base/``, the tiny model trained
-    from); the Trainer works in a scratch folder of its own, removed
-    afterwards.  ``log`` receives the short training log (one line per step).
+    from, and ``adapter/``, a LoRA run's adapters alone); the Trainer works
+    in a scratch folder of its own, removed afterwards.  ``log`` receives
+    the short training log (one line per step).
     """
     import datasets
     import torch
