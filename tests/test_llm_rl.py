@@ -517,6 +517,7 @@ def test_few_shot_training_shows_the_examples_and_demonstrates_bare_actions(
     assert make_rollout(config).temperature == config.temperature == 0.7
     assert make_rollout(config).settings is config.rollout  # taken whole
     assert '"few_shot": 2' in eval_command(config, Path("out"))
+    assert '"device": "cpu"' in eval_command(config, Path("out"))  # as the run's own evaluation
     settings = args.eval_flags.settings(
         COMMAND.parse([GUESS, "--eval-tasks", "10050,10002", "--eval-k", "1,2"]),
         budgets=[8],

@@ -28,7 +28,8 @@ def eval_command(config: LLMTrainConfig, out: Path, settings: Any = None) -> str
     it repeats that evaluation's tasks, K grid, attempts and budgets; without,
     100 tasks from 10000, K 1,2,4, 4 attempts and the training budgets.
     """
-    kwargs: dict[str, Any] = {"model": str(out), "prefix_cache": True}
+    # On the CPU, as the run's own evaluation (training_agent): a GPU samples otherwise.
+    kwargs: dict[str, Any] = {"model": str(out), "prefix_cache": True, "device": "cpu"}
     if config.dtype != "float32":  # evaluated in the format it trained in
         kwargs["dtype"] = config.compute_dtype()
     # The settings the run's policies took; the prompt settings at HFAgent's
