@@ -90,7 +90,8 @@ def masked_env(
     a ``Dict`` observation with the encoded view (a flat ``Box``) under
     ``"observations"`` and the admissible actions under ``"action_mask"``,
     ``Discrete`` actions, and numpy info values.  ``encoding`` holds keyword
-    arguments for ``EncodeObservation`` (default: ``"chars"`` on the env's charset).
+    arguments for ``EncodeObservation`` (default: ``"chars"`` on the env's charset,
+    over the env's ``compact_view()`` where it has one, as FrozenLake does).
     ``regime`` as in :func:`budgeted_env`.
 
     >>> env = masked_env("agent_envs/FrozenLake-v0", 8, encoding={"max_length": 20})
