@@ -253,7 +253,9 @@ def build_parser() -> cli.Parser:
     )
     cli.add_config_arguments(parser, LLMTrainConfig)
     _add_lora_arguments(parser)
-    parser.add_argument("--out", default=None, help="output folder")
+    parser.add_argument(
+        "--out", default=None, help="run folder (default runs/llm/<env>-<regime>-seed<seed>)"
+    )
     add_run_folder_flags(parser)
     parser.add_argument(
         "--threads", type=cli.int_arg(1), default=1, help="torch threads (1; see docs)"
