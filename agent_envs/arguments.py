@@ -548,12 +548,15 @@ def add_log_flag(parser: argparse.ArgumentParser, help: str, *, repeat: bool = F
         parser.add_argument("--log", default=None, help=help)
 
 
-def add_overwrite_flag(parser: argparse.ArgumentParser) -> None:
-    """Add ``--overwrite`` (``eval``, ``compare``, ``report``), which the outputs' check reads."""
+def add_overwrite_flag(parser: argparse.ArgumentParser, outputs: str = "--out or --plot") -> None:
+    """Add ``--overwrite`` (``eval``, ``compare``, ``report``), which the outputs' check reads.
+
+    ``outputs`` names the command's output flags (``report`` has ``--out`` only).
+    """
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an existing --out or --plot that is not of this command's kind: a file "
+        help=f"replace an existing {outputs} that is not of this command's kind: a file "
         "agent-envs did not write, or another of its outputs (default: off; a file of the "
         "same kind is replaced without it)",
     )
