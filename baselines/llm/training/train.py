@@ -84,13 +84,12 @@ def train_llm(
 ) -> Path:
     """Warm-start, train with GRPO, save the model in ``out``; return ``out``.
 
-    The pipeline reads top down: each phase is handed its own settings
-    object whole (``config.source``, ``config.rollout``, ``config.warm``,
-    ``config.grpo``), built and checked with the config.  ``out`` gets the model, its
-    tokenizer and ``train_llm.json`` (and ``base/``, the tiny model trained
-    from, and ``adapter/``, a LoRA run's adapters alone); the Trainer works
-    in a scratch folder of its own, removed afterwards.  ``log`` receives
-    the short training log (one line per step).
+    The pipeline reads top down: each phase is handed its own settings object whole
+    (``config.source``, ``config.rollout``, ``config.warm``, ``config.grpo``), built and
+    checked with the config.  ``out`` gets the model, its tokenizer and ``train_llm.json``
+    (and ``base/``, the tiny model trained from, and ``adapter/``, a LoRA run's adapters
+    alone); the Trainer works in a scratch folder of its own, removed afterwards.  ``log``
+    receives the short training log (one line per step).
     """
     import datasets
     import torch
