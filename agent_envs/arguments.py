@@ -39,6 +39,7 @@ import io
 import json
 import sys
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,7 @@ from wrappers.utils.validators import (
 )
 
 __all__ = [
+    "SHOW_TRACEBACK",
     "USER_ERRORS",
     "CommandError",
     "EvalArguments",
@@ -101,6 +103,11 @@ class UsageError(CommandError):
 #: path or the machine, an ``ImportError`` a missing extra.  A plain ``ValueError``,
 #: ``TypeError`` or ``KeyError`` is not here: it comes from a bug and keeps its traceback.
 USER_ERRORS: tuple[type[BaseException], ...] = (UserInputError, OSError, ImportError)
+
+#: Set while ``agent-envs --traceback`` runs an installed command (``train-sb3``,
+#: ``serve``, ...): :func:`run_command` then lets a user error through, so that
+#: ``agent-envs`` shows its whole trace, as it does for its own commands.
+SHOW_TRACEBACK: ContextVar[bool] = ContextVar("agent_envs_show_traceback", default=False)
 
 
 def error_line(error: BaseException) -> str:
@@ -548,12 +555,15 @@ def add_log_flag(parser: argparse.ArgumentParser, help: str, *, repeat: bool = F
         parser.add_argument("--log", default=None, help=help)
 
 
-def add_overwrite_flag(parser: argparse.ArgumentParser) -> None:
-    """Add ``--overwrite`` (``eval``, ``compare``, ``report``), which the outputs' check reads."""
+def add_overwrite_flag(parser: argparse.ArgumentParser, outputs: str = "--out or --plot") -> None:
+    """Add ``--overwrite`` (``eval``, ``compare``, ``report``), which the outputs' check reads.
+
+    ``outputs`` names the command's output flags (``report`` has ``--out`` only).
+    """
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an existing --out or --plot that is not of this command's kind: a file "
+        help=f"replace an existing {outputs} that is not of this command's kind: a file "
         "agent-envs did not write, or another of its outputs (default: off; a file of the "
         "same kind is replaced without it)",
     )
@@ -640,12 +650,15 @@ def run_command(
 
     ``argv`` defaults to ``sys.argv[1:]``.  A missing dependency
     (``ImportError``) is a user error too: the line says to install ``extra``.
+    Under ``agent-envs --traceback`` (:data:`SHOW_TRACEBACK`) the error is raised instead.
     """
     from agent_envs import install_hint
 
     try:
         return body(list(sys.argv[1:] if argv is None else argv))
     except USER_ERRORS as error:
+        if SHOW_TRACEBACK.get():
+            raise
         message = error_line(error)
         if isinstance(error, ImportError) and extra is not None:
             message = f"{message} ({install_hint(extra)})"

@@ -351,7 +351,10 @@ def prepare_run_folder(
 
 
 def add_run_folder_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--resume`` and ``--overwrite`` (exclusive), which :func:`prepare_run_folder` reads."""
+    """Add ``--resume`` and ``--overwrite`` (exclusive) of a training command's run folder.
+
+    ``baselines.command.RunFolder`` reads them: ``--overwrite`` removes what its marker lists.
+    """
     existing = parser.add_mutually_exclusive_group()
     existing.add_argument(
         "--resume",
@@ -362,5 +365,6 @@ def add_run_folder_flags(parser: argparse.ArgumentParser) -> None:
     existing.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the run in --out: its result, log and sidecars are removed first",
+        help="replace the run in --out: every file and folder it wrote there (models, "
+        "result, log) is removed first, and nothing else",
     )

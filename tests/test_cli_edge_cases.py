@@ -7,6 +7,7 @@ The CLI runs in process
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import gymnasium as gym
@@ -260,6 +261,66 @@ def test_every_option_says_its_default_and_agent_lists_the_short_names():
                 assert action.help, (name, action.dest)
     agent_help = next(a.help for a in commands["eval"]._actions if a.dest == "agent")
     assert all(short in agent_help for short in agent_names())
+
+
+def _every_parser() -> dict:
+    """Each command's parser: the built-in ones and the installed ones (train-*, serve)."""
+    from agent_envs.integrations.openenv import _parser as serve_parser
+    from baselines.llm.training.train import build_parser as llm_parser
+    from baselines.sb3.train import build_parser as sb3_parser
+
+    parsers = dict(cli._parser()._subparsers._group_actions[0].choices)
+    parsers.update({"train-sb3": sb3_parser(), "train-llm": llm_parser(), "serve": serve_parser()})
+    return parsers
+
+
+#: A number as a help writes it: 8, 0.99, 5e-4, 1,048,576.
+_NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?!\d)|(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def _states(text: str, default: object) -> bool:
+    """Whether the help ``text`` names ``default`` (a number as a number, a grid as 1,2,4)."""
+    if isinstance(default, (tuple, list)):
+        return ",".join(map(str, default)) in text
+    if isinstance(default, str):
+        return default in text
+    return float(default) in {float(n.replace(",", "")) for n in _NUMBER.findall(text)}
+
+
+def test_every_option_of_every_command_has_help_naming_its_real_default():
+    """train-sb3's --algo, --encoding and --keep had no help, and --seed hid its default.
+
+    Every option of every command (installed ones too) has help, and an option
+    whose default is a value (not ``None`` or a switch) names that value: a
+    help that states another default, or none, fails here.
+    """
+    parsers = _every_parser()
+    assert {"train-sb3", "train-llm", "serve", "eval", "bench"} <= set(parsers)
+    for name, parser in parsers.items():
+        for action in parser._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            assert action.help, (name, action.option_strings)
+            default = action.default
+            if default is None or isinstance(default, bool) or default == []:
+                continue
+            assert _states(action.help, default), (name, action.option_strings, default)
+
+
+def test_the_stated_default_check_sees_a_wrong_number():
+    assert _states("discount (default 0.99); at most 1", 0.99)
+    assert _states("(default: 1,048,576)", 1 << 20) and _states("(5e-4)", 5e-4)
+    assert not _states("discount (default 0.9); at most 1", 0.99)
+    assert _states("the K grid (default 1,2,4,8)", (1, 2, 4, 8))
+
+
+def test_traceback_shows_an_installed_commands_trace(capsys):
+    """`agent-envs --traceback serve ...` printed one line: no installed command saw the flag."""
+    assert cli.main(["--traceback", "serve", "not-an/Env-v0"]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    assert cli.main(["serve", "not-an/Env-v0"]) == 2  # without it: one line again
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("agent-envs serve: error: Unknown env id"), err
 
 
 def test_a_flag_of_several_commands_is_declared_once_in_arguments_py():

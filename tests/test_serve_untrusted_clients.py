@@ -161,7 +161,7 @@ def test_bodies_and_messages_over_the_cap_are_refused(tmp_path):
         with websockets_sync.connect(ws_url(url), max_size=None) as ws:
             ask(ws, {"type": "reset", "data": {"task_id": 519}})
             reply = ask(ws, {"type": "step", "data": {"action": "1" * 10_000}})
-            assert reply["type"] == "error" and "4,096 bytes" in reply["data"]["message"]
+            assert reply["type"] == "error" and "4,096 characters" in reply["data"]["message"]
             assert ask(ws, {"type": "step", "data": {"action": "50"}})["data"]["reward"] == 1.0
 
 

@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from agent_envs.arguments import USER_ERRORS, Parser, UsageError
+from agent_envs.arguments import SHOW_TRACEBACK, USER_ERRORS, Parser, UsageError
 from agent_envs.cli.bench import add_bench
 from agent_envs.cli.compare import add_compare
 from agent_envs.cli.eval import add_eval
@@ -29,15 +29,23 @@ _PROG = "agent-envs"
 _BUILT_IN = frozenset({"list", "eval", "compare", "play", "bench", "report"})
 
 
-def _run_command(name: str, argv: list[str]) -> int:
-    """Run an installed command (entry-point group ``agent_envs.commands``), e.g. train-sb3."""
+def _run_command(name: str, argv: list[str], show_traceback: bool = False) -> int:
+    """Run an installed command (entry-point group ``agent_envs.commands``), e.g. train-sb3.
+
+    With ``show_traceback`` its user errors reach :func:`main`'s handler, which
+    prints their trace, instead of ending in its own one line.
+    """
     from agent_envs.plugins import load_command
 
     try:
         command = load_command(name)
     except ValueError as exc:
         raise UsageError(f"{name} is not available: {exc}") from None
-    return int(command(argv) or 0)
+    token = SHOW_TRACEBACK.set(show_traceback)
+    try:
+        return int(command(argv) or 0)
+    finally:
+        SHOW_TRACEBACK.reset(token)
 
 
 # ------------------------------------------------------------------ parser
@@ -123,7 +131,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from agent_envs.plugins import command_names
 
         if argv[:1] and argv[0] not in _BUILT_IN and argv[0] in command_names():
-            return _run_command(argv[0], argv[1:])
+            return _run_command(argv[0], argv[1:], show_traceback)
         args = _parse(argv)
         if args.command == "eval":
             interrupted = (

@@ -37,5 +37,5 @@ def add_report(parser: argparse.ArgumentParser) -> None:
         "more (default: the logs the results name, where they exist)",
         repeat=True,
     )
-    add_overwrite_flag(parser)
+    add_overwrite_flag(parser, "--out")
     parser.set_defaults(run=_cmd_report, parser=parser)

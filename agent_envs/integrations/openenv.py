@@ -397,8 +397,9 @@ def _add_guard_arguments(parser: Parser) -> None:
         "--max-body",
         type=int_arg(MIN_BODY, MAX_BODY),
         default=DEFAULT_MAX_BODY,
-        metavar="BYTES",
-        help=f"the largest request body or message (default: {DEFAULT_MAX_BODY:,})",
+        metavar="SIZE",
+        help="the largest HTTP body, in bytes, or WebSocket message, in characters "
+        f"(default: {DEFAULT_MAX_BODY:,})",
     )
 
 

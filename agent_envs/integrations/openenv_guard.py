@@ -68,7 +68,7 @@ class ServeGuard:
 
     Args:
         app: the ASGI app it guards (OpenEnv's FastAPI app).
-        max_body: the largest body or message, in bytes.
+        max_body: the largest HTTP body, in bytes, or WebSocket message, in characters.
         idle_timeout: seconds of silence after which a WebSocket is closed
             (``None``: never).
         allowed_origins: origins allowed besides the server's own (``"*"``: any).
@@ -207,7 +207,7 @@ class ServeGuard:
         if text is None:
             return "INVALID_JSON", "binary frames are not read: send a JSON object as text."
         if len(text) > self.max_body:
-            return "INVALID_JSON", f"the message is larger than {self.max_body:,} bytes."
+            return "INVALID_JSON", f"the message is longer than {self.max_body:,} characters."
         try:
             value = strict_json(text)
         except RecursionError:

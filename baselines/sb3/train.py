@@ -159,16 +159,29 @@ def build_parser() -> Parser:
         budget=None,
         unset="tuned",
     )
-    parser.add_argument("--algo", choices=sorted(ALGORITHMS), default="maskable_ppo")
+    parser.add_argument(
+        "--algo",
+        choices=sorted(ALGORITHMS),
+        default="maskable_ppo",
+        help="the SB3 algorithm (default maskable_ppo, which uses the action masks)",
+    )
     add_config_arguments(parser, TrainConfig)
     parser.add_argument(
-        "--seed", type=int_list(0), default=(0,), help="seed, or seeds 0,1,2 (one run each)"
+        "--seed",
+        type=int_list(0),
+        default=(0,),
+        help="seed, or seeds 0,1,2: one run each, in seed<N>/ of --out (default 0)",
     )
-    parser.add_argument("--train-tasks", type=int_arg(1), help="train on N task ids only")
+    parser.add_argument(
+        "--train-tasks",
+        type=int_arg(1),
+        help="train on task ids F..F+N-1 only, F being --train-first (default: a fresh task "
+        "every episode)",
+    )
     parser.add_argument("--algo-kwargs", type=json_object, help="JSON, over the tuned ones")
     _add_encoding_arguments(parser.add_argument_group("observation encoding (default: tuned)"))
     _add_evaluation_arguments(parser.add_argument_group("evaluation"))
-    parser.add_argument("--out", help="run folder (default runs/sb3/<env>-<regime>)")
+    parser.add_argument("--out", help="run folder (default runs/sb3/<env>-<algo>-<regime>)")
     add_run_folder_flags(parser)
     parser.add_argument(
         "--quick",
@@ -189,7 +202,9 @@ def _add_evaluation_arguments(evaluation: Any) -> None:
         unset={"t": "from the shortest path to twice the longest training budget"},
     )
     evaluation.set_defaults(eval_flags=flags)
-    evaluation.add_argument("--eval-first", type=int_arg(0), default=0, help="first eval task id")
+    evaluation.add_argument(
+        "--eval-first", type=int_arg(0), default=0, help="first eval task id (default 0)"
+    )
     evaluation.add_argument(
         "--greedy", action="store_const", const=True, help="act greedily (default: tuned)"
     )
@@ -200,9 +215,11 @@ def _add_evaluation_arguments(evaluation: Any) -> None:
 
 def _add_encoding_arguments(encoding: Any) -> None:
     """Add the observation-encoding flags (:class:`wrappers.TextEncoder`'s settings)."""
-    encoding.add_argument("--encoding", choices=MODES)
+    encoding.add_argument("--encoding", choices=MODES, help="how the text becomes numbers")
     encoding.add_argument("--max-length", type=int_arg(1), help="characters (tokens) kept")
-    encoding.add_argument("--keep", choices=("tail", "head"))
+    encoding.add_argument(
+        "--keep", choices=("tail", "head"), help="which end of a longer text is kept"
+    )
     encoding.add_argument("--view-only", action="store_true", help="encode the view only")
     encoding.add_argument(
         "--feedback-length",

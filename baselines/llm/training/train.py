@@ -84,13 +84,12 @@ def train_llm(
 ) -> Path:
     """Warm-start, train with GRPO, save the model in ``out``; return ``out``.
 
-    The pipeline reads top down: each phase is handed its own settings
-    object whole (``config.source``, ``config.rollout``, ``config.warm``,
-    ``config.grpo``), built and checked with the config.  ``out`` gets the model, its
-    tokenizer and ``train_llm.json`` (and ``base/``, the tiny model trained
-    from, and ``adapter/``, a LoRA run's adapters alone); the Trainer works
-    in a scratch folder of its own, removed afterwards.  ``log`` receives
-    the short training log (one line per step).
+    The pipeline reads top down: each phase is handed its own settings object whole
+    (``config.source``, ``config.rollout``, ``config.warm``, ``config.grpo``), built and
+    checked with the config.  ``out`` gets the model, its tokenizer and ``train_llm.json``
+    (and ``base/``, the tiny model trained from, and ``adapter/``, a LoRA run's adapters
+    alone); the Trainer works in a scratch folder of its own, removed afterwards.  ``log``
+    receives the short training log (one line per step).
     """
     import datasets
     import torch
@@ -253,7 +252,9 @@ def build_parser() -> cli.Parser:
     )
     cli.add_config_arguments(parser, LLMTrainConfig)
     _add_lora_arguments(parser)
-    parser.add_argument("--out", default=None, help="output folder")
+    parser.add_argument(
+        "--out", default=None, help="run folder (default runs/llm/<env>-<regime>-seed<seed>)"
+    )
     add_run_folder_flags(parser)
     parser.add_argument(
         "--threads", type=cli.int_arg(1), default=1, help="torch threads (1; see docs)"

@@ -307,7 +307,8 @@ class LLMTrainConfig:
         ),
     )
     learning_rate: float = field(
-        default=5e-4, metadata=flag("(5e-4)", "--lr", type=number_arg(0, open_low=True))
+        default=5e-4,
+        metadata=flag("GRPO's learning rate (5e-4)", "--lr", type=number_arg(0, open_low=True)),
     )
     warm_start: int = field(
         default=300, metadata=flag("supervised steps before GRPO (300; 0: none)", type=int_arg(0))
@@ -316,7 +317,7 @@ class LLMTrainConfig:
     warm_start_epsilon: float = 0.25
     warm_start_lr: float = 1e-2
     process_reward: float = field(
-        default=0.0, metadata=flag("its coefficient (0: off)", type=number_arg(0))
+        default=0.0, metadata=flag("the process reward's coefficient (0: off)", type=number_arg(0))
     )
     seed: int = field(default=0, metadata=flag("seed (0)", type=int_arg(0)))
     max_new_tokens: int = field(default=8, metadata=flag("tokens per reply (8)", type=int_arg(1)))
@@ -338,7 +339,7 @@ class LLMTrainConfig:
     reply_format: str | None = field(
         default=None,
         metadata=flag(
-            "'action' (the bare action) or 'think' (default: action with --few-shot)",
+            "'action' (the bare action) or 'think' (default: action with --few-shot, else think)",
             choices=REPLY_FORMATS,
         ),
     )
