@@ -353,7 +353,8 @@ def prepare_run_folder(
 def add_run_folder_flags(parser: argparse.ArgumentParser) -> None:
     """Add ``--resume`` and ``--overwrite`` (exclusive) of a training command's run folder.
 
-    ``baselines.command.RunFolder`` reads them: ``--overwrite`` removes what its marker lists.
+    The training command's run folder reads them: ``--overwrite`` removes what its marker
+    lists.
     """
     existing = parser.add_mutually_exclusive_group()
     existing.add_argument(
