@@ -51,7 +51,6 @@ __all__ = [
     "check_output_path",
     "open_input",
     "path_error",
-    "prepare_run_folder",
     "read_input",
     "read_json_input",
     "remove_inside",
@@ -308,46 +307,6 @@ def remove_inside(folder: str | os.PathLike[str], name: str) -> None:
         pass
     except OSError as exc:
         raise path_error(exc, target, "delete") from None
-
-
-def prepare_run_folder(
-    folder: str | os.PathLike[str],
-    outputs: tuple[str, ...],
-    *,
-    resume: bool = False,
-    overwrite: bool = False,
-    flag: str = "--out",
-) -> Path:
-    """Check a training command's run folder before any work; return it as a ``Path``.
-
-    The folder must be a folder (or creatable), and each of ``outputs`` (file
-    names inside it) writable, as :func:`check_output_path` checks.  A folder
-    that already holds files is another run's: it is refused unless
-    ``resume`` (the command reuses what matches and redoes the rest) or
-    ``overwrite`` (the previous run's ``outputs`` are removed now, so that no
-    old result or log can sit beside a new model).
-
-    Raises:
-        ValueError: one line naming the flag and the path.
-    """
-    if not os.fspath(folder).strip():
-        raise InvalidValue(f"{flag} is empty; give a folder such as runs/my-run.")
-    target = Path(folder)
-    if target.exists() and not target.is_dir():
-        raise InvalidValue(f"{flag} {target} is a file; give a folder.")
-    for name in outputs:
-        check_output_path(target / name, flag)
-    held = sorted(path.name for path in target.iterdir()) if target.is_dir() else []
-    if held and not (resume or overwrite):
-        shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
-        raise InvalidValue(
-            f"{flag} {target} already holds a run ({shown}); pass --resume to continue it, "
-            f"--overwrite to replace it, or another {flag}."
-        )
-    if overwrite:
-        for name in outputs:
-            remove_inside(target, name)
-    return target
 
 
 def add_run_folder_flags(parser: argparse.ArgumentParser) -> None:
