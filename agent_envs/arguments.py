@@ -508,9 +508,9 @@ def add_history_flag(parser: argparse.ArgumentParser, *, window: bool) -> None:
         return
     parser.add_argument(
         "--history",
-        type=int_arg(0, MAX_TURNS),
+        type=int_arg(1, MAX_TURNS),  # 0 read as "all" surprised: a window is >= 1
         nargs="?",
-        const=0,
+        const=0,  # the flag alone: the whole dialogue (const is not passed through type)
         default=None,
         metavar="WINDOW",
         help="give the agent the dialogue in info['messages'] (wrappers.ChatHistory); "

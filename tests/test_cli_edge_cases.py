@@ -52,6 +52,14 @@ def test_history_and_its_window_are_part_of_the_resume_check(tmp_path, capsys):
     assert eval_cli("--log", windowed, "--history", "2") == 0  # the same settings resume
 
 
+def test_a_history_window_of_0_is_refused_not_read_as_the_whole_dialogue(tmp_path, capsys):
+    """`--history 0` was taken as "all"; the flag alone is all, a window is >= 1."""
+    log = tmp_path / "run.jsonl"
+    assert eval_cli("--log", str(log), "--history", "0") == 2
+    assert "argument --history: the value must be an int >= 1, got 0" in one_error_line(capsys)
+    assert not log.exists()
+
+
 def test_wrappers_of_a_callable_env_are_part_of_the_resume_check(tmp_path):
     """Item 10: the same goes for wrappers a user's env factory adds."""
     grid = dict(ks=[1], budgets=[7], tasks=2, n_bootstrap=10, log_path=tmp_path / "run.jsonl")

@@ -7,7 +7,6 @@ import dataclasses
 from typing import Any
 
 from agent_envs.arguments import (
-    UsageError,
     add_agent_flags,
     add_backend_flags,
     add_eval_arguments,
@@ -38,8 +37,6 @@ def _with_history(env_id: str, window: int, *, record: str = "action") -> tuple[
     from agent_envs.env_stack import StackOptions, StackRecipe
     from agent_envs.evaluation.stack import resolve_env
 
-    if window < 0:
-        raise UsageError(f"--history takes a window >= 1 (or nothing for all), got {window}.")
     options = StackOptions(history=True, window=window or None, record=record)
     return resolve_env(StackRecipe(env_id, options), None)
 
