@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import time
+
+from agent_envs.evaluation.formatting import write_json
 
 
 def measure(env_id: str, steps: int, whole_text: bool) -> tuple[int, float, float]:
@@ -74,9 +75,7 @@ def main() -> None:
                "load_average_start": [round(x, 2) for x in load_start],
                "load_average_end": [round(x, 2) for x in os.getloadavg()],
                "timer": "time.process_time around model.learn", "rows": rows}  # fmt: skip
-        with open(args.json, "w") as out:
-            json.dump(run, out, indent=1)
-            out.write("\n")
+        write_json(args.json, run)
 
 
 if __name__ == "__main__":

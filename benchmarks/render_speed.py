@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import time
 
 import gymnasium as gym
 
 import agent_envs
+from agent_envs.evaluation.formatting import write_json
 
 gym.register_envs(agent_envs)
 
@@ -76,9 +76,7 @@ def main() -> None:
                "load_average_start": [round(x, 2) for x in load_start],
                "load_average_end": [round(x, 2) for x in os.getloadavg()],
                "timer": "time.process_time, per render() call", "rows": rows}  # fmt: skip
-        with open(args.json, "w") as out:
-            json.dump(run, out, indent=1)
-            out.write("\n")
+        write_json(args.json, run)
 
 
 if __name__ == "__main__":

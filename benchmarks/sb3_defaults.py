@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from agent_envs.evaluation.formatting import write_json
 
 ENVS = (
     "agent_envs/FrozenLake-v0",
@@ -171,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                          "train_success_rate": row["train_success_rate"],
                          "load_average_end": row["load_average_end"]}
                         for row in rows]}  # fmt: skip
-        with open(args.json, "w") as out:
-            json.dump(run, out, indent=1)
-            out.write("\n")
+        write_json(args.json, run)
     return 1 if missed else 0
 
 

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_envs.evaluation.formatting import write_json
+
 #: docs/classic_rl.md's expert command, argument for argument (without ``--out``).
 COMMAND = [
     "agent_envs/FrozenLake-Slippery-v0", "--algo", "maskable_ppo",
@@ -88,9 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     }  # fmt: skip
     print(json.dumps(run, indent=1))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(run, out, indent=1)
-            out.write("\n")
+        write_json(args.json, run)
     return 0
 
 
