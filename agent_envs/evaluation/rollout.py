@@ -211,7 +211,7 @@ class EpisodeRecord:
         ints = ("task_id", "sample", "seed", "budget", "turns", "valid", "invalid")
         for name in ints:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            if not _is_int(value, 0):
                 return f"{name} is {value!r}, not an int >= 0"
         if not isinstance(self.success, bool):
             return f"success is {self.success!r}, not true or false"

@@ -24,6 +24,7 @@ from agent_envs.evaluation.result import EvalResult
 from agent_envs.files import read_json_input
 from agent_envs.report.labels import agent_label, bench_command, bench_label, unique_labels
 from wrappers.errors import InvalidValue
+from wrappers.utils.validators import check_number
 
 __all__ = [
     "BENCH_FORMAT",
@@ -180,9 +181,7 @@ def _compare_from_dict(data: dict[str, Any], path: Path) -> CompareResult:
         for name in ("a", "b", "env_id"):  # the page's labels and anchors
             if not isinstance(getattr(result, name), str):
                 raise ValueError(f"{name} must be a string")
-        level = result.confidence
-        if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
-            raise ValueError("confidence must be a number between 0 and 1")
+        check_number(result.confidence, "confidence", 0.0, 1.0, open_low=True, open_high=True)
         grid = (len(result.ks), len(result.budgets))
         if any(np.shape(getattr(result, name)) != grid for name in ("diff", "ci_low", "ci_high")):
             raise ValueError(f"diff and its interval are not {grid[0]}x{grid[1]} (K x T)")
