@@ -318,9 +318,32 @@ def test_bad_sidecar_is_a_clear_error(corridor_model, tmp_path):
         SB3Agent(str(broken))
 
 
+def test_bad_stack_settings_fail_before_the_model_loads(corridor_model, tmp_path):
+    # The model file is not a zip at all: had SB3 loaded it first, the error would be
+    # about the zip (and loading a model.zip can run code), not about the settings.
+    broken = tmp_path / "model.zip"
+    broken.write_bytes(b"not a zip")
+    sidecar = json.loads(sidecar_path(corridor_model).read_text())
+    sidecar_path(broken).write_text(json.dumps({**sidecar, "action_masks": "yes"}))
+    with pytest.raises(TypeError, match="action_masks"):
+        SB3Agent(str(broken))
+
+
 def test_the_first_layer_limit_is_inclusive_and_names_what_to_shrink():
     from baselines.sb3.train import MAX_FIRST_LAYER, check_first_layer
 
     check_first_layer(MAX_FIRST_LAYER // 64, [64, 64])  # exactly the limit: allowed
     with pytest.raises(UsageError, match="--max-length or --dim, or a narrower first"):
         check_first_layer(MAX_FIRST_LAYER // 64 + 1, [64])
+
+
+def test_a_recurrent_policys_first_layer_is_its_lstm():
+    # RecurrentPPO's inputs feed an LSTM of four gates of LSTM_HIDDEN units, not net_arch[0].
+    from baselines.sb3.train import MAX_FIRST_LAYER, check_first_layer
+    from baselines.sb3.training import LSTM_HIDDEN
+
+    gate_units = 4 * LSTM_HIDDEN
+    check_first_layer(MAX_FIRST_LAYER // gate_units, [8], "recurrent_ppo")
+    check_first_layer(MAX_FIRST_LAYER // gate_units + 1, [8], "ppo")  # 8 units: fits
+    with pytest.raises(UsageError, match=f"x {gate_units} LSTM gate units.*--dim\\.$"):
+        check_first_layer(MAX_FIRST_LAYER // gate_units + 1, [8], "recurrent_ppo")

@@ -113,8 +113,9 @@ class _Model:
     @classmethod
     def load(cls, path: str | Path, device: str) -> _Model:
         settings = read_sidecar(path)
+        checked = _stack_settings(settings)  # a bad sidecar fails before the model loads
         model = algorithm_class(settings["algo"]).load(str(path), device=device)
-        return cls(model, {**settings, **_stack_settings(settings)})
+        return cls(model, {**settings, **checked})
 
     @classmethod
     def wrap(cls, model: Any, stack: dict[str, Any] | gym.Env) -> _Model:

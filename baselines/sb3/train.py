@@ -52,6 +52,7 @@ from baselines.sb3.defaults import cli_algo_kwargs, cli_encoding, tuned
 from baselines.sb3.env import TrainConfig, make_env
 from baselines.sb3.training import (
     HYPERPARAMETERS,
+    LSTM_HIDDEN,
     config_json,
     evaluate_model,
     save_with_sidecar,
@@ -109,7 +110,7 @@ class Sb3Command(TrainingCommand):
         finally:
             env.close()
         for config in configs:
-            check_first_layer(inputs, config.net_arch)
+            check_first_layer(inputs, config.net_arch, config.algo)
         return configs
 
     def run_layout(self, args: argparse.Namespace, configs: list[TrainConfig]) -> tuple[Any, list]:
@@ -238,18 +239,26 @@ def _add_encoding_arguments(encoding: Any) -> None:
 MAX_FIRST_LAYER = 2**26
 
 
-def check_first_layer(inputs: int, net_arch: Sequence[int]) -> None:
+def check_first_layer(inputs: int, net_arch: Sequence[int], algo: str = "ppo") -> None:
     """Refuse an encoding whose width times the first hidden width exceeds :data:`MAX_FIRST_LAYER`.
+
+    The first layer is ``net_arch``'s first, except for ``recurrent_ppo``,
+    whose inputs feed an LSTM: its input weights are four gates of
+    :data:`~baselines.sb3.training.LSTM_HIDDEN` units each.
 
     Raises:
         UsageError: the first layer would be too large to allocate.
     """
-    weights = inputs * net_arch[0]
+    if algo == "recurrent_ppo":
+        units, layer, narrower = 4 * LSTM_HIDDEN, "LSTM gate units", ""
+    else:
+        units, layer, narrower = net_arch[0], "units", ", or a narrower first --net-arch layer"
+    weights = inputs * units
     if weights > MAX_FIRST_LAYER:
         raise UsageError(
             f"the policy's first layer would hold {weights:,} weights ({inputs:,} encoded "
-            f"inputs x {net_arch[0]:,} units), over the limit of {MAX_FIRST_LAYER:,}: give a "
-            "smaller --max-length or --dim, or a narrower first --net-arch layer."
+            f"inputs x {units:,} {layer}), over the limit of {MAX_FIRST_LAYER:,}: give a "
+            f"smaller --max-length or --dim{narrower}."
         )
 
 

@@ -67,6 +67,8 @@ HYPERPARAMETERS: dict[str, dict[str, Any]] = {
             "exploration_fraction": 0.3, "exploration_final_eps": 0.05},
 }  # fmt: skip
 POLICIES = {"recurrent_ppo": "MlpLstmPolicy"}
+#: RecurrentPPO's LSTM width: its inputs feed the LSTM, which feeds ``net_arch``.
+LSTM_HIDDEN = 64
 
 
 # ------------------------------------------------------------------------ train
@@ -135,7 +137,7 @@ def _hyperparameters(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any
     if config.algo == "recurrent_ppo":
         from baselines.sb3.agent import FlattenIntExtractor
 
-        policy_kwargs["lstm_hidden_size"] = 64
+        policy_kwargs["lstm_hidden_size"] = LSTM_HIDDEN
         policy_kwargs["features_extractor_class"] = FlattenIntExtractor
     return kwargs, policy_kwargs
 
