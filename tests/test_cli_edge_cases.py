@@ -60,6 +60,23 @@ def test_a_history_window_of_0_is_refused_not_read_as_the_whole_dialogue(tmp_pat
     assert not log.exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "reason"),
+    [
+        ("--n-bootstrap", "0", "an int >= 1, got 0"),
+        ("--n-bootstrap", "100001", "at most 100,000, got 100,001"),
+        ("--step-quality", "-1", "an int >= 0, got -1"),
+        ("--step-quality", "1001", "at most 1,000, got 1,001"),
+    ],
+)
+def test_a_number_out_of_range_is_refused_by_the_flags_name(tmp_path, capsys, flag, value, reason):
+    """The error named the setting (``n_bootstrap must be ...``), which no user typed."""
+    log = tmp_path / "run.jsonl"
+    assert eval_cli("--log", str(log), flag, value) == 2
+    assert f"argument {flag}: the value must be {reason}" in one_error_line(capsys)
+    assert not log.exists()
+
+
 def test_wrappers_of_a_callable_env_are_part_of_the_resume_check(tmp_path):
     """Item 10: the same goes for wrappers a user's env factory adds."""
     grid = dict(ks=[1], budgets=[7], tasks=2, n_bootstrap=10, log_path=tmp_path / "run.jsonl")

@@ -121,7 +121,7 @@ def add_eval(ev: argparse.ArgumentParser) -> None:
     )
     ev.add_argument(
         "--step-quality",
-        type=int,
+        type=int_arg(0, MAX_STEP_QUALITY),
         default=0,
         metavar="N",
         help=f"also judge the agent on N shared reference states per task, at most "
@@ -169,7 +169,7 @@ def _add_eval_execution(ev: argparse.ArgumentParser) -> None:
     )
     ev.add_argument(
         "--n-bootstrap",
-        type=int,
+        type=int_arg(1, MAX_BOOTSTRAP),
         default=1000,
         help=f"bootstrap resamples, at most {MAX_BOOTSTRAP:,} (default 1000)",
     )
