@@ -659,18 +659,27 @@ def test_table_and_plot(tmp_path, monkeypatch):
         result.plot(tmp_path / "again.png")
 
 
-def test_progress_bar_is_optional(monkeypatch, capsys):
+def test_without_tqdm_a_terminal_gets_the_progress_records(monkeypatch, capsys):
+    from agent_envs import progress
     from agent_envs.evaluation import session
 
     # On a terminal (where stderr is a file, one-line records: tests/test_progress_lines.py).
     monkeypatch.setattr(session, "wants_lines", lambda: False)
     grid = dict(ks=[1], budgets=[7], tasks=3, n_bootstrap=10, progress=True)
     assert evaluate(OracleAgent(), GUESS, **grid).pass_at(1, 7) == 1.0
-    assert "3/3" in capsys.readouterr().err  # tqdm writes to stderr
+    err = capsys.readouterr().err
+    assert "3/3" in err and "progress GuessNumber" not in err  # tqdm's bar, on stderr
+    # The main job installs [plot], without tqdm: the run still shows its progress.
     monkeypatch.setitem(sys.modules, "tqdm", None)
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    monkeypatch.setattr(progress, "INTERVAL", 0.0)  # a record after every episode
+    monkeypatch.setattr(
+        session,
+        "ProgressLines",
+        lambda *a, **k: progress.ProgressLines(*a, **{**k, "heartbeat": False}),
+    )
     assert evaluate(OracleAgent(), GUESS, **grid).pass_at(1, 7) == 1.0
-    assert capsys.readouterr().err == ""
+    assert "progress GuessNumber-v0: 3/3 episodes (100%)" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------- comparison

@@ -32,7 +32,8 @@ class Progress:
 
     Where stderr is no terminal (redirected to a file) a bar cannot be drawn,
     so :class:`agent_envs.progress.ProgressLines` writes a record at a steady
-    interval instead.  Without tqdm on a terminal: nothing.
+    interval instead; so it does on a terminal without tqdm (tqdm comes with
+    the ``[all]`` extra, not with the ``[plot]`` install of the main job).
     """
 
     def __init__(
@@ -44,17 +45,15 @@ class Progress:
         turns: Callable[[], int] | None = None,
     ) -> None:
         self._bar: Any = None
-        self._lines = enabled and wants_lines()
+        self._lines = False
         if not enabled:
             return
-        if self._lines:
+        tqdm = None if wants_lines() else _tqdm()
+        if tqdm is None:
+            self._lines = True
             self._bar = ProgressLines(total, initial, description, heartbeat=True, turns=turns)
-            return
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            return
-        self._bar = tqdm(total=total, initial=initial, desc=description, unit="ep")
+        else:
+            self._bar = tqdm(total=total, initial=initial, desc=description, unit="ep")
 
     def update(self, errors: int) -> None:
         """Count one finished episode; show the error count once there are errors."""
@@ -69,6 +68,15 @@ class Progress:
         """Close the bar or write the last record (if any)."""
         if self._bar is not None:
             self._bar.close()
+
+
+def _tqdm() -> Any:
+    """Return ``tqdm.auto.tqdm``, or ``None`` where tqdm is not installed."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm
 
 
 class RunState:
