@@ -202,8 +202,24 @@ def test_tokens_mode_with_a_local_tokenizer(tmp_path):
     )
 
 
+def test_a_tokenizer_loads_from_local_files_only(tmp_path, monkeypatch):
+    transformers = pytest.importorskip("transformers")
+    from baselines.sb3.env import load_tokenizer
+
+    with pytest.raises(ValueError, match=r"No tokenizer at 'no-such/tokenizer'.*nothing downloads"):
+        load_tokenizer("no-such/tokenizer")
+    asked = []
+    monkeypatch.setattr(
+        transformers.AutoTokenizer, "from_pretrained", lambda name, **kw: asked.append(kw)
+    )
+    load_tokenizer(str(tmp_path))
+    assert asked == [{"local_files_only": True}]
+
+
 def test_tokens_mode_refuses_a_tokenizer_name_and_says_to_load_it():
-    with pytest.raises(ValueError, match=r"not the name 'gpt2': load it first.*load_tokenizer"):
+    with pytest.raises(
+        ValueError, match=r"not the name 'gpt2': load it first.*local_files_only=True"
+    ):
         TextEncoder("tokens", tokenizer="gpt2")
     config = {"mode": "tokens", "max_length": 4, "keep": "tail", "view_only": False,
               "tokenizer": "gpt2"}  # fmt: skip

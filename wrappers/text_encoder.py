@@ -200,8 +200,8 @@ class TextEncoder:
         if isinstance(tokenizer, str):
             raise InvalidValue(
                 f"mode='tokens' needs a tokenizer object, not the name {tokenizer!r}: load it "
-                f"first (the SB3 baselines' load_tokenizer({tokenizer!r}), in "
-                "baselines/sb3/env.py, does) and pass the object."
+                "first (transformers' AutoTokenizer.from_pretrained(path, "
+                "local_files_only=True) does) and pass the object."
             )
         if not callable(getattr(tokenizer, "encode", None)) or not hasattr(tokenizer, "__len__"):
             raise InvalidValue(
@@ -385,9 +385,9 @@ class TextEncoder:
             return cls(**settings)
         if tokenizer is None or isinstance(tokenizer, str):
             raise InvalidValue(
-                f"This 'tokens' config names the tokenizer {name!r}: load it first (the SB3 "
-                f"baselines' load_tokenizer({name!r}), in baselines/sb3/env.py, does) and "
-                "pass the object, TextEncoder.from_config(config, tokenizer=...)."
+                f"This 'tokens' config names the tokenizer {name!r}: load it first "
+                "(transformers' AutoTokenizer.from_pretrained(path, local_files_only=True) "
+                "does) and pass the object, TextEncoder.from_config(config, tokenizer=...)."
             )
         encoder = cls(**settings, tokenizer=tokenizer)
         if isinstance(name, str) and name:

@@ -274,15 +274,26 @@ def encoding_tokenizer(encoding: dict[str, Any]) -> Any:
 
 
 def load_tokenizer(name: str) -> Any:
-    """Return the tokenizer of a ``"tokens"`` encoding, loaded from its name or local path.
+    """Return the tokenizer of a ``"tokens"`` encoding, from local files only.
 
     :class:`wrappers.TextEncoder` takes the loaded object (the bottom layer
     imports no transformers) and saves its name in its config; this is where
-    the SB3 baselines load it, with ``AutoTokenizer.from_pretrained(name)``.
+    the SB3 baselines load it, with ``AutoTokenizer.from_pretrained(name,
+    local_files_only=True)``: ``name`` is a local folder, or a hub name already
+    in the local Hugging Face cache.  Nothing downloads.
+
+    Raises:
+        InvalidValue: no tokenizer is found there.
     """
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(name)
+    try:
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except OSError:
+        raise InvalidValue(
+            f"No tokenizer at {name!r} on this machine (nothing downloads): give a local "
+            "folder that holds one, e.g. a model saved with save_pretrained."
+        ) from None
 
 
 def stack_settings(env: gym.Env, action_masks: bool = False) -> dict[str, Any]:
