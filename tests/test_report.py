@@ -62,6 +62,24 @@ def test_an_eval_page_shows_the_results_numbers_and_diagnostics(tmp_path, capsys
     assert [float(d["attrs"]["data-value"]) for d in dead] == result.diagnostics["dead_end_rate"]
 
 
+@pytest.mark.parametrize(
+    ("env_id", "privileged"),
+    [("agent_envs/Maze-5x5-v0", True), ("agent_envs/GuessNumber-v0", False)],
+)
+def test_every_figure_a_privileged_oracle_judges_is_labelled_so(tmp_path, env_id, privileged):
+    from agent_envs.evaluation import evaluate
+    from baselines.simple_agents import OracleAgent
+
+    path = tmp_path / "result.json"
+    grid = dict(ks=[1], budgets=[10, 30], tasks=2, n_bootstrap=10, step_quality=2)
+    evaluate(OracleAgent(), env_id, **grid).save(path)
+    heads = [e["text"] for e in Page(build_report([path])).elements if e["tag"] == "th"]
+    judged = ("decision quality", "step quality", "per-error recovery", "success after an error")
+    labels = [head for head in heads if head.startswith(judged)]
+    assert len(labels) == 6  # two of decision quality, two of step quality, two per T
+    assert all(("(privileged oracle)" in label) is privileged for label in labels), labels
+
+
 def test_the_bench_page_shows_the_score_the_suite_table_and_each_difference():
     page = Page(build_report([BENCH / "oracle.json", BENCH / "random.json"]))
     for name in ("oracle", "random"):

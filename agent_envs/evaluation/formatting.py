@@ -116,19 +116,19 @@ def diagnostics_lines(diagnostics: dict[str, Any], budgets: Sequence[int]) -> li
         )
         after = diagnostics.get("success_after_error") or []
         lines.append(
-            f"  success after an error ({per_t}): "
+            f"  success after an error{privileged} ({per_t}): "
             + "  ".join(f"{_fmt(item['success_rate'])} (n={item['episodes']})" for item in after)
         )
         for horizon, item in (diagnostics.get("by_horizon") or {}).items():
             tasks = f"{item['tasks']} task" + ("" if item["tasks"] == 1 else "s")
             lines.append(
-                f"  oracle horizon {horizon:>3} ({tasks}), success per T: "
+                f"  oracle horizon{privileged} {horizon:>3} ({tasks}), success per T: "
                 + "  ".join(_fmt(value) for value in item["success_rate"])
             )
         turns = diagnostics.get("turns") or {}
         if turns.get("episodes"):
             lines.append(
-                f"  turns to success: {_fmt(turns['mean_turns'], 2)} vs oracle "
+                f"  turns to success{privileged}: {_fmt(turns['mean_turns'], 2)} vs oracle "
                 f"{_fmt(turns['mean_oracle_turns'], 2)} (mean ratio {_fmt(turns['mean_ratio'], 2)})"
             )
     step = diagnostics.get("step_quality")

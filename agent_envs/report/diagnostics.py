@@ -3,7 +3,9 @@
 What is shown is what the result's ``diagnostics`` holds (see
 :mod:`agent_envs.evaluation.diagnostics`): the reply rates always, the oracle
 figures (decision quality, per-error recovery, success after an error) when
-the run had them, and the step quality when it was measured.
+the run had them, and the step quality when it was measured.  Where the
+env's oracle is privileged (it sees what the agent cannot), every figure it
+judges is labelled so, as in the terminal table.
 """
 
 from __future__ import annotations
@@ -28,19 +30,24 @@ def _rates(diagnostics: dict[str, Any]) -> list[str]:
         _row("invalid-action rate", "invalid_action_rate", diagnostics.get("invalid_action_rate")),
         _row("unparsable rate", "unparsable_rate", diagnostics.get("unparsable_rate")),
     ]
+    mark = _privileged(diagnostics)
     if "decision_quality" in diagnostics:
-        privileged = " (privileged oracle)" if diagnostics.get("privileged_oracle") else ""
-        rows.append(_row(f"decision quality{privileged}", "decision_quality",
+        rows.append(_row(f"decision quality{mark}", "decision_quality",
                          diagnostics.get("decision_quality"), "of all judged turns"))  # fmt: skip
-        rows.append(_row("decision quality, valid turns", "decision_quality_valid",
+        rows.append(_row(f"decision quality, valid turns{mark}", "decision_quality_valid",
                          diagnostics.get("decision_quality_valid")))  # fmt: skip
     step = diagnostics.get("step_quality")
     if isinstance(step, dict):
-        rows.append(_row("step quality", "step_quality", step.get("optimal_rate"),
+        rows.append(_row(f"step quality{mark}", "step_quality", step.get("optimal_rate"),
                          f"optimal on {text(step.get('states'))} reference states"))  # fmt: skip
-        rows.append(_row("step quality, recovery states", "step_quality_recovery",
+        rows.append(_row(f"step quality, recovery states{mark}", "step_quality_recovery",
                          step.get("recovery_optimal_rate")))  # fmt: skip
     return rows
+
+
+def _privileged(diagnostics: dict[str, Any]) -> str:
+    """The label of a figure judged by a privileged oracle: `` (privileged oracle)`` or none."""
+    return " (privileged oracle)" if diagnostics.get("privileged_oracle") else ""
 
 
 def _cell(key: str, t: int, value: Any, note: str = "") -> str:
@@ -56,7 +63,11 @@ def _per_budget(diagnostics: dict[str, Any], budgets: list[int]) -> str:
     after = diagnostics.get("success_after_error") or []
     head = '<tr><th scope="col">T</th><th scope="col">dead-end rate</th>'
     if recovery:
-        head += '<th scope="col">per-error recovery</th><th scope="col">success after an error</th>'
+        mark = _privileged(diagnostics)
+        head += (
+            f'<th scope="col">per-error recovery{mark}</th>'
+            f'<th scope="col">success after an error{mark}</th>'
+        )
     rows = [head + "</tr>"]
     for j, t in enumerate(budgets):
         cells = _cell("dead_end_rate", t, dead[j] if j < len(dead) else None)
