@@ -8,6 +8,7 @@ import sys
 import types
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 import agent_envs
@@ -191,6 +192,34 @@ def test_play_until_solved(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("1\n1\n"))
     assert cli.main(["play", GUESS, "--task", "0", "--budget", "2"]) == 0
     assert "Out of turns: not solved within 2." in capsys.readouterr().out
+
+
+@pytest.fixture
+def budgeted_ids():
+    """Two ids whose stacks carry their own TurnBudget(50): one visible, one hidden."""
+    from wrappers import TurnBudget
+
+    ids = {"test/PlayVisible-v0": True, "test/PlayHidden-v0": False}
+    for env_id, visible in ids.items():
+        gym.register(env_id, entry_point=lambda visible=visible: TurnBudget(
+            gym.make(GUESS), 50, visible=visible))  # fmt: skip
+    yield list(ids)
+    for env_id in ids:
+        del gym.registry[env_id]
+
+
+def test_play_uses_a_stacks_own_budget_wrapper_or_refuses_it(budgeted_ids, capsys, monkeypatch):
+    import io
+
+    visible, hidden = budgeted_ids
+    monkeypatch.setattr(sys, "stdin", io.StringIO("1\n1\n"))
+    assert cli.main(["play", visible, "--task", "0", "--budget", "2"]) == 0
+    out = capsys.readouterr().out
+    # --budget sets the stack's own wrapper: one budget line a turn, not two wrappers' two.
+    assert out.count("[Turns left:") == 3 and "[Turns left: 0 of 2]" in out
+    assert "Out of turns: not solved within 2." in out
+    assert cli.main(["play", hidden, "--task", "0", "--budget", "2"]) == 2
+    assert "already has a hidden TurnBudget" in capsys.readouterr().err
 
 
 def test_train_sb3_dispatches_lazily(monkeypatch, capsys):

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from agent_envs.arguments import UsageError, add_seed_flag
-from wrappers.protocol import SUCCESS, TASK_ID, TURN
+from wrappers.protocol import BUDGET, SUCCESS, TASK_ID, TURN
 from wrappers.utils.validators import MAX_SEED, MAX_TURNS
 
 _PLAY_HELP = (
@@ -72,7 +72,7 @@ def _without_echo(observation: str) -> str:
 def _cmd_play(args: argparse.Namespace) -> int:
     from agent_envs.core import MAX_TASK_ID
     from agent_envs.evaluation.stack import resolve_env
-    from wrappers import TurnBudget
+    from wrappers.budget import resolve_budget
     from wrappers.utils.validators import check_at_most, check_budget, check_int
 
     seed = check_at_most(check_int(args.seed, "--seed", 0), "--seed", MAX_SEED)
@@ -81,8 +81,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
         raise UsageError(f"--task must be below {MAX_TASK_ID}, got {task}.")
     budget = check_budget(args.budget, "--budget")
     recipe, env_id = resolve_env(args.env_id, None)
-    env = TurnBudget(recipe.env(), max_turns=budget, visible=True)
-    observation, _ = env.reset(seed=seed, options={TASK_ID: task})
+    # The one budget function: a stack that has its own budget wrapper keeps it (and
+    # gets --budget for this episode), and one that would break T is refused.
+    env = resolve_budget(recipe.env(), budget, visible=True)
+    observation, _ = env.reset(seed=seed, options={TASK_ID: task, BUDGET: budget})
     base: Any = env.unwrapped
     print(f"{env_id}, task {task}, {budget} turns. {_PLAY_HELP}\n")
     _tolerant_input()
