@@ -181,6 +181,24 @@ def test_hidden_shortcut_equals_separate_runs_per_budget():
     assert np.array_equal(visible.surface, hidden.surface)
 
 
+def test_the_old_budget_aware_flag_is_refused_not_ignored(tmp_path):
+    """Ignored, budget_aware = True measured a budget-reading policy at max(T) only."""
+
+    class OldName(RandomAgent):
+        budget_aware = True
+
+    log = tmp_path / "run.jsonl"
+    grid = dict(ks=[1], budgets=[3, 7], tasks=2, n_bootstrap=10, log_path=log)
+    with pytest.raises(ValueError, match=r"budget_aware.*declare visible_budget = True"):
+        evaluate(OldName(), GUESS, **grid)
+    assert not log.exists()
+
+    class BothNames(OldName):
+        visible_budget = True
+
+    assert evaluate(BothNames(), GUESS, **grid).mode == "visible"
+
+
 class GivesUpWhenRich:
     """Reads the visible budget: plays the oracle only when T <= 7."""
 

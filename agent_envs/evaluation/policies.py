@@ -22,6 +22,7 @@ from agent_envs import fingerprint
 from agent_envs.plugins import AgentSpec
 from agent_envs.protocol import REQUIRED_INFO_KEYS
 from agent_envs.redaction import scrub
+from wrappers.errors import InvalidValue
 
 __all__ = [
     "POLICY_ERRORS",
@@ -134,8 +135,21 @@ def _check_batch(actions: Any, expected: int) -> list[Any]:
 
 
 def _visible_budget(policy: Any) -> bool:
-    """Return the policy's one budget flag, ``visible_budget``."""
-    return bool(getattr(policy, "visible_budget", False))
+    """Return the policy's one budget flag, ``visible_budget``.
+
+    Raises:
+        InvalidValue: the policy says ``budget_aware = True`` but not
+            ``visible_budget``: that older name is not read, and ignoring it
+            would measure the policy in hidden mode, at max(T) only.
+    """
+    visible = bool(getattr(policy, "visible_budget", False))
+    if not visible and getattr(policy, "budget_aware", False):
+        raise InvalidValue(
+            "the policy sets budget_aware, which the evaluator does not read: declare "
+            "visible_budget = True instead (every T then runs on its own, and info carries "
+            "budget and turns_left)."
+        )
+    return visible
 
 
 class PolicyAdapter:
