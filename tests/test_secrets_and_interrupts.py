@@ -314,7 +314,12 @@ def test_runaway_eval_flags_fail_at_once(tmp_path, capsys, flags):
         ["eval", GUESS, "--agent", "oracle", "--k", "1", "--t", "3", "--log", str(log), *flags]
     )
     assert status == 2
-    named = {"--step-quality": "step_quality", "--n-bootstrap": "n_bootstrap", "--tasks": "task"}
+    # The error names what the user typed: the flag, not the setting behind it.
+    named = {
+        "--step-quality": "--step-quality",
+        "--n-bootstrap": "--n-bootstrap",
+        "--tasks": "task",
+    }
     assert named[flags[0]] in one_error_line(capsys)
     assert not log.exists()  # refused before any episode
 
