@@ -377,7 +377,7 @@ def test_unparsable_replies_are_told_apart_from_forbidden_moves(tmp_path):
 
 
 def test_a_log_from_before_the_unparsable_count_still_resumes(tmp_path):
-    from agent_envs.evaluation.rollout import EpisodeRecord
+    from agent_envs.evaluation.episode_record import EpisodeRecord
 
     record = EpisodeRecord(1, 0, 5, 4, turns=4, valid=2, invalid=2, unparsable=1)
     line = record.to_json()

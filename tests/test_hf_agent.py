@@ -252,7 +252,7 @@ def test_act_batch_checks_lengths(loaded):
 def read_log(path):
     import json
 
-    from agent_envs.evaluation.rollout import EpisodeRecord
+    from agent_envs.evaluation.episode_record import EpisodeRecord
 
     with open(path) as handle:
         lines = [json.loads(line) for line in handle]

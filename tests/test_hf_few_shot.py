@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 
 from agent_envs.evaluation import evaluate  # noqa: E402
-from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
+from agent_envs.evaluation.episode_record import EpisodeRecord  # noqa: E402
 from agent_envs.instances import instance_key  # noqa: E402
 from baselines.llm.agents.generation import generate_replies  # noqa: E402
 from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402

@@ -24,7 +24,7 @@ from llm_fixtures import build_tiny_model  # noqa: E402
 
 from agent_envs.cli import main  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
+from agent_envs.evaluation.episode_record import EpisodeRecord  # noqa: E402
 from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402
 from baselines.llm.agents.llamacpp_agent import LlamaCppAgent, gguf_tokenizer  # noqa: E402
 from baselines.llm.models.resolve import CACHE_ENV, ModelError  # noqa: E402

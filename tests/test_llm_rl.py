@@ -22,7 +22,7 @@ from llm_fixtures import scored_grpo_batch  # noqa: E402
 from agent_envs import cli  # noqa: E402
 from agent_envs.env_stack import BudgetRegime  # noqa: E402
 from agent_envs.evaluation import evaluate  # noqa: E402
-from agent_envs.evaluation.rollout import EpisodeRecord  # noqa: E402
+from agent_envs.evaluation.episode_record import EpisodeRecord  # noqa: E402
 from agent_envs.instances import instance_key  # noqa: E402
 from baselines.llm.agents.generation import HFGenerator, eos_token_ids, reply_decoder  # noqa: E402
 from baselines.llm.agents.hf_agent import HFAgent  # noqa: E402

@@ -20,7 +20,7 @@ import pytest
 
 from agent_envs.cli import main
 from agent_envs.evaluation import PerEpisode, evaluate
-from agent_envs.evaluation.rollout import EpisodeRecord
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
 from agent_envs.plugins import AgentSpec
 from baselines.simple_agents import NoisyOracleAgent

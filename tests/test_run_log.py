@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agent_envs.evaluation import evaluate
-from agent_envs.evaluation.rollout import EpisodeRecord
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.protocol import AgentAction
 from baselines.simple_agents import NoisyOracleAgent
 
@@ -358,7 +358,7 @@ def test_a_log_of_an_older_format_is_refused_by_name(tmp_path):
 
 def test_a_transcript_entry_is_bounded(tmp_path):
     """A huge agent reply cannot make a huge log line."""
-    from agent_envs.evaluation.rollout import TRANSCRIPT_TEXT_LIMIT
+    from agent_envs.evaluation.episode_record import TRANSCRIPT_TEXT_LIMIT
 
     def chatty(observation):
         return AgentAction("50", raw="x" * 1_000_000)

@@ -10,11 +10,11 @@ See ``docs/evaluation.md`` for the protocol, the modes and the diagnostics.
 from __future__ import annotations
 
 from agent_envs.evaluation.compare import CompareResult, compare
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.evaluation.pass_at_k import pass_at_k
 from agent_envs.evaluation.policies import PerEpisode
 from agent_envs.evaluation.reference import NoisyOracleAgent
 from agent_envs.evaluation.result import EvalResult
-from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLogLocked
 from agent_envs.evaluation.runner import evaluate
 from agent_envs.evaluation.session import RunAborted

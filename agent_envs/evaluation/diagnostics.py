@@ -2,7 +2,7 @@
 
 They separate "better single steps" from "better recovery" (see
 ``docs/evaluation.md``).  Every figure comes from the per-episode counts in
-:class:`~agent_envs.evaluation.rollout.EpisodeRecord`, so a resumed run gives
+:class:`~agent_envs.evaluation.episode_record.EpisodeRecord`, so a resumed run gives
 the same diagnostics as an uninterrupted one.
 
 Always computed (free, from ``info``):
@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from agent_envs.evaluation.rollout import EpisodeRecord
+from agent_envs.evaluation.episode_record import EpisodeRecord
 
 __all__ = ["error_recovery", "summarize"]
 

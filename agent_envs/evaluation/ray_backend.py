@@ -37,10 +37,11 @@ from typing import Any
 
 from agent_envs import install_hint
 from agent_envs.env_stack import StackRecipe
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.evaluation.executor import LocalExecutor
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import adapt_policy, describe_error
-from agent_envs.evaluation.rollout import EpisodeRecord, Finish, RunOptions
+from agent_envs.evaluation.rollout import Finish, RunOptions
 from agent_envs.evaluation.session import RunAborted
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.redaction import ScrubbingStream, remember, scrub

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover (Windows)
     fcntl = None  # type: ignore[assignment]
 from typing import IO, Any
 
-from agent_envs.evaluation.rollout import EpisodeRecord
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.files import MAX_LOG_BYTES, path_error, read_input
 from agent_envs.redaction import scrub

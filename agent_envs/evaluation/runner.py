@@ -18,9 +18,10 @@ import numpy as np
 
 from agent_envs import __version__
 from agent_envs.evaluation.diagnostics import summarize
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.evaluation.executor import EpisodeExecutor, LocalExecutor
 from agent_envs.evaluation.result import EvalResult
-from agent_envs.evaluation.rollout import EpisodeRecord, RunOptions
+from agent_envs.evaluation.rollout import RunOptions
 from agent_envs.evaluation.session import RunState
 from agent_envs.evaluation.settings import HIDDEN, VISIBLE, EvalSettings
 from agent_envs.evaluation.stack import RunSetup

@@ -9,8 +9,8 @@ from typing import Any
 
 from agent_envs import __version__
 from agent_envs.errors import CommandError
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.evaluation.formatting import error_summary
-from agent_envs.evaluation.rollout import EpisodeRecord
 from agent_envs.evaluation.run_log import RunLog
 from agent_envs.evaluation.settings import EvalSettings
 from agent_envs.progress import ProgressLines, wants_lines

@@ -46,16 +46,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from agent_envs.evaluation.episode_record import EpisodeRecord
 from agent_envs.evaluation.keys import EpisodeKey
 from agent_envs.evaluation.policies import POLICY_ERRORS, PolicyAdapter, adapt_policy
 from agent_envs.evaluation.reference import NoisyOracleAgent
-from agent_envs.evaluation.rollout import (
-    EpisodeRecord,
-    EpisodeRun,
-    RunOptions,
-    plain_action,
-    run_sequential,
-)
+from agent_envs.evaluation.rollout import EpisodeRun, RunOptions, plain_action, run_sequential
 from agent_envs.evaluation.settings import VISIBLE, EvalSettings
 from agent_envs.evaluation.stack import RunSetup, policy_stack
 from agent_envs.protocol import AgentAction
