@@ -65,9 +65,9 @@ def _key_literals(path: pathlib.Path) -> list[tuple[int, str]]:
 # Strings that equal a key but mean something else: a dataclass field of the
 # same name, a method name, an OpenAI request field, a name in __all__.
 _NOT_KEYS = {
-    ("agent_envs/evaluation/rollout.py", "task_id"),
-    ("agent_envs/evaluation/rollout.py", "budget"),
-    ("agent_envs/evaluation/rollout.py", "success"),
+    ("agent_envs/evaluation/episode_record.py", "task_id"),
+    ("agent_envs/evaluation/episode_record.py", "budget"),
+    ("agent_envs/evaluation/episode_record.py", "success"),
     ("agent_envs/evaluation/__init__.py", "episode_seed"),
     ("wrappers/utils/seeding.py", "episode_seed"),
     ("agent_envs/cli/play.py", "admissible_actions"),
