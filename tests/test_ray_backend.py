@@ -218,6 +218,15 @@ def test_cli_eval_on_ray_matches_local(tmp_path, capsys):
     assert "workers needs backend='ray' (--backend ray)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("workers", [None, 1])
+def test_workers_the_clusters_gpus_cannot_place_are_refused_not_left_waiting(workers):
+    # The module's cluster has 2 CPUs and no GPU: an actor that reserves one GPU never
+    # starts, and the run would wait for its chunks forever.
+    grid = dict(ks=[1], budgets=[3], tasks=2, n_bootstrap=10, backend="ray", workers=workers)
+    with pytest.raises(ValueError, match=r"need 1 CPUs and 1 GPUs .* has 2 and 0"):
+        evaluate(NoisyOracleAgent(), "agent_envs/GuessNumber-v0", **grid, gpus_per_worker=1)
+
+
 def _env_that_fails_in_workers(driver_pid: int):
     if os.getpid() != driver_pid:
         raise ModuleNotFoundError("No module named 'my_envs'")

@@ -213,16 +213,24 @@ class RayExecutor:
             self._play(ray, list(keys), finish)
 
     def _worker_count(self, ray: Any) -> int:
-        """Return the workers asked for (default: as many as the cluster's CPUs hold)."""
-        cpus = ray.cluster_resources().get("CPU", 0)
+        """Return the workers asked for (default: as many as the cluster's CPUs and GPUs hold)."""
+        resources = ray.cluster_resources()
+        cpus, gpus = resources.get("CPU", 0), resources.get("GPU", 0)
+        each = self.settings.gpus_per_worker
         fits = int(cpus // CPUS_PER_WORKER)
+        if each > 0:
+            fits = min(fits, int(gpus // each))
         wanted = self.settings.workers or max(fits, 1)
         if wanted > fits:
             # An actor that cannot be placed would hold its chunks forever.
+            need = f"{wanted * CPUS_PER_WORKER} CPUs, but the cluster has {cpus:g}"
+            if each > 0:
+                need = (
+                    f"{wanted * CPUS_PER_WORKER} CPUs and {wanted * each:g} GPUs "
+                    f"(gpus_per_worker {each:g}), but the cluster has {cpus:g} and {gpus:g}"
+                )
             raise InvalidValue(
-                f"{wanted} Ray workers of {CPUS_PER_WORKER} CPU each need "
-                f"{wanted * CPUS_PER_WORKER} CPUs, but the cluster has {cpus:g}: "
-                "ask for fewer workers (--workers) or add nodes."
+                f"{wanted} Ray workers need {need}: ask for fewer workers (--workers) or add nodes."
             )
         return wanted
 
