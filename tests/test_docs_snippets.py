@@ -48,6 +48,11 @@ _AFTER_SETUP = r"^.*?pip install -e \"\.\[plot\]\" && "
 #: (page, a string unique to the block) -> (extra prelude, postlude that checks it).
 #: For bash blocks the prelude is a regex whose match is cut from the block's start.
 RUN = {
+    # TRL itself reads transformers' deprecated is_gradient_checkpointing: not the recipe's.
+    ("docs/integrations.md", "warm_start_tool_calls(model, tokenizer, ENV_ID"): (
+        'warnings.filterwarnings("ignore", ".*is_gradient_checkpointing", FutureWarning)\n',
+        "assert trainer.state.global_step == 1 and trainer.state.log_history\n",
+    ),
     ("README.md", "agent-envs eval agent_envs/Sokoban-v0 --agent oracle"): (
         _AFTER_SETUP,
         "test -s runs/oracle.png && test -s runs/random.png && test -s runs/diff.png",
@@ -172,9 +177,6 @@ SKIP = {
         "tests/test_integrations_rl.py trains through ppo_config",
     ("docs/integrations.md", "args=GRPOConfig(num_generations=4, max_tool_calling"):
         "a fragment (model, tokenizer and ... stand for your own): the recipe below is whole",
-    ("docs/integrations.md", "warm_start_tool_calls(model, tokenizer, ENV_ID"):
-        _MINUTES + " (150 warm-start steps and a GRPO step); "
-        "tests/test_integrations_trl.py runs this recipe on the tests' tiny model",
     ("docs/integrations.md", "agent-envs serve agent_envs/Sokoban-v0 --port 8000"):
         "starts a server: tests/test_integrations_openenv.py serves and plays it",
     ("docs/integrations.md", "with GenericEnvClient(base_url="):
@@ -298,6 +300,8 @@ def test_block_runs_as_written(key, tmp_path, shim):
         pytest.importorskip("torchrl")
     if "ActionMasker" in marker:
         pytest.importorskip("sb3_contrib")
+    if "warm_start_tool_calls" in marker:
+        pytest.importorskip("trl")
     if kind == "python":
         script = tmp_path / "snippet.py"
         script.write_text(PRELUDE + extra + block + "\n" + postlude)

@@ -182,9 +182,9 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
     from datasets import Dataset
     from llm_fixtures import build_tiny_model, load_tiny
     from transformers import GPT2LMHeadModel
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from baselines.llm.training.grpo import no_checkpointing
+    from baselines.llm.training.grpo import grpo_config
     from baselines.llm.training.tool_warm_start import tool_chat_template, warm_start_tool_calls
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -197,11 +197,11 @@ def test_the_cpu_recipe_warm_starts_then_grpo_learns_through_the_tool(
         model = GPT2LMHeadModel(config)  # untrained: it would never call the tool
     losses = warm_start_tool_calls(model, tokenizer, env_id, tasks, steps=150, regime=4)
     assert sum(losses[-10:]) < sum(losses[:10]) / 10
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"), bf16=False, **no_checkpointing(),
-        disable_dropout=True, report_to="none", use_cpu=True, seed=0, max_steps=1,
-        per_device_train_batch_size=8, num_generations=4, max_completion_length=256,
-        max_tool_calling_iterations=6, temperature=0.7, logging_steps=1,
+    # The recipe of docs/integrations.md, as written there (plus a seed and a log line).
+    args = grpo_config(
+        tmp_path / "out", use_cpu=True, per_device_train_batch_size=8, num_generations=4,
+        max_completion_length=256, max_tool_calling_iterations=6, temperature=0.7,
+        max_steps=1, seed=0, logging_steps=1,
     )  # fmt: skip
     trainer = GRPOTrainer(
         model=model,
